@@ -1,0 +1,381 @@
+package convert
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/urfave/cli/v2"
+)
+
+// Exit statuses of agentconv itself. With --exit-status, a successful
+// conversion exits with the last run's own exit code instead of ExitOK.
+const (
+	ExitOK          = 0
+	ExitInput       = 1 // the input is malformed, unreadable or of an unknown dialect
+	ExitUsage       = 2 // bad flags or arguments
+	ExitLoss        = 3 // --strict met something the target cannot carry
+	ExitOutput      = 4 // the output could not be written or delivered
+	ExitInterrupted = 130
+	ExitTerminated  = 143
+)
+
+// Version is set at build time with -ldflags "-X ...convert.Version=...".
+var Version = "dev"
+
+// Sys is what the command line touches of the outside world, so that tests
+// can run it in memory.
+type Sys struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment; nil reads nothing.
+	Getenv func(string) string
+	// Signals delivers SIGINT and SIGTERM; nil for none.
+	Signals <-chan os.Signal
+	// Clock overrides time.Now, for tests.
+	Clock func() time.Time
+}
+
+func (s Sys) getenv(k string) string {
+	if s.Getenv == nil {
+		return ""
+	}
+	return s.Getenv(k)
+}
+
+const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE] [FILE ...]
+   agentconv formats`
+
+const description = `Converts the event streams that AI coding agents print from one dialect to
+another, and exports runs as OpenTelemetry traces. Inputs are FILEs, or
+standard input when there are none or a FILE is "-". Without --from, the
+dialect of each input is detected from its first events.
+
+Whatever the target dialect cannot carry is counted and reported on stderr.
+
+Examples:
+   adal -q "fix the lint" -o stream-json | agentconv --to malac
+   agentconv --from malac --to adal-json events.jsonl
+   agentconv --to pretty testdata/adal/seed-stream.ndjson
+   agentconv --to otlp run.ndjson        # send to OTEL_EXPORTER_OTLP_ENDPOINT
+   agentconv formats                     # list the dialects
+
+Exit statuses:
+   0    success (with --exit-status: the last run's own exit code)
+   1    malformed, unreadable or unrecognised input
+   2    bad flags or arguments
+   3    --strict met something the target cannot carry
+   4    the output could not be written or delivered
+   130  interrupted (SIGINT); 143 terminated (SIGTERM)`
+
+// Run is the whole command line: it parses args (args[0] is the program
+// name) and returns the exit status.
+func Run(args []string, sys Sys) int {
+	status := ExitOK
+	app := &cli.App{
+		Name:            "agentconv",
+		Usage:           "convert AI coding-agent event streams between dialects and to OpenTelemetry",
+		UsageText:       usageText,
+		Description:     description,
+		Version:         Version,
+		Reader:          sys.Stdin,
+		Writer:          sys.Stdout,
+		ErrWriter:       sys.Stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		Flags:           flags(),
+		Action: func(c *cli.Context) error {
+			status = convertCmd(c, sys)
+			return nil
+		},
+		Commands: []*cli.Command{{
+			Name:  "formats",
+			Usage: "list the dialects, and whether each can be read and written",
+			Action: func(c *cli.Context) error {
+				PrintFormats(sys.Stdout)
+				return nil
+			},
+		}},
+	}
+	if err := app.Run(args); err != nil {
+		fmt.Fprintf(sys.Stderr, "agentconv: %v\n", err)
+		return ExitUsage
+	}
+	return status
+}
+
+func flags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "from", Aliases: []string{"f"}, Usage: "input `DIALECT` (default: detect it from the first events)"},
+		&cli.StringFlag{Name: "to", Aliases: []string{"t"}, Usage: "output `DIALECT` (required; see `agentconv formats`)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output (written whole, then renamed into place)"},
+		&cli.BoolFlag{Name: "lenient", Usage: "skip malformed lines instead of stopping at the first; they are counted on stderr"},
+		&cli.BoolFlag{Name: "strict", Usage: "fail (exit 3) at the first thing the target dialect cannot carry"},
+		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},
+		&cli.BoolFlag{Name: "deterministic", Usage: "use a fixed clock (2000-01-01T00:00:00Z, +1ms per event) where the source has no times, for reproducible output"},
+		&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the pretty view: auto, always or never (NO_COLOR is honoured)"},
+	}
+}
+
+// PrintFormats writes the table of dialects.
+func PrintFormats(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIALECT\tREAD\tWRITE\tDESCRIPTION")
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "-"
+	}
+	for _, d := range Dialects {
+		name := d.Name
+		if len(d.Aliases) > 0 {
+			name += " (" + strings.Join(d.Aliases, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, yes(d.NewReader != nil), yes(d.NewWriter != nil), d.Description)
+	}
+	tw.Flush()
+}
+
+func convertCmd(c *cli.Context, sys Sys) int {
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(sys.Stderr, "agentconv: "+format+"\n", args...)
+		return code
+	}
+	if c.String("to") == "" {
+		if c.NArg() == 0 && !c.IsSet("from") {
+			cli.ShowAppHelp(c)
+			return ExitUsage
+		}
+		return fail(ExitUsage, "--to is required: name the output dialect (one of: %s)", formats.Names(Writable()))
+	}
+	to, ok := Lookup(c.String("to"))
+	if !ok || to.NewWriter == nil {
+		return fail(ExitUsage, "cannot write %q: --to takes one of: %s", c.String("to"), formats.Names(Writable()))
+	}
+	var from formats.Dialect
+	if name := c.String("from"); name != "" {
+		if from, ok = Lookup(name); !ok || from.NewReader == nil {
+			return fail(ExitUsage, "cannot read %q: --from takes one of: %s", name, formats.Names(Readable()))
+		}
+	}
+	if c.Bool("lenient") && c.Bool("strict") {
+		return fail(ExitUsage, "--lenient and --strict contradict each other; pick one")
+	}
+	colorMode := c.String("color")
+	if colorMode != "auto" && colorMode != "always" && colorMode != "never" {
+		return fail(ExitUsage, "--color takes auto, always or never, not %q", colorMode)
+	}
+
+	names := c.Args().Slice()
+	if len(names) == 0 {
+		names = []string{"-"}
+	}
+	for _, n := range names {
+		if n == "-" {
+			continue
+		}
+		if st, err := os.Stat(n); err != nil {
+			return fail(ExitInput, "%s: cannot read it: %v", n, errors.Unwrap(err))
+		} else if st.IsDir() {
+			return fail(ExitInput, "%s: is a directory; name the files in it", n)
+		}
+	}
+
+	// The output: standard output, or a temporary file renamed into place.
+	var out io.Writer = sys.Stdout
+	var tmp *os.File
+	outPath := c.String("output")
+	if outPath != "" && outPath != "-" {
+		var err error
+		tmp, err = os.CreateTemp(filepath.Dir(outPath), "."+filepath.Base(outPath)+".*.tmp")
+		if err != nil {
+			return fail(ExitOutput, "cannot write %s: %v", outPath, errors.Unwrap(err))
+		}
+		out = tmp
+	}
+	bw := bufio.NewWriterSize(out, 64<<10)
+
+	clock := sys.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	if c.Bool("deterministic") {
+		n := 0
+		clock = func() time.Time { n++; return formats.FixedEpoch.Add(time.Duration(n) * time.Millisecond) }
+	}
+	rep := formats.NewReport(sys.Stderr)
+	wopts := formats.WriteOptions{
+		Dialect:       to.Name,
+		Report:        rep,
+		Stderr:        sys.Stderr,
+		Params:        map[string]string{},
+		Getenv:        sys.Getenv,
+		Deterministic: c.Bool("deterministic"),
+		Color:         colorMode == "always" || (colorMode == "auto" && tmp == nil && isTerminal(sys.Stdout) && sys.getenv("NO_COLOR") == "" && sys.getenv("TERM") != "dumb"),
+	}
+	w := to.NewWriter(bw, wopts)
+	opts := Options{From: from, Lenient: c.Bool("lenient"), Strict: c.Bool("strict"), Clock: clock, Report: rep}
+	if tmp == nil && isLive(sys.Stdout) {
+		opts.Flush = bw.Flush
+	}
+	p := NewPipeline(w, to.Name, opts)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sig os.Signal
+	sigSeen := make(chan struct{})
+	if sys.Signals != nil {
+		go func() {
+			select {
+			case sig = <-sys.Signals:
+				close(sigSeen)
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+
+	var runErr error
+	for _, n := range names {
+		in := Input{Name: n, R: sys.Stdin}
+		if n == "-" {
+			in.Name = "<stdin>"
+		} else {
+			f, err := os.Open(n)
+			if err != nil {
+				runErr = &InputError{File: n, Msg: err.Error()}
+				break
+			}
+			in.R = f
+			runErr = p.Convert(ctx, in)
+			f.Close()
+			if runErr != nil {
+				break
+			}
+			continue
+		}
+		if runErr = p.Convert(ctx, in); runErr != nil {
+			break
+		}
+	}
+
+	// Close the writer whatever happened: what was converted is kept.
+	var closeErr error
+	if errors.Is(runErr, ErrInterrupted) {
+		closeErr = p.Interrupt()
+	} else {
+		closeErr = p.Close()
+	}
+	if err := bw.Flush(); err != nil && closeErr == nil {
+		closeErr = &OutputError{err}
+	}
+	rep.Summary(to.Name)
+	res := p.Result()
+	if len(res.Skipped) > 0 {
+		fmt.Fprintf(sys.Stderr, "agentconv: skipped %d malformed line(s): %s\n", len(res.Skipped), strings.Join(limit(res.Skipped, 20), ", "))
+	}
+
+	if tmp != nil {
+		if err := tmp.Sync(); err != nil && closeErr == nil {
+			closeErr = &OutputError{err}
+		}
+		if err := tmp.Close(); err != nil && closeErr == nil {
+			closeErr = &OutputError{err}
+		}
+		var oe *OutputError
+		if errors.As(closeErr, &oe) || errors.As(runErr, &oe) {
+			os.Remove(tmp.Name())
+		} else if err := os.Rename(tmp.Name(), outPath); err != nil {
+			os.Remove(tmp.Name())
+			closeErr = &OutputError{err}
+		}
+	}
+
+	code := exitFor(runErr, sys.Stderr)
+	if code == ExitOK || code == ExitInterrupted {
+		if c2 := exitFor(closeErr, sys.Stderr); c2 != ExitOK {
+			code = c2
+		}
+	}
+	if code == ExitInterrupted {
+		select {
+		case <-sigSeen:
+			if sig == syscall.SIGTERM {
+				code = ExitTerminated
+			}
+		default:
+		}
+	}
+	if code == ExitOK && c.Bool("exit-status") && res.ExitCode.OK {
+		code = res.ExitCode.V
+	}
+	return code
+}
+
+// exitFor prints an error and maps it to an exit status.
+func exitFor(err error, stderr io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var (
+		ie *InputError
+		oe *OutputError
+		le *LossError
+	)
+	switch {
+	case errors.Is(err, ErrInterrupted):
+		return ExitInterrupted
+	case errors.Is(err, syscall.EPIPE):
+		// The reader of our output went away (| head): end quietly.
+		return ExitOK
+	case errors.As(err, &ie):
+		fmt.Fprintf(stderr, "agentconv: %v\n", ie)
+		return ExitInput
+	case errors.As(err, &le):
+		fmt.Fprintf(stderr, "agentconv: %v\n", le)
+		return ExitLoss
+	case errors.As(err, &oe):
+		fmt.Fprintf(stderr, "agentconv: cannot write the output: %v\n", oe.Err)
+		return ExitOutput
+	}
+	fmt.Fprintf(stderr, "agentconv: %v\n", err)
+	return ExitInput
+}
+
+func limit(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], fmt.Sprintf("… and %d more", len(s)-n))
+}
+
+// isLive: the output is a pipe or a terminal, where each event should show
+// at once; a regular file is flushed only at the end.
+func isLive(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeType != 0
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,336 @@
+package convert
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// Input is one named input stream.
+type Input struct {
+	// Name is the file name, or "-" for standard input; errors use it.
+	Name string
+	R    io.Reader
+}
+
+// Options steer a conversion.
+type Options struct {
+	// From is the input dialect; the zero Dialect means detect it per input.
+	From formats.Dialect
+	// Lenient skips malformed records instead of stopping at the first.
+	Lenient bool
+	// Strict turns any loss into an error.
+	Strict bool
+	// Clock stamps Event.Arrived; nil means time.Now.
+	Clock func() time.Time
+	// Flush is called after each event is written, so that a live pipe
+	// sees it at once; nil when the output is a file.
+	Flush func() error
+	// Report receives warnings and losses.
+	Report *formats.Report
+}
+
+// Result sums up a conversion.
+type Result struct {
+	// Runs is how many runs were written.
+	Runs int
+	// ExitCode is the last run's own exit code, when it has one.
+	ExitCode formats.Opt[int]
+	// Skipped lists the malformed records --lenient skipped, as FILE:LINE.
+	Skipped []string
+	// Events is how many events were read.
+	Events int
+}
+
+// InputError is a problem with the input at a place: FILE:LINE: what.
+type InputError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *InputError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// OutputError is a failure to write or deliver the output.
+type OutputError struct{ Err error }
+
+func (e *OutputError) Error() string { return e.Err.Error() }
+func (e *OutputError) Unwrap() error { return e.Err }
+
+// LossError is a loss met under --strict.
+type LossError struct{ What, Target string }
+
+func (e *LossError) Error() string {
+	return fmt.Sprintf("--strict: %s cannot carry %s", e.Target, e.What)
+}
+
+// ErrInterrupted is returned when the context is cancelled (a signal).
+var ErrInterrupted = errors.New("interrupted")
+
+// Pipeline converts inputs into one writer, event by event.
+type Pipeline struct {
+	opts   Options
+	w      formats.Writer
+	target string
+	res    Result
+	run    runState
+	events int
+}
+
+// NewPipeline makes a pipeline writing into w, the writer of dialect target.
+func NewPipeline(w formats.Writer, target string, opts Options) *Pipeline {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &Pipeline{opts: opts, w: w, target: target}
+}
+
+// Result returns what the conversion did so far.
+func (p *Pipeline) Result() Result { return p.res }
+
+type item struct {
+	ev  *formats.Event
+	err error
+}
+
+// Convert reads one input to its end and writes its events. A cancelled
+// context closes the open run as cancelled and returns ErrInterrupted.
+func (p *Pipeline) Convert(ctx context.Context, in Input) error {
+	br := bufio.NewReaderSize(in.R, 64<<10)
+	d, err := p.dialectFor(in, br)
+	if err != nil {
+		return err
+	}
+	rep := p.opts.Report
+	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep}
+	if rep != nil {
+		old := rep.Where
+		rep.Where = func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) }
+		defer func() { rep.Where = old }()
+	}
+	r := d.NewReader(br, ropts)
+
+	// The reader runs in its own goroutine so that a signal can stop the
+	// conversion while a live pipe is silent.
+	items := make(chan item, 64)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(items)
+		for {
+			ev, err := safeNext(r)
+			if ev != nil {
+				ev.Arrived = p.opts.Clock()
+			}
+			select {
+			case items <- item{ev, err}:
+			case <-done:
+				return
+			}
+			if err != nil {
+				var le *formats.LineError
+				if errors.As(err, &le) && p.opts.Lenient {
+					continue
+				}
+				return
+			}
+		}
+	}()
+
+	for {
+		var it item
+		var ok bool
+		select {
+		case <-ctx.Done():
+			p.closeRun(formats.Cancelled, "interrupted by a signal")
+			return ErrInterrupted
+		case it, ok = <-items:
+		}
+		if !ok {
+			break
+		}
+		if it.err == io.EOF {
+			break
+		}
+		if it.err != nil {
+			var le *formats.LineError
+			if errors.As(it.err, &le) {
+				if p.opts.Lenient {
+					p.res.Skipped = append(p.res.Skipped, fmt.Sprintf("%s:%d", in.Name, le.Line))
+					continue
+				}
+				p.closeRun(formats.Failed, "the input had a malformed line")
+				return &InputError{File: in.Name, Line: le.Line, Msg: le.Msg + "; fix the line, or pass --lenient to skip malformed lines"}
+			}
+			p.closeRun(formats.Failed, "reading the input failed")
+			return &InputError{File: in.Name, Msg: it.err.Error()}
+		}
+		if err := p.Write(it.ev); err != nil {
+			return err
+		}
+	}
+	if p.run.open {
+		if rep != nil {
+			rep.Warn(0, "%s: the stream ended before its run completed (the producer was killed?); closing it as a failed, cut run", in.Name)
+		}
+		return p.closeRun(formats.Failed, "the stream was cut before the run completed")
+	}
+	return nil
+}
+
+// safeNext calls a reader and turns a panic into an error: a reader bug must
+// cost the rest of one input, never the data already converted.
+func safeNext(r formats.Reader) (ev *formats.Event, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ev, err = nil, fmt.Errorf("internal error in the reader: %v (please report it)", v)
+		}
+	}()
+	return r.Next()
+}
+
+// Write passes one event to the writer, opening a run first if the event
+// comes outside one, and keeping track of what is open.
+func (p *Pipeline) Write(ev *formats.Event) error {
+	p.res.Events++
+	if !p.run.open && ev.Kind != formats.RunStart {
+		start := &formats.Event{Kind: formats.RunStart, Time: ev.Time, Arrived: ev.Arrived,
+			Source: formats.Source{Dialect: ev.Source.Dialect, LineNo: ev.Source.LineNo}}
+		if err := p.emit(start); err != nil {
+			return err
+		}
+	}
+	if ev.Kind == formats.RunStart && p.run.open {
+		// A new run begins before the last one ended.
+		if err := p.closeRun(formats.Failed, "a new run began before this one completed"); err != nil {
+			return err
+		}
+	}
+	return p.emit(ev)
+}
+
+func (p *Pipeline) emit(ev *formats.Event) error {
+	p.run.observe(ev, p.opts.Report)
+	before := p.opts.Report.Losses()
+	if err := p.w.Write(ev); err != nil {
+		return &OutputError{err}
+	}
+	if p.opts.Strict && p.opts.Report.Losses() > before {
+		return &LossError{What: p.opts.Report.LastLoss(), Target: p.target}
+	}
+	if ev.Kind == formats.RunEnd {
+		p.res.Runs++
+		p.res.ExitCode = ev.Run.ExitCode
+	}
+	if p.opts.Flush != nil {
+		if err := p.opts.Flush(); err != nil {
+			return &OutputError{err}
+		}
+	}
+	return nil
+}
+
+// closeRun ends an open run that its source never ended: every open call is
+// ended as cancelled (it never completed), every open subagent with status, and the run ends
+// as a cut run with exit code 1 (130 for a signal).
+func (p *Pipeline) closeRun(status formats.Status, why string) error {
+	if !p.run.open {
+		return nil
+	}
+	now := p.opts.Clock()
+	for _, c := range p.run.calls.Open() {
+		ev := &formats.Event{Kind: formats.ToolResult, Agent: c.Agent, Arrived: now,
+			Call: formats.Call{ID: c.ID, Name: c.Name, Status: formats.Cancelled, Error: "not completed: " + why}}
+		if err := p.emit(ev); err != nil {
+			return err
+		}
+	}
+	for i := len(p.run.agents) - 1; i >= 0; i-- {
+		ev := &formats.Event{Kind: formats.AgentEnd, Agent: p.run.agents[i], Arrived: now, Status: status}
+		if err := p.emit(ev); err != nil {
+			return err
+		}
+	}
+	code := 1
+	if status == formats.Cancelled {
+		code = 130
+	}
+	end := &formats.Event{Kind: formats.RunEnd, Arrived: now, Status: status, Cut: true, Text: why,
+		Run: formats.RunInfo{ExitCode: formats.Some(code), SessionID: p.run.session}}
+	return p.emit(end)
+}
+
+// Close ends the conversion: it closes a run left open, then the writer.
+func (p *Pipeline) Close() error {
+	if err := p.closeRun(formats.Failed, "the stream was cut before the run completed"); err != nil {
+		return err
+	}
+	if err := p.w.Close(); err != nil {
+		return &OutputError{err}
+	}
+	return nil
+}
+
+// Interrupt closes the open run as cancelled and the writer, after a signal.
+func (p *Pipeline) Interrupt() error {
+	if err := p.closeRun(formats.Cancelled, "interrupted by a signal"); err != nil {
+		return err
+	}
+	if err := p.w.Close(); err != nil {
+		return &OutputError{err}
+	}
+	return nil
+}
+
+// runState follows the open run: its calls and subagents, so that a cut run
+// can be closed properly, and odd sequences can be warned about.
+type runState struct {
+	open    bool
+	session string
+	calls   formats.CallTracker
+	agents  []string
+}
+
+func (s *runState) observe(ev *formats.Event, rep *formats.Report) {
+	switch ev.Kind {
+	case formats.RunStart:
+		s.open = true
+		s.session = ev.Run.SessionID
+	case formats.RunEnd:
+		s.open = false
+		s.session = ""
+		s.calls.Reset()
+		s.agents = s.agents[:0]
+	case formats.AgentStart:
+		s.agents = append(s.agents, ev.Agent)
+	case formats.AgentEnd:
+		for i, a := range s.agents {
+			if a == ev.Agent {
+				s.agents = append(s.agents[:i], s.agents[i+1:]...)
+				break
+			}
+		}
+	case formats.ToolCall:
+		if c := s.calls.Get(ev.Call.ID); c != nil && !c.Done && ev.Call.ID != "" {
+			rep.Warn(ev.Source.LineNo, "tool call id %q is used twice; both calls are kept", ev.Call.ID)
+		}
+		s.calls.Start(ev)
+	case formats.ToolResult:
+		if _, started := s.calls.Finish(ev); !started && ev.Call.Status != formats.Denied && ev.Call.ID != "" {
+			rep.Warn(ev.Source.LineNo, "result for tool call %q, which never started; kept", ev.Call.ID)
+		}
+	}
+	if ev.Run.SessionID != "" && ev.Kind != formats.RunEnd {
+		s.session = ev.Run.SessionID
+	}
+}

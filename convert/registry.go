@@ -1,0 +1,106 @@
+// Package convert holds the table of dialects, detection, the pipeline that
+// streams events from a reader to a writer, and the command line.
+package convert
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/adal"
+)
+
+// Dialects is the table of every dialect agentconv knows, in the order that
+// `agentconv formats` lists them and detection breaks ties. Adding a dialect
+// means adding its package and one line here.
+var Dialects = []formats.Dialect{
+	adal.Stream,
+	adal.JSON,
+	adal.Text,
+}
+
+// Lookup finds a dialect by name or alias.
+func Lookup(name string) (formats.Dialect, bool) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	for _, d := range Dialects {
+		if d.Name == name {
+			return d, true
+		}
+		for _, a := range d.Aliases {
+			if a == name {
+				return d, true
+			}
+		}
+	}
+	return formats.Dialect{}, false
+}
+
+// Readable and Writable list the dialects that can be read or written.
+func Readable() []formats.Dialect { return filter(func(d formats.Dialect) bool { return d.NewReader != nil }) }
+
+// Writable lists the dialects that can be written.
+func Writable() []formats.Dialect { return filter(func(d formats.Dialect) bool { return d.NewWriter != nil }) }
+
+func filter(keep func(formats.Dialect) bool) []formats.Dialect {
+	var out []formats.Dialect
+	for _, d := range Dialects {
+		if keep(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Detect returns the readable dialect most sure of the head, and its score
+// (0 when none recognises it).
+func Detect(head []byte) (formats.Dialect, int) {
+	var best formats.Dialect
+	score := 0
+	for _, d := range Readable() {
+		if d.Detect == nil {
+			continue
+		}
+		if s := d.Detect(head); s > score {
+			best, score = d, s
+		}
+	}
+	return best, score
+}
+
+// dialectFor decides the dialect of an input: --from if given (checked
+// against what detection sees), else detection.
+func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, error) {
+	head, err := br.Peek(formats.DetectSize)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return formats.Dialect{}, &InputError{File: in.Name, Msg: err.Error()}
+	}
+	if from := p.opts.From; from.Name != "" {
+		if from.Detect != nil && len(formats.HeadLines(head, 1)) > 0 && from.Detect(head) == 0 {
+			if d, s := Detect(head); s >= 50 && d.Name != from.Name {
+				return formats.Dialect{}, &InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
+					"none of the first events is %s, as --from says; it looks like %s (try --from %s, or leave --from out)",
+					from.Name, d.Name, d.Name)}
+			}
+		}
+		return from, nil
+	}
+	if len(formats.HeadLines(head, 1)) == 0 {
+		// Nothing to detect from: an empty input converts to nothing.
+		return emptyDialect, nil
+	}
+	d, s := Detect(head)
+	if s == 0 {
+		return formats.Dialect{}, &InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
+			"cannot tell which dialect this is; name it with --from (one of: %s)", formats.Names(Readable()))}
+	}
+	return d, nil
+}
+
+// emptyDialect reads an input with no records.
+var emptyDialect = formats.Dialect{Name: "empty", NewReader: func(io.Reader, formats.ReadOptions) formats.Reader { return emptyReader{} }}
+
+type emptyReader struct{}
+
+func (emptyReader) Next() (*formats.Event, error) { return nil, io.EOF }

@@ -1,0 +1,233 @@
+package adal
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// JSON is the adal-json dialect: `adal -o json`, one final object per run.
+var JSON = formats.Dialect{
+	Name:        "adal-json",
+	Description: "AdaL `-o json`: one final object per run (success, answer, error, exit_code, tool_calls)",
+	NewReader:   newJSONReader,
+	NewWriter:   newJSONWriter,
+	Detect:      detectJSON,
+}
+
+// DefaultPreviewBytes is the size past which adal-json keeps only a preview
+// of a tool's output, as AdaL does. The writer parameter
+// "adal.preview-bytes" changes it; 0 keeps every output whole.
+const DefaultPreviewBytes = 64 << 10
+
+type finalObject struct {
+	Success   bool        `json:"success"`
+	Answer    *string     `json:"answer"`
+	Error     *string     `json:"error"`
+	ExitCode  int         `json:"exit_code"`
+	SessionID *string     `json:"session_id"`
+	Model     *string     `json:"model"`
+	ToolCalls []finalCall `json:"tool_calls"`
+}
+
+type finalCall struct {
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args"`
+	Status string          `json:"status"`
+	Output *string         `json:"output"`
+	// OutputTruncated says that Output is a preview of a longer result.
+	OutputTruncated bool `json:"output_truncated,omitempty"`
+}
+
+func detectJSON(head []byte) int {
+	v := formats.NewValueReader(bytes.NewReader(head))
+	b, _, err := v.Next()
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		return 0
+	}
+	var probe struct {
+		Success  *bool            `json:"success"`
+		ExitCode *json.RawMessage `json:"exit_code"`
+		Type     *json.RawMessage `json:"type"`
+	}
+	if json.Unmarshal(b, &probe) != nil || probe.Type != nil {
+		return 0
+	}
+	if probe.Success != nil && probe.ExitCode != nil {
+		return 90
+	}
+	return 0
+}
+
+type jsonReader struct {
+	values  *formats.ValueReader
+	opts    formats.ReadOptions
+	pending []*formats.Event
+}
+
+func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return &jsonReader{values: formats.NewValueReader(r), opts: o}
+}
+
+func (r *jsonReader) Next() (*formats.Event, error) {
+	if len(r.pending) > 0 {
+		ev := r.pending[0]
+		r.pending = r.pending[1:]
+		return ev, nil
+	}
+	b, n, err := r.values.Next()
+	if err != nil {
+		return nil, err
+	}
+	var o finalObject
+	if err := formats.Unmarshal(n, b, &o); err != nil {
+		return nil, err
+	}
+	src := formats.Source{Dialect: r.opts.Dialect, Type: "object", LineNo: n, Continued: true}
+	first := src
+	first.Line, first.Continued = append([]byte(nil), b...), false
+	evs := []*formats.Event{{Kind: formats.RunStart, Source: first,
+		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model)}}}
+	add := func(e *formats.Event) {
+		e.Source = src
+		evs = append(evs, e)
+	}
+	for i, c := range o.ToolCalls {
+		call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Output: deref(c.Output), Truncated: c.OutputTruncated}
+		if call.ID == "" {
+			call.ID = "call_" + strconv.Itoa(i+1)
+		}
+		call.Status = formats.ParseStatus(c.Status)
+		if call.Status == formats.Denied {
+			call.Error = deref(o.Error)
+			add(&formats.Event{Kind: formats.ToolResult, Call: call})
+			continue
+		}
+		add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
+		if call.Status == formats.Running || call.Status == formats.StatusUnknown {
+			if c.Status != "running" {
+				r.opts.Report.Warn(n, "tool call %q has status %q, which AdaL does not define; kept as failed", call.ID, c.Status)
+				call.Status = formats.Failed
+			} else {
+				continue
+			}
+		}
+		add(&formats.Event{Kind: formats.ToolResult, Call: call})
+	}
+	if o.Answer != nil {
+		add(&formats.Event{Kind: formats.Answer, Text: *o.Answer})
+	}
+	status := formats.Completed
+	if !o.Success {
+		status = statusOfExit(&o.ExitCode)
+		if status == formats.Completed {
+			status = formats.Failed
+		}
+		if o.Error != nil && status != formats.Denied {
+			add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: *o.Error})
+		}
+	}
+	add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: deref(o.Error),
+		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model), ExitCode: formats.Some(o.ExitCode)}})
+	r.pending = evs[1:]
+	return evs[0], nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+type jsonWriter struct {
+	w       io.Writer
+	opts    formats.WriteOptions
+	calls   formats.CallTracker
+	text    formats.TextTracker
+	run     runSummary
+	preview int
+	// raw is the run's source object while every event of the run came
+	// from it, so that adal-json → adal-json prints it unchanged.
+	raw []byte
+}
+
+func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
+	preview := DefaultPreviewBytes
+	if v, err := strconv.Atoi(o.Param("adal.preview-bytes", "")); err == nil {
+		preview = v
+	}
+	return &jsonWriter{w: w, opts: o, preview: preview}
+}
+
+func (j *jsonWriter) Write(e *formats.Event) error {
+	j.run.observe(e, &j.calls, &j.text, j.opts.Report)
+	switch {
+	case e.Kind == formats.RunStart && e.Source.From(j.opts.Dialect) && e.Source.Line != nil:
+		j.raw = e.Source.Line
+	case !(e.Source.From(j.opts.Dialect) && e.Source.Continued):
+		j.raw = nil
+	}
+	if e.Kind != formats.RunEnd {
+		return nil
+	}
+	defer j.reset()
+	if j.raw != nil {
+		return formats.WriteRawLine(j.w, j.raw)
+	}
+	r := &j.run
+	code := r.exitCode(e)
+	o := finalObject{Success: code == 0, ExitCode: code, SessionID: strPtr(r.sessionID), Model: strPtr(r.modelName), ToolCalls: []finalCall{}}
+	if o.Success {
+		a := r.answerText()
+		o.Answer = &a
+	} else {
+		msg := r.failure(e)
+		o.Error = &msg
+		if r.answered {
+			a := r.answer
+			o.Answer = &a
+		}
+	}
+	for _, c := range j.calls.All() {
+		fc := finalCall{ID: c.ID, Name: c.Name, Args: args(c.Args), Status: c.Status.String(), OutputTruncated: c.Truncated}
+		switch c.Status {
+		case formats.Completed, formats.Failed, formats.Cancelled, formats.Denied:
+		default:
+			fc.Status = "cancelled"
+		}
+		if c.Status != formats.Denied {
+			out := outputOf(&c.Call)
+			if j.preview > 0 && len(out) > j.preview {
+				out = preview(out, j.preview)
+				fc.OutputTruncated = true
+				j.opts.Report.Lose("tool outputs past the adal-json preview size (kept as a preview)")
+			}
+			fc.Output = &out
+		}
+		o.ToolCalls = append(o.ToolCalls, fc)
+	}
+	return formats.WriteJSONLine(j.w, o)
+}
+
+func (j *jsonWriter) reset() {
+	j.calls.Reset()
+	j.text.Reset()
+	j.run = runSummary{}
+	j.raw = nil
+}
+
+func (j *jsonWriter) Close() error { return nil }
+
+// preview cuts s to at most n bytes on a character boundary.
+func preview(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

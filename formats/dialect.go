@@ -1,0 +1,237 @@
+package formats
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Dialect is one row of the format table: a name, aliases, a description,
+// and a reader and a writer constructor, nil where that direction is not
+// supported. Each dialect package exports its Dialect values; the registry in
+// package convert lists them.
+type Dialect struct {
+	Name        string
+	Aliases     []string
+	Description string
+	// NewReader returns a reader of the dialect; nil if it cannot be read.
+	NewReader func(r io.Reader, o ReadOptions) Reader
+	// NewWriter returns a writer of the dialect; nil if it cannot be written.
+	NewWriter func(w io.Writer, o WriteOptions) Writer
+	// Detect scores how sure it is, from 0 (not this dialect) to 100, that an
+	// input starting with head is in this dialect. head is the first bytes of
+	// the input (up to DetectSize), cut anywhere. nil: never detected.
+	Detect func(head []byte) int
+	// Remote: the writer delivers its output elsewhere (a collector) rather
+	// than to the output stream; golden tests leave it out.
+	Remote bool
+}
+
+// DetectSize is how much of an input detection looks at.
+const DetectSize = 64 << 10
+
+// Reader yields the events of one input. Next returns io.EOF after the last
+// event. Any other error is either a *LineError, after which Next may be
+// called again to go on with the next record (--lenient), or fatal.
+type Reader interface {
+	Next() (*Event, error)
+}
+
+// Writer consumes events one at a time. Close is called once, after the
+// last event, and must write whatever a final-object writer still holds.
+type Writer interface {
+	Write(e *Event) error
+	Close() error
+}
+
+// ReadOptions are given to every reader.
+type ReadOptions struct {
+	// Dialect is the name the reader was chosen under; readers put it in
+	// Event.Source.Dialect.
+	Dialect string
+	// Report receives warnings about the input.
+	Report *Report
+}
+
+// WriteOptions are given to every writer.
+type WriteOptions struct {
+	// Dialect is the name the writer was chosen under.
+	Dialect string
+	// Report receives losses and warnings.
+	Report *Report
+	// Stderr is where a dialect that splits its output writes the part that
+	// goes to standard error (adal-text's errors).
+	Stderr io.Writer
+	// Params holds settings for one writer, such as the OTLP endpoint, by
+	// name ("otlp.endpoint").
+	Params map[string]string
+	// Getenv reads the environment; writers never call os.Getenv directly,
+	// so that tests can set it.
+	Getenv func(string) string
+	// Deterministic asks for output that depends on the input alone: no
+	// wall-clock times, no random ids.
+	Deterministic bool
+	// Color: the output is a terminal that wants colour.
+	Color bool
+}
+
+// Param returns a writer parameter, or def when unset.
+func (o WriteOptions) Param(name, def string) string {
+	if v, ok := o.Params[name]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Env reads an environment variable through Getenv, if set.
+func (o WriteOptions) Env(name string) string {
+	if o.Getenv == nil {
+		return ""
+	}
+	return o.Getenv(name)
+}
+
+// LineError is a malformed record: the reader could not parse it.
+type LineError struct {
+	Line int
+	Msg  string
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// Errorf makes a LineError.
+func Errorf(line int, format string, args ...any) *LineError {
+	return &LineError{Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ErrStrictLoss is wrapped by the error the pipeline returns when --strict
+// meets a loss.
+var ErrStrictLoss = errors.New("loss under --strict")
+
+// Report collects what a conversion loses and warns about. Losses are
+// counted by kind and summed up at the end; warnings are printed as they
+// come, up to a limit. It is safe for concurrent use.
+type Report struct {
+	mu       sync.Mutex
+	out      io.Writer
+	losses   map[string]int
+	order    []string
+	nLosses  int
+	warnings int
+	// MaxWarnings caps the warnings printed; the rest are counted.
+	MaxWarnings int
+	// Prefix is printed before each warning, e.g. "agentconv: ".
+	Prefix string
+	// Where, if set, returns a "FILE:" prefix for a warning at a line.
+	Where func(line int) string
+}
+
+// NewReport makes a Report that prints to out.
+func NewReport(out io.Writer) *Report {
+	return &Report{out: out, losses: map[string]int{}, MaxWarnings: 50, Prefix: "agentconv: "}
+}
+
+// Lose counts one loss of the given kind: something the target could not
+// carry. what reads as a noun phrase: "thinking text", "todo lists".
+func (r *Report) Lose(what string) { r.LoseN(what, 1) }
+
+// LoseN counts n losses of one kind.
+func (r *Report) LoseN(what string, n int) {
+	if r == nil || n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	if _, ok := r.losses[what]; !ok {
+		r.order = append(r.order, what)
+	}
+	r.losses[what] += n
+	r.nLosses += n
+	r.mu.Unlock()
+}
+
+// Losses returns how many losses were counted so far.
+func (r *Report) Losses() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.nLosses
+}
+
+// LastLoss names the kind most recently added to the table.
+func (r *Report) LastLoss() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.order) == 0 {
+		return ""
+	}
+	return r.order[len(r.order)-1]
+}
+
+// LossTable returns the losses, one "N × what" per kind, sorted by kind.
+func (r *Report) LossTable() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := make(map[string]int, len(r.losses))
+	for k, v := range r.losses {
+		m[k] = v
+	}
+	return m
+}
+
+// Warn prints a warning about line (0: no line) at once.
+func (r *Report) Warn(line int, format string, args ...any) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.warnings++
+	if r.MaxWarnings > 0 && r.warnings > r.MaxWarnings {
+		return
+	}
+	where := ""
+	if line > 0 {
+		if r.Where != nil {
+			where = r.Where(line)
+		} else {
+			where = fmt.Sprintf("line %d: ", line)
+		}
+	}
+	fmt.Fprintf(r.out, "%swarning: %s%s\n", r.Prefix, where, fmt.Sprintf(format, args...))
+}
+
+// Summary prints one line per kind of loss, and the count of warnings that
+// were not printed. target names the dialect written.
+func (r *Report) Summary(target string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kinds := append([]string(nil), r.order...)
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(r.out, "%slost: %d × %s (%s cannot carry them)\n", r.Prefix, r.losses[k], k, target)
+	}
+	if r.MaxWarnings > 0 && r.warnings > r.MaxWarnings {
+		fmt.Fprintf(r.out, "%s%d more warnings not shown\n", r.Prefix, r.warnings-r.MaxWarnings)
+	}
+}
+
+// FixedEpoch is the start of the clock that --deterministic uses.
+var FixedEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Names joins dialect names for messages.
+func Names(ds []Dialect) string {
+	n := make([]string, len(ds))
+	for i, d := range ds {
+		n[i] = d.Name
+	}
+	return strings.Join(n, ", ")
+}

@@ -1,0 +1,372 @@
+// Package formats holds the event model that every dialect reads into and
+// writes out of, and the small helpers the dialect packages share.
+//
+// A reader turns one dialect into a sequence of Events; a writer turns that
+// sequence into another dialect. The model is normalised: it names what
+// happened (a tool call started, a turn ended) and never how one provider
+// spells it. Whatever a reader cannot express in the model travels in
+// Event.Source, so that a writer of the same dialect can print it verbatim.
+package formats
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/goccy/go-json"
+)
+
+// Kind says what an Event is. The comment of each kind lists the Event fields
+// it uses, besides Kind, Time, Agent and Source, which every kind may set.
+type Kind uint8
+
+const (
+	// KindUnknown is the zero Kind; no reader emits it.
+	KindUnknown Kind = iota
+	// RunStart opens a run: Run (session id, model, cwd, provider) as far as
+	// the source knows them at the start.
+	RunStart
+	// RunEnd closes a run: Status, Run.ExitCode, Run.SessionID, Run.Model,
+	// Text (the error message, if any), Usage (run totals), Duration, Cut.
+	RunEnd
+	// AgentStart: a subagent starts. Agent is its id; AgentInfo holds its
+	// label, parent agent and the call that spawned it. The main agent of a
+	// run needs no AgentStart: it is the run itself.
+	AgentStart
+	// AgentEnd: a subagent ended, with Status and Text (its report).
+	AgentEnd
+	// TurnStart: the agent begins a model turn.
+	TurnStart
+	// TurnEnd: a turn ended, with Status and Text (its final text, if the
+	// source says it).
+	TurnEnd
+	// UserMessage: a prompt or follow-up; Text.
+	UserMessage
+	// TextDelta: a piece of streamed assistant text; Text.
+	TextDelta
+	// ThinkingDelta: a piece of streamed reasoning; Text.
+	ThinkingDelta
+	// Message: a whole assistant message; Text, and Thinking when the
+	// message carried reasoning. Sources that stream deltas and then repeat
+	// the whole message emit both; writers use formats.TextTracker so that
+	// they do not print the text twice.
+	Message
+	// ToolCall: a tool call starts; Call.ID, Call.Name, Call.Args,
+	// Call.Summary.
+	ToolCall
+	// ToolResult: a tool call ended; Call.ID, Call.Name, Call.Status,
+	// Call.Output, Call.Error, Call.Duration. A denied call is a ToolResult
+	// with Call.Status Denied and Call.Error the reason.
+	ToolResult
+	// PermissionRequest: a call waits for approval; Permission.RequestID,
+	// Call.ID, Call.Name, Call.Args, Call.Summary.
+	PermissionRequest
+	// PermissionAnswer: the approval was answered; Permission.
+	PermissionAnswer
+	// Usage: tokens and cost of one model request; Usage.
+	Usage
+	// Todos: the task list changed; Todos.
+	Todos
+	// Compaction: the conversation was compacted; Text (the summary).
+	Compaction
+	// Notice: a message for the user, a warning or an error; Severity, Text.
+	Notice
+	// ModelChange: the agent switched models; Run.Model.
+	ModelChange
+	// Answer: the run's final answer; Text.
+	Answer
+	// Raw: an event the reader could not interpret; only Source is set
+	// (Source.Type names it), so that a writer of the same dialect can print
+	// it unchanged and every other writer reports it as a loss.
+	Raw
+	kindCount
+)
+
+var kindNames = [kindCount]string{
+	KindUnknown: "unknown", RunStart: "run_start", RunEnd: "run_end",
+	AgentStart: "agent_start", AgentEnd: "agent_end", TurnStart: "turn_start",
+	TurnEnd: "turn_end", UserMessage: "user_message", TextDelta: "text_delta",
+	ThinkingDelta: "thinking_delta", Message: "message", ToolCall: "tool_call",
+	ToolResult: "tool_result", PermissionRequest: "permission_request",
+	PermissionAnswer: "permission_answer", Usage: "usage", Todos: "todos",
+	Compaction: "compaction", Notice: "notice", ModelChange: "model_change",
+	Answer: "answer", Raw: "raw",
+}
+
+func (k Kind) String() string {
+	if k < kindCount {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Status is the outcome of a tool call, a turn, an agent or a run.
+type Status uint8
+
+const (
+	StatusUnknown Status = iota
+	Running
+	Completed
+	Failed
+	Cancelled
+	// Denied: the call needed an approval that was refused or that nobody
+	// could give; it did not run.
+	Denied
+)
+
+var statusNames = [...]string{"", "running", "completed", "failed", "cancelled", "denied"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseStatus maps the status words the dialects use onto Status. It returns
+// StatusUnknown for a word it does not know.
+func ParseStatus(s string) Status {
+	switch s {
+	case "completed", "success", "succeeded", "ok", "done":
+		return Completed
+	case "failed", "error", "failure":
+		return Failed
+	case "cancelled", "canceled", "interrupted", "aborted":
+		return Cancelled
+	case "denied", "declined", "refused", "rejected":
+		return Denied
+	case "running", "in_progress", "pending", "started":
+		return Running
+	}
+	return StatusUnknown
+}
+
+// OK reports whether the status counts as success.
+func (s Status) OK() bool { return s == Completed }
+
+// Severity grades a Notice.
+type Severity uint8
+
+const (
+	Info Severity = iota
+	Warning
+	Error
+)
+
+var severityNames = [...]string{"info", "warning", "error"}
+
+func (s Severity) String() string {
+	if int(s) < len(severityNames) {
+		return severityNames[s]
+	}
+	return "severity(" + strconv.Itoa(int(s)) + ")"
+}
+
+// ParseSeverity maps a severity or level word onto Severity; unknown words
+// are Info.
+func ParseSeverity(s string) Severity {
+	switch s {
+	case "warning", "warn", "Warning":
+		return Warning
+	case "error", "fatal", "Error":
+		return Error
+	}
+	return Info
+}
+
+// Event is one thing that happened in a run. Which fields are set depends on
+// Kind (see the Kind constants). Events are passed by pointer through the
+// pipeline and must not be kept by a writer after Write returns unless it
+// copies them.
+type Event struct {
+	Kind Kind
+	// Time is when the source says the event happened; zero when the source
+	// has no timestamps. Readers never invent times.
+	Time time.Time
+	// Arrived is when the pipeline received the event (or the fixed clock's
+	// reading with --deterministic). Writers that need a time the source
+	// lacks use TimeOf, so that a live pipe gives real durations.
+	Arrived time.Time
+	// Agent is the id of the agent the event belongs to; empty for the main
+	// agent of the run.
+	Agent string
+	// Source is the verbatim input that produced the event.
+	Source Source
+
+	Text     string
+	Thinking string
+	Status   Status
+	Severity Severity
+	// Duration of a tool call (ToolResult) or of the run (RunEnd); zero when
+	// unknown.
+	Duration time.Duration
+	// Cut marks a RunEnd that the source never gave: the stream stopped
+	// before the run ended.
+	Cut bool
+
+	Run        RunInfo
+	AgentInfo  AgentInfo
+	Call       Call
+	Permission Permission
+	Usage      UsageInfo
+	Todos      []Todo
+}
+
+// TimeOf is the source's time when it has one, else the arrival time.
+func (e *Event) TimeOf() time.Time {
+	if !e.Time.IsZero() {
+		return e.Time
+	}
+	return e.Arrived
+}
+
+// Source keeps the input that an Event came from, so that a writer of the
+// same dialect can reproduce it byte for byte (pandoc's raw node).
+type Source struct {
+	// Dialect names the registry entry whose reader produced the event.
+	Dialect string
+	// Type is the source's own name for the event, e.g. "tool_started".
+	Type string
+	// Line is the input record (one JSON line, or one JSON value) that
+	// produced this event, without its line ending. When one record yields
+	// several events, only the first carries Line and the others set
+	// Continued, so that a same-dialect writer prints the record once.
+	Line []byte
+	// Continued: an earlier event already carried this event's record.
+	Continued bool
+	// LineNo is the 1-based line of the record in its input.
+	LineNo int
+}
+
+// From reports whether the event was read from the given dialect.
+func (s *Source) From(dialect string) bool { return s.Dialect == dialect }
+
+// RunInfo describes a run.
+type RunInfo struct {
+	SessionID string
+	Model     string
+	Cwd       string
+	// Provider is the model provider as OpenTelemetry names it (anthropic,
+	// openai, gcp.gemini), when the dialect implies one.
+	Provider string
+	// AgentName names the agent program (the CLI that printed the stream).
+	AgentName string
+	ExitCode  Opt[int]
+}
+
+// AgentInfo describes a subagent at AgentStart.
+type AgentInfo struct {
+	Label string
+	// Parent is the id of the agent that started this one; empty for the
+	// run's main agent.
+	Parent string
+	// ParentCall is the id of the tool call that spawned the agent, when the
+	// source says it.
+	ParentCall string
+	Model      string
+	Cwd        string
+}
+
+// Call is a tool call, as much of it as the event carries.
+type Call struct {
+	ID   string
+	Name string
+	// Args is the JSON object of the call's arguments, verbatim.
+	Args json.RawMessage
+	// Summary is a short human description of the call, when the source
+	// gives one.
+	Summary string
+	Status  Status
+	Output  string
+	Error   string
+	// Truncated: Output is a preview of a longer result.
+	Truncated bool
+}
+
+// Permission is a request for approval and its answer.
+type Permission struct {
+	RequestID string
+	Allowed   bool
+	Reason    string
+}
+
+// UsageInfo counts tokens and cost. Each field is optional: the dialects
+// differ in what they report, and 0 is not the same as unknown.
+type UsageInfo struct {
+	InputTokens      Opt[int64]
+	OutputTokens     Opt[int64]
+	CacheReadTokens  Opt[int64]
+	CacheWriteTokens Opt[int64]
+	TotalTokens      Opt[int64]
+	CostUSD          Opt[float64]
+	// ContextTokens is the size of the context window in use, when known.
+	ContextTokens Opt[int64]
+}
+
+// Empty reports whether no count is known.
+func (u UsageInfo) Empty() bool {
+	return !u.InputTokens.OK && !u.OutputTokens.OK && !u.CacheReadTokens.OK &&
+		!u.CacheWriteTokens.OK && !u.TotalTokens.OK && !u.CostUSD.OK && !u.ContextTokens.OK
+}
+
+// Add sums another usage into u; a field becomes known if either side knows it.
+func (u *UsageInfo) Add(o UsageInfo) {
+	u.InputTokens = u.InputTokens.Plus(o.InputTokens)
+	u.OutputTokens = u.OutputTokens.Plus(o.OutputTokens)
+	u.CacheReadTokens = u.CacheReadTokens.Plus(o.CacheReadTokens)
+	u.CacheWriteTokens = u.CacheWriteTokens.Plus(o.CacheWriteTokens)
+	u.TotalTokens = u.TotalTokens.Plus(o.TotalTokens)
+	u.CostUSD = u.CostUSD.Plus(o.CostUSD)
+	if o.ContextTokens.OK {
+		u.ContextTokens = o.ContextTokens
+	}
+}
+
+// Total is TotalTokens when known, else input plus output when either is.
+func (u UsageInfo) Total() Opt[int64] {
+	if u.TotalTokens.OK {
+		return u.TotalTokens
+	}
+	if u.InputTokens.OK || u.OutputTokens.OK {
+		return Some(u.InputTokens.V + u.OutputTokens.V)
+	}
+	return Opt[int64]{}
+}
+
+// Todo is one item of a task list.
+type Todo struct {
+	Content string
+	// Status is the source's word for it (pending, in_progress, completed).
+	Status string
+}
+
+// Opt is an optional value: OK is false when the source did not say.
+type Opt[T int | int64 | float64] struct {
+	V  T
+	OK bool
+}
+
+// Some makes a known Opt.
+func Some[T int | int64 | float64](v T) Opt[T] { return Opt[T]{V: v, OK: true} }
+
+// Plus adds two optionals; the sum is known if either is.
+func (o Opt[T]) Plus(p Opt[T]) Opt[T] {
+	return Opt[T]{V: o.V + p.V, OK: o.OK || p.OK}
+}
+
+// Ptr returns nil when unknown, so that JSON writers print null.
+func (o Opt[T]) Ptr() *T {
+	if !o.OK {
+		return nil
+	}
+	v := o.V
+	return &v
+}
+
+// OptFrom makes an Opt from a pointer, as JSON decoding leaves it.
+func OptFrom[T int | int64 | float64](p *T) Opt[T] {
+	if p == nil {
+		return Opt[T]{}
+	}
+	return Some(*p)
+}
+

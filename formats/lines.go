@@ -1,0 +1,228 @@
+package formats
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/goccy/go-json"
+)
+
+// MaxLine is the longest record a line reader accepts: tool outputs can run
+// to megabytes, and a killed agent can leave a huge partial line.
+const MaxLine = 256 << 20
+
+// ErrLineTooLong is returned for a line longer than MaxLine.
+var ErrLineTooLong = errors.New("line longer than 256 MiB")
+
+// LineReader splits an input into lines for the NDJSON dialects. It drops a
+// UTF-8 byte order mark, CR before LF, and blank lines, and counts lines so
+// that errors can name them. Memory grows with the longest line only.
+type LineReader struct {
+	br   *bufio.Reader
+	buf  []byte
+	line int
+	eof  bool
+}
+
+// NewLineReader wraps r.
+func NewLineReader(r io.Reader) *LineReader {
+	br, ok := r.(*bufio.Reader)
+	if !ok || br.Size() < 64<<10 {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
+	return &LineReader{br: br}
+}
+
+// Line is the 1-based number of the line last returned.
+func (l *LineReader) Line() int { return l.line }
+
+// Buffered reports how many bytes are read ahead, so a caller can tell
+// whether the next line is already here.
+func (l *LineReader) Buffered() int { return l.br.Buffered() }
+
+// Next returns the next non-blank line without its line ending. The slice is
+// valid until the next call. It returns io.EOF at the end of the input.
+func (l *LineReader) Next() ([]byte, error) {
+	for {
+		if l.eof {
+			return nil, io.EOF
+		}
+		b, err := l.readLine()
+		if err == io.EOF {
+			l.eof = true
+			if len(b) == 0 {
+				return nil, io.EOF
+			}
+			err = nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		l.line++
+		if l.line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+		}
+		if n := len(b); n > 0 && b[n-1] == '\r' {
+			b = b[:n-1]
+		}
+		if isBlank(b) {
+			continue
+		}
+		return b, nil
+	}
+}
+
+func (l *LineReader) readLine() ([]byte, error) {
+	b, err := l.br.ReadSlice('\n')
+	if err == nil {
+		return b[:len(b)-1], nil
+	}
+	if err != bufio.ErrBufferFull {
+		return b, err
+	}
+	// A line longer than the buffer: gather it.
+	l.buf = append(l.buf[:0], b...)
+	for {
+		b, err = l.br.ReadSlice('\n')
+		if len(l.buf)+len(b) > MaxLine+1 {
+			// Skip the rest of the line so that --lenient can go on.
+			for err == bufio.ErrBufferFull {
+				_, err = l.br.ReadSlice('\n')
+			}
+			l.line++
+			return nil, fmt.Errorf("line %d: %w", l.line, ErrLineTooLong)
+		}
+		l.buf = append(l.buf, b...)
+		switch err {
+		case nil:
+			return l.buf[:len(l.buf)-1], nil
+		case bufio.ErrBufferFull:
+			continue
+		default:
+			return l.buf, err
+		}
+	}
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// Unmarshal decodes one JSON record into v and turns a decoding error into
+// a LineError that says what is wrong in words a user can act on.
+func Unmarshal(line int, data []byte, v any) *LineError {
+	if err := json.Unmarshal(data, v); err != nil {
+		return Errorf(line, "not valid JSON (%s): %s", shorten(err.Error(), 120), Snippet(data))
+	}
+	return nil
+}
+
+// Snippet quotes the start of a record for an error message.
+func Snippet(b []byte) string {
+	const max = 60
+	if len(b) > max {
+		b = b[:max]
+		for len(b) > 0 && !utf8.Valid(b) {
+			b = b[:len(b)-1]
+		}
+		return fmt.Sprintf("%q…", b)
+	}
+	return fmt.Sprintf("%q", b)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// HeadLines returns up to n complete non-blank lines from the start of a
+// detection head, with a BOM and CRs removed. A last line cut by the head's
+// end is left out unless it is the only one.
+func HeadLines(head []byte, n int) [][]byte {
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	var out [][]byte
+	for len(head) > 0 && len(out) < n {
+		i := bytes.IndexByte(head, '\n')
+		var line []byte
+		if i < 0 {
+			if len(out) > 0 {
+				break
+			}
+			line, head = head, nil
+		} else {
+			line, head = head[:i], head[i+1:]
+		}
+		line = bytes.TrimRight(line, "\r \t")
+		if len(line) > 0 {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// TypeOf returns the string field "type" of a JSON object record, or "" if
+// the record is not a JSON object or has none. It decodes only that field.
+func TypeOf(line []byte) string {
+	var v struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(line, &v) != nil {
+		return ""
+	}
+	return v.Type
+}
+
+// DetectByTypes scores a head of NDJSON by how many of its first lines have
+// a "type" that the dialect knows, and all of a set of keys the dialect's
+// records carry. Detectors of NDJSON dialects build on it.
+func DetectByTypes(head []byte, known func(line []byte, typ string) bool) int {
+	lines := HeadLines(head, 8)
+	if len(lines) == 0 {
+		return 0
+	}
+	hits := 0
+	for _, l := range lines {
+		if len(l) == 0 || l[0] != '{' {
+			return 0
+		}
+		if known(l, TypeOf(l)) {
+			hits++
+		}
+	}
+	return hits * 100 / len(lines)
+}
+
+// Marshal encodes v as JSON without HTML escaping: agents print code, and
+// "<" must stay "<".
+func Marshal(v any) ([]byte, error) { return json.MarshalNoEscape(v) }
+
+// WriteJSONLine writes v as one JSON line.
+func WriteJSONLine(w io.Writer, v any) error {
+	b, err := json.MarshalNoEscape(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// WriteRawLine writes a record verbatim, with a newline.
+func WriteRawLine(w io.Writer, line []byte) error {
+	if _, err := w.Write(line); err != nil {
+		return err
+	}
+	_, err := w.Write([]byte{'\n'})
+	return err
+}

@@ -1,0 +1,128 @@
+package formats
+
+import "strings"
+
+// TextTracker keeps writers from printing assistant text twice when a
+// source both streams deltas and repeats the whole message, and lets
+// writers of whole-message dialects gather deltas into messages. State is
+// per agent and is cleared by Reset at the end of each run.
+type TextTracker struct {
+	pending map[string]*strings.Builder
+}
+
+// Delta records streamed text for an agent.
+func (t *TextTracker) Delta(agent, text string) {
+	if t.pending == nil {
+		t.pending = map[string]*strings.Builder{}
+	}
+	b := t.pending[agent]
+	if b == nil {
+		b = &strings.Builder{}
+		t.pending[agent] = b
+	}
+	b.WriteString(text)
+}
+
+// Whole is called for a whole Message of an agent. It reports whether
+// deltas already carried the message's text, and forgets them.
+func (t *TextTracker) Whole(agent string) (streamed bool) {
+	b := t.pending[agent]
+	if b == nil {
+		return false
+	}
+	delete(t.pending, agent)
+	return true
+}
+
+// Flush returns the text streamed for an agent since the last Whole or
+// Flush, and forgets it.
+func (t *TextTracker) Flush(agent string) string {
+	b := t.pending[agent]
+	if b == nil {
+		return ""
+	}
+	delete(t.pending, agent)
+	return b.String()
+}
+
+// Reset forgets everything, at the end of a run.
+func (t *TextTracker) Reset() { clear(t.pending) }
+
+// CallTracker remembers the tool calls of a run by id, so that a writer can
+// find a call's name, arguments and agent when its result comes, and knows
+// which calls are still open. Memory is bounded by one run.
+type CallTracker struct {
+	calls map[string]*TrackedCall
+	order []string
+}
+
+// TrackedCall is what CallTracker keeps of a call.
+type TrackedCall struct {
+	Call
+	Agent string
+	Done  bool
+	// Index is the call's position in the run, from 0.
+	Index int
+}
+
+// Start records a ToolCall event and returns what it keeps.
+func (t *CallTracker) Start(e *Event) *TrackedCall {
+	if t.calls == nil {
+		t.calls = map[string]*TrackedCall{}
+	}
+	c := &TrackedCall{Call: e.Call, Agent: e.Agent, Index: len(t.order)}
+	if _, dup := t.calls[e.Call.ID]; !dup {
+		t.order = append(t.order, e.Call.ID)
+	}
+	t.calls[e.Call.ID] = c
+	return c
+}
+
+// Get returns a call by id, or nil.
+func (t *CallTracker) Get(id string) *TrackedCall { return t.calls[id] }
+
+// Finish marks a call ended from a ToolResult, recording the call first if
+// no ToolCall announced it. It returns the call and whether it had started.
+func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
+	c = t.calls[e.Call.ID]
+	if c == nil {
+		c = t.Start(e)
+	} else {
+		started = true
+	}
+	c.Status, c.Output, c.Error, c.Truncated = e.Call.Status, e.Call.Output, e.Call.Error, e.Call.Truncated
+	if c.Name == "" {
+		c.Name = e.Call.Name
+	}
+	if len(c.Args) == 0 {
+		c.Args = e.Call.Args
+	}
+	c.Done = true
+	return c, started
+}
+
+// Open returns the calls without a result, in the order they started.
+func (t *CallTracker) Open() []*TrackedCall {
+	var out []*TrackedCall
+	for _, id := range t.order {
+		if c := t.calls[id]; c != nil && !c.Done {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// All returns every call of the run in the order they started.
+func (t *CallTracker) All() []*TrackedCall {
+	out := make([]*TrackedCall, 0, len(t.order))
+	for _, id := range t.order {
+		out = append(out, t.calls[id])
+	}
+	return out
+}
+
+// Reset forgets the run's calls.
+func (t *CallTracker) Reset() {
+	clear(t.calls)
+	t.order = t.order[:0]
+}

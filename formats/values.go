@@ -1,0 +1,160 @@
+package formats
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
+// ValueReader splits an input into top-level JSON values, for the dialects
+// that print whole objects rather than one per line: pretty-printed objects,
+// objects one after another, or (with Elements) the elements of a top-level
+// array. It does not parse the values, only finds where each ends, so that a
+// reader can decode just the fields it needs. Memory grows with the largest
+// value only.
+type ValueReader struct {
+	br *bufio.Reader
+	// Elements: a top-level array yields its elements one by one.
+	Elements bool
+	line     int // current line, 1-based
+	inArray  bool
+	buf      []byte
+	started  bool
+}
+
+// NewValueReader wraps r.
+func NewValueReader(r io.Reader) *ValueReader {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
+	return &ValueReader{br: br, line: 1}
+}
+
+// Next returns the next value and the line it starts on. The slice is valid
+// until the next call. It returns io.EOF at the end.
+func (v *ValueReader) Next() ([]byte, int, error) {
+	if !v.started {
+		v.started = true
+		if b, err := v.br.Peek(3); err == nil && string(b) == "\xef\xbb\xbf" {
+			v.br.Discard(3)
+		}
+	}
+	c, err := v.skipSpace()
+	if err != nil {
+		if err == io.EOF && v.inArray {
+			return nil, v.line, Errorf(v.line, "the JSON array is not closed: the input ends inside it (cut?)")
+		}
+		return nil, v.line, err
+	}
+	if v.Elements && !v.inArray && c == '[' {
+		v.br.ReadByte()
+		v.inArray = true
+		return v.Next()
+	}
+	if v.inArray {
+		if c == ',' {
+			v.br.ReadByte()
+			if c, err = v.skipSpace(); err != nil {
+				return nil, v.line, Errorf(v.line, "the JSON array is not closed: the input ends inside it (cut?)")
+			}
+		}
+		if c == ']' {
+			v.br.ReadByte()
+			v.inArray = false
+			return v.Next()
+		}
+	}
+	start := v.line
+	b, err := v.value()
+	return b, start, err
+}
+
+func (v *ValueReader) skipSpace() (byte, error) {
+	for {
+		c, err := v.br.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		switch c {
+		case '\n':
+			v.line++
+		case ' ', '\t', '\r':
+		default:
+			v.br.UnreadByte()
+			return c, nil
+		}
+	}
+}
+
+// value reads one JSON value: an object or array by bracket depth, or a
+// scalar up to the next delimiter.
+func (v *ValueReader) value() ([]byte, error) {
+	v.buf = v.buf[:0]
+	start := v.line
+	depth, inStr, esc := 0, false, false
+	for {
+		c, err := v.br.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				if len(v.buf) > 0 && depth == 0 && !inStr {
+					return v.buf, nil
+				}
+				return nil, Errorf(start, "the JSON value starting here is not complete: the input ends inside it (cut?)")
+			}
+			return nil, err
+		}
+		if len(v.buf) >= MaxLine {
+			return nil, Errorf(start, "a JSON value longer than 256 MiB")
+		}
+		if c == '\n' {
+			v.line++
+		}
+		if inStr {
+			v.buf = append(v.buf, c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+				if depth == 0 {
+					return v.buf, nil
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				v.br.UnreadByte()
+				return v.buf, nil
+			}
+			depth--
+			if depth == 0 {
+				v.buf = append(v.buf, c)
+				return v.buf, nil
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				if c == ',' {
+					v.br.UnreadByte()
+				}
+				return v.buf, nil
+			}
+		}
+		if depth == 0 && len(v.buf) == 0 && c != '"' && c != '{' && c != '[' && !isScalarStart(c) {
+			return nil, Errorf(v.line, "unexpected %s where a JSON value should start", fmt.Sprintf("%q", c))
+		}
+		v.buf = append(v.buf, c)
+	}
+}
+
+func isScalarStart(c byte) bool {
+	return c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n'
+}
