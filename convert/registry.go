@@ -38,10 +38,14 @@ func Lookup(name string) (formats.Dialect, bool) {
 }
 
 // Readable and Writable list the dialects that can be read or written.
-func Readable() []formats.Dialect { return filter(func(d formats.Dialect) bool { return d.NewReader != nil }) }
+func Readable() []formats.Dialect {
+	return filter(func(d formats.Dialect) bool { return d.NewReader != nil })
+}
 
 // Writable lists the dialects that can be written.
-func Writable() []formats.Dialect { return filter(func(d formats.Dialect) bool { return d.NewWriter != nil }) }
+func Writable() []formats.Dialect {
+	return filter(func(d formats.Dialect) bool { return d.NewWriter != nil })
+}
 
 func filter(keep func(formats.Dialect) bool) []formats.Dialect {
 	var out []formats.Dialect

@@ -369,4 +369,3 @@ func OptFrom[T int | int64 | float64](p *T) Opt[T] {
 	}
 	return Some(*p)
 }
-

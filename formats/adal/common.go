@@ -8,17 +8,17 @@ import (
 // session and model are, and what AdaL has no place for, which it reports
 // as losses.
 type runSummary struct {
-	answered   bool   // an Answer of the main agent was seen
-	answer     string // its text
-	lastText   string // the main agent's last assistant text, a fallback answer
-	messages   int    // assistant messages of the main agent
-	streaming  map[string]bool
-	errored    bool   // an error was written already
-	lastError  string // the last error notice
-	denied     *formats.TrackedCall
-	sessionID  string
-	modelName  string
-	usageSeen  bool
+	answered  bool   // an Answer of the main agent was seen
+	answer    string // its text
+	lastText  string // the main agent's last assistant text, a fallback answer
+	messages  int    // assistant messages of the main agent
+	streaming map[string]bool
+	errored   bool   // an error was written already
+	lastError string // the last error notice
+	denied    *formats.TrackedCall
+	sessionID string
+	modelName string
+	usageSeen bool
 }
 
 func (r *runSummary) observe(e *formats.Event, calls *formats.CallTracker, text *formats.TextTracker, rep *formats.Report) {
@@ -208,7 +208,6 @@ func (r *runSummary) failure(e *formats.Event) string {
 	}
 	return "the run failed"
 }
-
 
 // answerText is the run's answer: the Answer event, else the main agent's
 // last text.

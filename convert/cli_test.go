@@ -1,0 +1,210 @@
+package convert
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func readFixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestCommandLine(t *testing.T) {
+	seed := readFixture(t, "adal/seed-stream.ndjson")
+	tests := []struct {
+		name       string
+		stdin      string
+		args       []string
+		code       int
+		stdoutHas  []string
+		stderrHas  []string
+		stdoutNot  []string
+		stdoutLine int // expected number of output lines, -1: any
+	}{
+		{name: "no --to", args: []string{"--from", "adal-stream", "x"}, code: ExitUsage, stderrHas: []string{"--to is required", "adal-json"}, stdoutLine: -1},
+		{name: "unknown target", args: []string{"--to", "nope"}, code: ExitUsage, stderrHas: []string{`cannot write "nope"`, "adal-stream"}, stdoutLine: -1},
+		{name: "unknown source", args: []string{"--from", "nope", "--to", "adal-json"}, code: ExitUsage, stderrHas: []string{`cannot read "nope"`}, stdoutLine: -1},
+		{name: "bad flag", args: []string{"--bogus"}, code: ExitUsage, stderrHas: []string{"bogus"}, stdoutLine: -1},
+		{name: "lenient and strict", args: []string{"--to", "adal-json", "--lenient", "--strict"}, code: ExitUsage, stderrHas: []string{"contradict"}, stdoutLine: -1},
+		{name: "missing file", args: []string{"--to", "adal-json", "no-such-file.ndjson"}, code: ExitInput, stderrHas: []string{"no-such-file.ndjson"}, stdoutLine: -1},
+		{name: "formats", args: []string{"formats"}, code: ExitOK, stdoutHas: []string{"DIALECT", "adal-stream", "adal-json", "adal-text"}, stdoutLine: -1},
+		{name: "stdin detected", stdin: seed, args: []string{"--to", "adal-json"}, code: ExitOK, stdoutHas: []string{`"success":true`, `"answer":"Fixed 3 lint errors`}, stdoutLine: 1},
+		{name: "dash is stdin", stdin: seed, args: []string{"--to", "adal-json", "-"}, code: ExitOK, stdoutHas: []string{`"exit_code":0`}, stdoutLine: 1},
+		{name: "undetectable", stdin: "{\"hello\":1}\n", args: []string{"--to", "adal-json"}, code: ExitInput, stderrHas: []string{"<stdin>:1:", "cannot tell which dialect", "--from", "adal-stream"}, stdoutLine: 0},
+		{name: "empty input", stdin: "", args: []string{"--to", "adal-json"}, code: ExitOK, stdoutLine: 0},
+		{
+			name:  "malformed line stops with FILE:LINE, keeps what came before",
+			stdin: seed + "{not json\n" + seed,
+			args:  []string{"--from", "adal-stream", "--to", "adal-json"}, code: ExitInput,
+			stdoutHas: []string{`"success":true`}, stderrHas: []string{"<stdin>:7:", "not valid JSON", "--lenient"}, stdoutLine: 1,
+		},
+		{
+			name:  "malformed line inside a run closes it as cut",
+			stdin: "{\"type\":\"tool_call\",\"id\":\"a\",\"name\":\"bash\",\"args\":{}}\n{oops\n",
+			args:  []string{"--from", "adal-stream", "--to", "adal-json"}, code: ExitInput,
+			stdoutHas: []string{`"success":false`, `"status":"cancelled"`}, stderrHas: []string{"<stdin>:2:"}, stdoutLine: 1,
+		},
+		{
+			name:  "lenient skips and counts",
+			stdin: seed + "{not json\n\x00\x01garbage\n" + seed,
+			args:  []string{"--from", "adal-stream", "--to", "adal-json", "--lenient"}, code: ExitOK,
+			stderrHas: []string{"skipped 2 malformed line(s): <stdin>:7, <stdin>:8"}, stdoutLine: 2,
+		},
+		{
+			name:  "exit-status gives the run's code",
+			stdin: readFixture(t, "adal/refused-stream.ndjson"),
+			args:  []string{"--to", "adal-json", "--exit-status"}, code: 2, stdoutHas: []string{`"status":"denied"`}, stdoutLine: 1,
+		},
+		{
+			name:  "strict fails on a loss",
+			stdin: seed,
+			args:  []string{"--to", "adal-text", "--strict"}, code: ExitLoss, stderrHas: []string{"--strict: adal-text cannot carry tool calls"}, stdoutLine: -1,
+		},
+		{
+			name:  "losses are reported",
+			stdin: seed,
+			args:  []string{"--to", "adal-text"}, code: ExitOK, stdoutHas: []string{"Fixed 3 lint errors"}, stderrHas: []string{"lost: 2 × tool calls (adal-text cannot carry them)"}, stdoutLine: 1,
+		},
+		{
+			name:  "from names the wrong dialect",
+			stdin: seed,
+			args:  []string{"--from", "adal-json", "--to", "adal-text"}, code: ExitInput, stderrHas: []string{"none of the first events is adal-json", "looks like adal-stream"}, stdoutLine: 0,
+		},
+		{
+			name:  "several completes are several objects",
+			stdin: readFixture(t, "adal/multi-run-stream.ndjson"),
+			args:  []string{"--to", "adal-json"}, code: ExitOK, stdoutLine: 3,
+		},
+		{
+			name:  "cut stream becomes a failed run with a warning",
+			stdin: readFixture(t, "adal/cut-stream.ndjson"),
+			args:  []string{"--to", "adal-stream"}, code: ExitOK,
+			stdoutHas: []string{`{"type":"tool_result","id":"c2","name":"bash","status":"cancelled"`, `{"type":"error","message":"the stream was cut before the run completed"}`, `{"type":"complete","exit_code":1,`},
+			stderrHas: []string{"ended before its run completed"}, stdoutLine: 6,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(tc.stdin, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit status %d, want %d\nstderr: %s", code, tc.code, stderr)
+			}
+			for _, s := range tc.stdoutHas {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stdoutNot {
+				if strings.Contains(stdout, s) {
+					t.Errorf("stdout has %q:\n%s", s, stdout)
+				}
+			}
+			for _, s := range tc.stderrHas {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr lacks %q:\n%s", s, stderr)
+				}
+			}
+			if tc.stdoutLine >= 0 {
+				if n := strings.Count(stdout, "\n"); n != tc.stdoutLine {
+					t.Errorf("%d output lines, want %d:\n%s", n, tc.stdoutLine, stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestOutputFileIsRenamedIntoPlace(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.json")
+	code, _, stderr := runCLI("", "--to", "adal-json", "-o", out, filepath.Join("..", "testdata", "adal", "seed-stream.ndjson"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(b), `"success":true`) {
+		t.Fatalf("output %q, %v", b, err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp"))
+	if len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
+
+func TestUnwritableOutput(t *testing.T) {
+	code, _, stderr := runCLI("", "--to", "adal-json", "-o", filepath.Join(t.TempDir(), "no", "such", "dir", "out.json"),
+		filepath.Join("..", "testdata", "adal", "seed-stream.ndjson"))
+	if code != ExitOutput || !strings.Contains(stderr, "cannot write") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestSameDialectRoundTrip: X → X gives every line back unchanged, for
+// every fixture whose dialect can be written.
+func TestSameDialectRoundTrip(t *testing.T) {
+	for _, in := range fixtures(t) {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, score := Detect(b)
+		if score == 0 || d.NewWriter == nil || d.Remote {
+			continue
+		}
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			code, stdout, stderr := runCLI(string(b), "--from", d.Name, "--to", d.Name)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if strings.Contains(stderr, "lost:") {
+				t.Errorf("a same-dialect conversion reported losses:\n%s", stderr)
+			}
+			if strings.Contains(stderr, "cut") {
+				return // a cut run is closed, so the output is longer by design
+			}
+			if normalize(stdout) != normalize(string(b)) {
+				t.Errorf("%s → %s changed the input:\n%s", d.Name, d.Name, diff(normalize(string(b)), normalize(stdout)))
+			}
+		})
+	}
+}
+
+// normalize drops what a same-dialect conversion may legitimately change:
+// blank lines, CRs and a BOM.
+func normalize(s string) string {
+	s = strings.TrimPrefix(s, "\ufeff")
+	var keep []string
+	for _, l := range strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(l) != "" {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
+// TestJSONStreamJSON: adal-json → adal-stream → adal-json gives the same
+// objects.
+func TestJSONStreamJSON(t *testing.T) {
+	for _, f := range []string{"adal/multi-run-stream.ndjson", "adal/old-variant-stream.ndjson", "adal/cut-stream.ndjson"} {
+		t.Run(f, func(t *testing.T) {
+			_, objs, _ := runCLI(readFixture(t, f), "--to", "adal-json")
+			code, stream, stderr := runCLI(objs, "--from", "adal-json", "--to", "adal-stream")
+			if code != 0 {
+				t.Fatalf("json → stream: exit %d: %s", code, stderr)
+			}
+			code, back, stderr := runCLI(stream, "--from", "adal-stream", "--to", "adal-json")
+			if code != 0 {
+				t.Fatalf("stream → json: exit %d: %s", code, stderr)
+			}
+			if back != objs {
+				t.Errorf("json → stream → json changed the objects:\n%s", diff(objs, back))
+			}
+		})
+	}
+}
