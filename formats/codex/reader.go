@@ -1,0 +1,479 @@
+// Package codex reads and writes the stream that `codex exec --json` prints:
+// thread.started, turn.started/completed/failed, item.started/updated/
+// completed carrying the thread items, and a fatal error.
+package codex
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// Dialect is the codex dialect: `codex exec --json`.
+var Dialect = formats.Dialect{
+	Name:        "codex",
+	Aliases:     []string{"codex-exec", "codex-json"},
+	Description: "Codex `exec --json`: NDJSON thread.started, turn.*, item.* (commands, file changes, MCP calls, web searches, messages, reasoning, todo lists), error",
+	NewReader:   newReader,
+	NewWriter:   newWriter,
+	Detect:      detect,
+}
+
+// Provider and agent name of the runs codex prints.
+const (
+	Provider  = "openai"
+	AgentName = "codex"
+)
+
+// Item types that are tool calls.
+const (
+	typeCommand = "command_execution"
+	typeFile    = "file_change"
+	typeMCP     = "mcp_tool_call"
+	typeSearch  = "web_search"
+	typeCollab  = "collab_tool_call"
+)
+
+func isToolItem(t string) bool {
+	switch t {
+	case typeCommand, typeFile, typeMCP, typeSearch, typeCollab:
+		return true
+	}
+	return false
+}
+
+// detect wants every head line to be a codex event and at least one of them
+// to be specific to codex: a bare {"type":"error","message"} is AdaL too.
+func detect(head []byte) int {
+	lines := formats.HeadLines(head, 8)
+	if len(lines) == 0 {
+		return 0
+	}
+	hits, specific := 0, false
+	for _, l := range lines {
+		if l[0] != '{' {
+			return 0
+		}
+		t := formats.TypeOf(l)
+		switch {
+		case strings.HasPrefix(t, "thread.") || strings.HasPrefix(t, "turn.") || strings.HasPrefix(t, "item."):
+			hits++
+			specific = true
+		case t == "error":
+			hits++
+		}
+	}
+	if !specific {
+		return 0
+	}
+	return hits * 100 / len(lines)
+}
+
+// line is every top-level field a codex event has.
+type line struct {
+	Type     string          `json:"type"`
+	ThreadID string          `json:"thread_id"`
+	Usage    *usage          `json:"usage"`
+	Error    *message        `json:"error"`
+	Message  string          `json:"message"`
+	Item     json.RawMessage `json:"item"`
+}
+
+type usage struct {
+	InputTokens       *int64 `json:"input_tokens"`
+	CachedInputTokens *int64 `json:"cached_input_tokens"`
+	OutputTokens      *int64 `json:"output_tokens"`
+}
+
+type message struct {
+	Message string `json:"message"`
+}
+
+// item is every field of the thread items this package reads. Its id is
+// read apart (see firstID).
+type item struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+	// command_execution
+	Command          string `json:"command"`
+	AggregatedOutput string `json:"aggregated_output"`
+	ExitCode         *int   `json:"exit_code"`
+	Status           string `json:"status"`
+	// file_change
+	Changes json.RawMessage `json:"changes"`
+	// mcp_tool_call
+	Server    string          `json:"server"`
+	Tool      json.RawMessage `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    *mcpResult      `json:"result"`
+	Error     *message        `json:"error"`
+	// web_search
+	Query string `json:"query"`
+	// collab_tool_call
+	SenderThreadID    string          `json:"sender_thread_id"`
+	ReceiverThreadIDs json.RawMessage `json:"receiver_thread_ids"`
+	Prompt            *string         `json:"prompt"`
+	AgentsStates      json.RawMessage `json:"agents_states"`
+	Items             []todoItem      `json:"items"`
+	Message           string          `json:"message"`
+}
+
+type mcpResult struct {
+	Content           []mcpContent    `json:"content"`
+	StructuredContent json.RawMessage `json:"structured_content"`
+}
+
+type mcpContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type todoItem struct {
+	Text      string `json:"text"`
+	Completed bool   `json:"completed"`
+}
+
+type reader struct {
+	lines   *formats.LineReader
+	opts    formats.ReadOptions
+	pending []*formats.Event
+	run     runState
+	ended   bool
+}
+
+// runState follows one run (one thread): a codex stream has no end event, so
+// the reader decides when the run ended.
+type runState struct {
+	open      bool
+	sessionID string
+	turnOpen  bool
+	turns     int    // turns that ended
+	failed    bool   // the last turn failed, or a fatal error came after it
+	fatal     string // the last fatal error's message
+	lastLine  int
+	answer    string
+	answered  bool
+	usage     formats.UsageInfo
+	started   map[string]bool // tool items that item.started announced
+}
+
+func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return &reader{lines: formats.NewLineReader(r), opts: o}
+}
+
+func (r *reader) Next() (*formats.Event, error) {
+	for len(r.pending) == 0 {
+		if r.ended {
+			return nil, io.EOF
+		}
+		b, err := r.lines.Next()
+		if err == io.EOF {
+			// A codex stream has no end event: the run ended cleanly if its
+			// last turn ended (or a fatal error came); else it was cut, and
+			// the pipeline closes it.
+			r.ended = true
+			r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: r.run.lastLine, Continued: true})
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := r.record(b, r.lines.Line()); err != nil {
+			return nil, err
+		}
+	}
+	ev := r.pending[0]
+	r.pending = r.pending[1:]
+	return ev, nil
+}
+
+// record turns one line into events.
+func (r *reader) record(b []byte, n int) error {
+	var l line
+	if err := formats.Unmarshal(n, b, &l); err != nil {
+		return err
+	}
+	src := formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: append([]byte(nil), b...), LineNo: n}
+	r.run.lastLine = n
+	first := true
+	emit := func(e *formats.Event) {
+		e.Source = src
+		if !first {
+			e.Source.Line, e.Source.Continued = nil, true
+		}
+		first = false
+		r.pending = append(r.pending, e)
+	}
+	switch l.Type {
+	case "thread.started":
+		if r.run.open {
+			r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: n, Continued: true})
+		}
+		r.run = runState{open: true, sessionID: l.ThreadID, lastLine: n}
+		emit(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: l.ThreadID, Provider: Provider, AgentName: AgentName}})
+	case "turn.started":
+		r.run.open = true
+		r.run.turnOpen = true
+		emit(&formats.Event{Kind: formats.TurnStart})
+	case "turn.completed":
+		r.run.open = true
+		if l.Usage != nil {
+			u := formats.UsageInfo{InputTokens: formats.OptFrom(l.Usage.InputTokens),
+				CacheReadTokens: formats.OptFrom(l.Usage.CachedInputTokens), OutputTokens: formats.OptFrom(l.Usage.OutputTokens)}
+			r.run.usage.Add(u)
+			emit(&formats.Event{Kind: formats.Usage, Usage: u})
+		}
+		r.endTurn(formats.Completed)
+		emit(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
+	case "turn.failed":
+		r.run.open = true
+		msg := "turn failed"
+		if l.Error != nil && l.Error.Message != "" {
+			msg = l.Error.Message
+		}
+		// Codex prints the fatal error, then turn.failed with the same
+		// message: one notice is enough.
+		if msg != r.run.fatal {
+			emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg})
+		}
+		r.run.fatal = msg
+		r.endTurn(formats.Failed)
+		emit(&formats.Event{Kind: formats.TurnEnd, Status: formats.Failed})
+	case "error":
+		r.run.open = true
+		r.run.fatal = l.Message
+		r.run.failed = true
+		emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: l.Message})
+	case "item.started", "item.updated", "item.completed":
+		r.run.open = true
+		if len(l.Item) == 0 || l.Item[0] != '{' {
+			return formats.Errorf(n, "%s without an item object: %s", l.Type, formats.Snippet(b))
+		}
+		if err := r.item(l.Type, l.Item, n, emit); err != nil {
+			return err
+		}
+	default:
+		if l.Type == "" {
+			r.opts.Report.Warn(n, "an event without a \"type\"; kept as an unknown event")
+		}
+		emit(&formats.Event{Kind: formats.Raw})
+	}
+	return nil
+}
+
+func (r *reader) endTurn(s formats.Status) {
+	r.run.turnOpen = false
+	r.run.turns++
+	r.run.failed = s == formats.Failed
+}
+
+// endRun queues the Answer and RunEnd of a run whose last turn ended.
+func (r *reader) endRun(src formats.Source) {
+	s := &r.run
+	if !s.open || !(s.failed || (s.turns > 0 && !s.turnOpen)) {
+		s.open = false
+		return // cut: the pipeline closes it
+	}
+	if s.answered {
+		r.pending = append(r.pending, &formats.Event{Kind: formats.Answer, Text: s.answer, Source: src})
+	}
+	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Source: src, Usage: s.usage,
+		Run: formats.RunInfo{SessionID: s.sessionID, Provider: Provider, AgentName: AgentName}}
+	if s.failed {
+		end.Status, end.Text = formats.Failed, s.fatal
+	}
+	r.pending = append(r.pending, end)
+	s.open = false
+}
+
+func (r *reader) item(evType string, raw json.RawMessage, n int, emit func(*formats.Event)) error {
+	var it item
+	if err := formats.Unmarshal(n, raw, &it); err != nil {
+		return err
+	}
+	id := firstID(raw)
+	completed := evType == "item.completed"
+	switch {
+	case it.Type == "agent_message" && completed:
+		r.run.answer, r.run.answered = it.Text, true
+		emit(&formats.Event{Kind: formats.Message, Text: it.Text})
+	case it.Type == "reasoning" && completed:
+		emit(&formats.Event{Kind: formats.ThinkingDelta, Text: it.Text})
+	case it.Type == "todo_list":
+		todos := make([]formats.Todo, len(it.Items))
+		for i, t := range it.Items {
+			todos[i] = formats.Todo{Content: t.Text, Status: "pending"}
+			if t.Completed {
+				todos[i].Status = "completed"
+			}
+		}
+		emit(&formats.Event{Kind: formats.Todos, Todos: todos})
+	case it.Type == "error" && completed:
+		emit(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: it.Message})
+	case isToolItem(it.Type) && evType == "item.started":
+		if r.run.started == nil {
+			r.run.started = map[string]bool{}
+		}
+		r.run.started[id] = true
+		emit(&formats.Event{Kind: formats.ToolCall, Call: callOf(id, &it)})
+	case isToolItem(it.Type) && completed:
+		res := resultOf(id, &it)
+		if res.Status == formats.StatusUnknown {
+			r.opts.Report.Warn(n, "%s item %q has status %q; kept as completed", it.Type, id, it.Status)
+			res.Status = formats.Completed
+		}
+		// An item that only completes (file changes, some searches) still
+		// starts a call, except a declined one, which never ran.
+		if !r.run.started[id] && res.Status != formats.Denied {
+			emit(&formats.Event{Kind: formats.ToolCall, Call: callOf(id, &it)})
+		}
+		delete(r.run.started, id)
+		emit(&formats.Event{Kind: formats.ToolResult, Call: res})
+	default:
+		// Updates of a running call, and item types this reader does not
+		// know, travel raw.
+		emit(&formats.Event{Kind: formats.Raw})
+	}
+	return nil
+}
+
+// toolName names the call of a tool item: the item type, or for an MCP call
+// mcp__<server>__<tool> as Claude Code names them (the bare tool when
+// there is no server).
+func toolName(it *item) string {
+	if it.Type != typeMCP {
+		return it.Type
+	}
+	tool := rawString(it.Tool)
+	if it.Server == "" {
+		return tool
+	}
+	return "mcp__" + it.Server + "__" + tool
+}
+
+type commandArgs struct {
+	Command string `json:"command"`
+}
+
+type fileArgs struct {
+	Changes json.RawMessage `json:"changes"`
+}
+
+type searchArgs struct {
+	Query string `json:"query"`
+}
+
+type collabArgs struct {
+	Tool              json.RawMessage `json:"tool"`
+	SenderThreadID    string          `json:"sender_thread_id"`
+	ReceiverThreadIDs json.RawMessage `json:"receiver_thread_ids,omitempty"`
+	Prompt            *string         `json:"prompt"`
+}
+
+func callOf(id string, it *item) formats.Call {
+	c := formats.Call{ID: id, Name: toolName(it)}
+	var args any
+	switch it.Type {
+	case typeCommand:
+		args, c.Summary = commandArgs{it.Command}, it.Command
+	case typeFile:
+		args = fileArgs{orNull(it.Changes)}
+	case typeSearch:
+		args, c.Summary = searchArgs{it.Query}, it.Query
+	case typeCollab:
+		args = collabArgs{orNull(it.Tool), it.SenderThreadID, it.ReceiverThreadIDs, it.Prompt}
+	case typeMCP:
+		if len(it.Arguments) > 0 && string(it.Arguments) != "null" {
+			c.Args = append(json.RawMessage(nil), it.Arguments...)
+		} else {
+			c.Args = json.RawMessage("{}")
+		}
+		return c
+	}
+	c.Args, _ = formats.Marshal(args)
+	return c
+}
+
+func resultOf(id string, it *item) formats.Call {
+	c := formats.Call{ID: id, Name: toolName(it), Status: formats.ParseStatus(it.Status)}
+	switch it.Type {
+	case typeCommand:
+		c.Output = it.AggregatedOutput
+		if it.ExitCode != nil && *it.ExitCode != 0 {
+			c.Error = "exit code " + strconv.Itoa(*it.ExitCode)
+			if c.Status == formats.Completed {
+				c.Status = formats.Failed
+			}
+		}
+		if c.Status == formats.Denied {
+			// A declined command has no output: the writer keeps the
+			// reason in aggregated_output.
+			c.Output, c.Error = "", it.AggregatedOutput
+			if c.Error == "" {
+				c.Error = "declined"
+			}
+		}
+	case typeMCP:
+		if it.Result != nil {
+			var parts []string
+			for _, p := range it.Result.Content {
+				if p.Type == "text" || p.Text != "" {
+					parts = append(parts, p.Text)
+				}
+			}
+			c.Output = strings.Join(parts, "\n")
+			if c.Output == "" && len(it.Result.StructuredContent) > 0 && string(it.Result.StructuredContent) != "null" {
+				c.Output = compact(it.Result.StructuredContent)
+			}
+		}
+		if it.Error != nil {
+			c.Error = it.Error.Message
+			if c.Status == formats.Completed || c.Status == formats.StatusUnknown {
+				c.Status = formats.Failed
+			}
+		}
+	case typeSearch:
+		// A search item has no status: completing is succeeding.
+		if it.Status == "" {
+			c.Status = formats.Completed
+		}
+	case typeCollab:
+		if len(it.AgentsStates) > 0 && string(it.AgentsStates) != "null" && string(it.AgentsStates) != "{}" {
+			c.Output = compact(it.AgentsStates)
+		}
+	}
+	if c.Status == formats.Running {
+		// item.completed says it ended; in_progress there means it did.
+		c.Status = formats.Completed
+	}
+	return c
+}
+
+func orNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// compact prints JSON without spaces, so that it reads back the same after
+// a writer re-encodes it.
+func compact(b json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
+}
+
+func rawString(b json.RawMessage) string {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		return s
+	}
+	return string(b)
+}
