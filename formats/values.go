@@ -2,7 +2,6 @@ package formats
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 )
 
@@ -92,6 +91,18 @@ func (v *ValueReader) skipSpace() (byte, error) {
 func (v *ValueReader) value() ([]byte, error) {
 	v.buf = v.buf[:0]
 	start := v.line
+	if c, err := v.br.ReadByte(); err == nil {
+		if c != '"' && c != '{' && c != '[' && !isScalarStart(c) {
+			// Not a value: skip the rest of the line, so that the next call
+			// goes on after it.
+			if c != '\n' {
+				v.br.ReadSlice('\n')
+			}
+			v.line++
+			return nil, Errorf(start, "unexpected %q where a JSON value should start", c)
+		}
+		v.br.UnreadByte()
+	}
 	depth, inStr, esc := 0, false, false
 	for {
 		c, err := v.br.ReadByte()
@@ -147,9 +158,6 @@ func (v *ValueReader) value() ([]byte, error) {
 				}
 				return v.buf, nil
 			}
-		}
-		if depth == 0 && len(v.buf) == 0 && c != '"' && c != '{' && c != '[' && !isScalarStart(c) {
-			return nil, Errorf(v.line, "unexpected %s where a JSON value should start", fmt.Sprintf("%q", c))
 		}
 		v.buf = append(v.buf, c)
 	}

@@ -122,18 +122,20 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 	if o.Answer != nil {
 		add(&formats.Event{Kind: formats.Answer, Text: *o.Answer})
 	}
-	status := formats.Completed
+	status, code := formats.Completed, o.ExitCode
 	if !o.Success {
-		status = statusOfExit(&o.ExitCode)
-		if status == formats.Completed {
-			status = formats.Failed
+		if code == 0 {
+			// success:false with exit code 0 (or none): AdaL's failure code.
+			r.opts.Report.Warn(n, "\"success\" is false but \"exit_code\" is 0; taken as exit code 1")
+			code = 1
 		}
+		status = statusOfExit(&code)
 		if o.Error != nil && status != formats.Denied {
 			add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: *o.Error})
 		}
 	}
 	add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: deref(o.Error),
-		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model), ExitCode: formats.Some(o.ExitCode)}})
+		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model), ExitCode: formats.Some(code)}})
 	r.pending = evs[1:]
 	return evs[0], nil
 }
@@ -184,8 +186,9 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 	code := r.exitCode(e)
 	o := finalObject{Success: code == 0, ExitCode: code, SessionID: strPtr(r.sessionID), Model: strPtr(r.modelName), ToolCalls: []finalCall{}}
 	if o.Success {
-		a := r.answerText()
-		o.Answer = &a
+		if a := r.answerText(); r.answered || a != "" {
+			o.Answer = &a
+		}
 	} else {
 		msg := r.failure(e)
 		o.Error = &msg

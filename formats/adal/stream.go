@@ -225,10 +225,14 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		return formats.WriteJSONLine(s.w, toolCallLine{"tool_call", e.Call.ID, e.Call.Name, args(e.Call.Args)})
 	case formats.ToolResult:
 		c := s.calls.Get(e.Call.ID)
-		if e.Call.Status == formats.Denied {
-			return formats.WriteJSONLine(s.w, deniedLine{"permission_denied", e.Call.ID, c.Name, args(c.Args), e.Call.Error})
+		name := e.Call.Name
+		if name == "" {
+			name = c.Name
 		}
-		return formats.WriteJSONLine(s.w, toolResultLine{"tool_result", e.Call.ID, c.Name, resultStatus(e.Call.Status), outputOf(&e.Call)})
+		if e.Call.Status == formats.Denied {
+			return formats.WriteJSONLine(s.w, deniedLine{"permission_denied", e.Call.ID, name, args(c.Args), e.Call.Error})
+		}
+		return formats.WriteJSONLine(s.w, toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), outputOf(&e.Call)})
 	case formats.Answer:
 		if e.Agent == "" {
 			return formats.WriteJSONLine(s.w, textLine{Type: "answer", Content: e.Text})
@@ -252,7 +256,9 @@ func (s *streamWriter) end(e *formats.Event) error {
 			return err
 		}
 	}
-	if msg := r.failure(e); msg != "" && !r.errored && !(r.denied != nil && r.exitCode(e) == 2) {
+	// An error event only when the source says why the run failed: the
+	// stream of a run that failed without a word has none either.
+	if msg := e.Text; msg != "" && r.exitCode(e) != 0 && !r.errored && !(r.denied != nil && r.exitCode(e) == 2) {
 		if err := formats.WriteJSONLine(s.w, textLine{Type: "error", Message: msg}); err != nil {
 			return err
 		}

@@ -1,0 +1,209 @@
+package adal
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "adal", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func read(t *testing.T, d formats.Dialect, in string) []*formats.Event {
+	t.Helper()
+	evs, bad, err := formatstest.ReadAll(d, []byte(in))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("read: %v %v", err, bad)
+	}
+	return evs
+}
+
+func kinds(evs []*formats.Event) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e.Kind.String())
+	}
+	return strings.Join(s, " ")
+}
+
+func TestStreamReaderSeed(t *testing.T) {
+	evs := read(t, Stream, string(fixture(t, "seed-stream.ndjson")))
+	if got, want := kinds(evs), "tool_call tool_result tool_call tool_result answer run_end"; got != want {
+		t.Fatalf("kinds %q, want %q", got, want)
+	}
+	if c := evs[1].Call; c.ID != "3f9c..." || c.Name != "bash" || c.Status != formats.Completed || !strings.HasPrefix(c.Output, "src/app.ts") {
+		t.Errorf("tool_result read as %+v", c)
+	}
+	if string(evs[0].Call.Args) != `{"command":"npx eslint src/"}` {
+		t.Errorf("args %s", evs[0].Call.Args)
+	}
+	end := evs[5]
+	if end.Run.SessionID != "a1b2c3d4-..." || end.Run.Model != "claude-sonnet-4-20250514" || !end.Run.ExitCode.OK || end.Run.ExitCode.V != 0 || end.Status != formats.Completed {
+		t.Errorf("complete read as %+v", end)
+	}
+	for i, e := range evs {
+		if e.Source.LineNo != i+1 || e.Source.Dialect != "adal-stream" || len(e.Source.Line) == 0 {
+			t.Errorf("event %d source %+v", i, e.Source)
+		}
+	}
+}
+
+func TestStreamReaderRefusalAndOldVariant(t *testing.T) {
+	evs := read(t, Stream, string(fixture(t, "refused-stream.ndjson")))
+	d := evs[2]
+	if d.Kind != formats.ToolResult || d.Call.Status != formats.Denied || d.Call.Name != "bash" || !strings.Contains(d.Call.Error, "needs approval") || string(d.Call.Args) != `{"command":"rm -rf build/"}` {
+		t.Errorf("permission_denied read as %+v", d)
+	}
+	if end := evs[3]; end.Status != formats.Denied || end.Run.ExitCode.V != 2 {
+		t.Errorf("complete with exit 2 read as %+v", end)
+	}
+
+	evs = read(t, Stream, string(fixture(t, "old-variant-stream.ndjson")))
+	// Results without ids pair with their calls by name.
+	if evs[0].Call.ID != "call_1" || evs[1].Call.ID != "call_2" || evs[2].Call.ID != "call_1" || evs[3].Call.ID != "call_2" {
+		t.Errorf("ids %q %q %q %q", evs[0].Call.ID, evs[1].Call.ID, evs[2].Call.ID, evs[3].Call.ID)
+	}
+	if evs[2].Call.Status != formats.Completed || evs[3].Call.Status != formats.Failed {
+		t.Errorf("success/error read as %v/%v", evs[2].Call.Status, evs[3].Call.Status)
+	}
+}
+
+func TestStreamReaderUnknownAndMalformed(t *testing.T) {
+	in := `{"type":"tool_call","id":"a","name":"x","args":{}}
+{"type":"progress","pct":50}
+not json
+{"type":"complete","exit_code":0}
+`
+	evs, bad, err := formatstest.ReadAll(Stream, []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != 1 || !strings.Contains(bad[0].Error(), "line 3") {
+		t.Errorf("malformed lines: %v", bad)
+	}
+	if got := kinds(evs); got != "tool_call raw run_end" {
+		t.Errorf("kinds %q", got)
+	}
+	if evs[1].Source.Type != "progress" {
+		t.Errorf("raw type %q", evs[1].Source.Type)
+	}
+}
+
+func TestJSONReader(t *testing.T) {
+	in := `{"success":false,"answer":null,"error":"bash needs approval","exit_code":2,"session_id":"s1","model":"m","tool_calls":[{"id":"c1","name":"read","args":{"p":1},"status":"completed","output":"ok"},{"id":"c2","name":"bash","args":{"command":"rm"},"status":"denied"}]}
+{
+  "success": true, "answer": "done", "error": null, "exit_code": 0,
+  "tool_calls": []
+}
+`
+	evs := read(t, JSON, in)
+	if got, want := kinds(evs), "run_start tool_call tool_result tool_result run_end run_start answer run_end"; got != want {
+		t.Fatalf("kinds %q, want %q", got, want)
+	}
+	if d := evs[3]; d.Call.Status != formats.Denied || d.Call.Error != "bash needs approval" {
+		t.Errorf("denied call %+v", d.Call)
+	}
+	if evs[4].Status != formats.Denied || evs[4].Run.ExitCode.V != 2 {
+		t.Errorf("run end %+v", evs[4])
+	}
+	if evs[5].Source.LineNo != 2 || evs[5].Source.Line == nil || !evs[6].Source.Continued {
+		t.Errorf("sources %+v %+v", evs[5].Source, evs[6].Source)
+	}
+}
+
+func TestJSONWriterPreview(t *testing.T) {
+	big := strings.Repeat("é", 40000) // 80000 bytes
+	evs := []*formats.Event{
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c", Name: "cat"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c", Status: formats.Completed, Output: big}},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	var out bytes.Buffer
+	rep := formats.NewReport(io.Discard)
+	w := JSON.NewWriter(&out, formats.WriteOptions{Dialect: JSON.Name, Report: rep})
+	for _, e := range evs {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	back := read(t, JSON, out.String())
+	c := back[2].Call
+	if !c.Truncated || len(c.Output) > DefaultPreviewBytes || !strings.HasPrefix(big, c.Output) {
+		t.Errorf("preview: truncated=%v len=%d", c.Truncated, len(c.Output))
+	}
+	if rep.Losses() != 1 {
+		t.Errorf("the preview was not reported as a loss")
+	}
+}
+
+func TestTextWriterAndReader(t *testing.T) {
+	var out, errb bytes.Buffer
+	w := Text.NewWriter(&out, formats.WriteOptions{Dialect: Text.Name, Report: formats.NewReport(io.Discard), Stderr: &errb})
+	for _, e := range read(t, Stream, string(fixture(t, "multi-run-stream.ndjson"))) {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out.String() != "Fixed 3 lint errors in src/app.ts...\n" {
+		t.Errorf("stdout %q", out.String())
+	}
+	want := "Stopped: bash needs approval and no one could approve it (non-interactive run)\nRefused call: bash {\"command\":\"rm -rf build/\"}\nmodel error: overloaded, retries exhausted\n"
+	if errb.String() != want {
+		t.Errorf("stderr %q, want %q", errb.String(), want)
+	}
+	evs := read(t, Text, "\ufeffline one\r\nline two\n")
+	if len(evs) != 2 || evs[0].Kind != formats.Answer || evs[0].Text != "line one\nline two" {
+		t.Errorf("text read as %+v", evs)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for _, tc := range []struct {
+		d    formats.Dialect
+		head string
+		want bool
+	}{
+		{Stream, string(fixture(t, "seed-stream.ndjson")), true},
+		{Stream, `{"agent":"a","seq":1,"at":"2025-01-01T00:00:00Z","type":"error"}`, false},
+		{Stream, `{"type":"tool_start","toolId":"t"}`, false},
+		{JSON, `{"success":true,"answer":"x","exit_code":0}`, true},
+		{JSON, string(fixture(t, "seed-stream.ndjson")), false},
+		{Text, "hello", true},
+		{Text, `{"a":1}`, false},
+	} {
+		if got := tc.d.Detect([]byte(tc.head)) > 0; got != tc.want {
+			t.Errorf("%s.Detect(%.40q) = %v", tc.d.Name, tc.head, got)
+		}
+	}
+}
+
+var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, formats.Answer, formats.Notice, formats.RunEnd}
+
+func FuzzStreamReader(f *testing.F) {
+	for _, n := range []string{"seed-stream.ndjson", "refused-stream.ndjson", "error-stream.ndjson", "old-variant-stream.ndjson", "cut-stream.ndjson"} {
+		f.Add(fixture(f, n))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		formatstest.RoundTrip(t, Stream, data, roundTripKinds...)
+	})
+}
+
+func FuzzJSONReader(f *testing.F) {
+	f.Add([]byte(`{"success":false,"answer":null,"error":"e","exit_code":2,"tool_calls":[{"id":"c2","name":"bash","args":{},"status":"denied"}]}`))
+	f.Add([]byte("{\"success\":true,\"answer\":\"a\",\"exit_code\":0,\"tool_calls\":[{\"id\":\"1\",\"name\":\"n\",\"status\":\"completed\",\"output\":\"o\"}]}\n{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		formatstest.RoundTrip(t, JSON, data, formats.ToolCall, formats.ToolResult, formats.Answer)
+	})
+}

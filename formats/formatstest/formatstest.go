@@ -1,0 +1,139 @@
+// Package formatstest has checks that every dialect package's tests share:
+// reading a whole input, and the round trip of fuzz targets.
+package formatstest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// MaxEvents bounds how many events a check reads, so that a reader that
+// never ends fails instead of hanging.
+const MaxEvents = 100000
+
+// ReadAll reads every event of data with the dialect's reader. Malformed
+// records are skipped, as --lenient does, and returned as errors.
+func ReadAll(d formats.Dialect, data []byte) (evs []*formats.Event, bad []error, err error) {
+	r := d.NewReader(bytes.NewReader(data), formats.ReadOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard)})
+	for n := 0; ; n++ {
+		if n > MaxEvents {
+			return evs, bad, fmt.Errorf("more than %d events from %d bytes: the reader does not end", MaxEvents, len(data))
+		}
+		ev, err := r.Next()
+		if err == io.EOF {
+			return evs, bad, nil
+		}
+		var le *formats.LineError
+		if errors.As(err, &le) {
+			bad = append(bad, err)
+			if len(bad) > MaxEvents {
+				return evs, bad, fmt.Errorf("the reader repeats a malformed record forever")
+			}
+			continue
+		}
+		if err != nil {
+			return evs, bad, err
+		}
+		if ev == nil {
+			return evs, bad, fmt.Errorf("Next returned neither an event nor an error")
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// WriteAll writes events with the dialect's writer, with a fixed clock, and
+// returns the output. strip drops each event's Source first, so that the
+// writer must encode the events rather than copy their records.
+func WriteAll(d formats.Dialect, evs []*formats.Event, strip bool) ([]byte, error) {
+	var out bytes.Buffer
+	w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
+	for i, ev := range evs {
+		e := *ev
+		if strip {
+			e.Source = formats.Source{}
+		}
+		if e.Arrived.IsZero() {
+			e.Arrived = formats.FixedEpoch.Add(time.Duration(i) * time.Millisecond)
+		}
+		if err := w.Write(&e); err != nil {
+			return out.Bytes(), err
+		}
+	}
+	err := w.Close()
+	return out.Bytes(), err
+}
+
+// Comparable is the part of an event a dialect's own round trip must keep.
+type Comparable struct {
+	Kind    formats.Kind
+	Agent   string
+	Text    string
+	CallID  string
+	Name    string
+	Status  formats.Status
+	Output  string
+	Session string
+}
+
+// Compare maps events to what a round trip must keep, skipping the kinds
+// that only some dialects write (a reader may add RunStart, a writer may
+// close a run), and Raw events, which only a same-dialect copy keeps.
+func Compare(evs []*formats.Event, kinds ...formats.Kind) []Comparable {
+	keep := map[formats.Kind]bool{}
+	for _, k := range kinds {
+		keep[k] = true
+	}
+	var out []Comparable
+	names := map[string]string{} // a result's name may be filled from its call
+	for _, e := range evs {
+		name := e.Call.Name
+		if e.Kind == formats.ToolCall {
+			names[e.Call.ID] = name
+		} else if name == "" {
+			name = names[e.Call.ID]
+		}
+		if !keep[e.Kind] {
+			continue
+		}
+		out = append(out, Comparable{Kind: e.Kind, Agent: e.Agent, Text: e.Text, CallID: e.Call.ID,
+			Name: name, Status: e.Call.Status, Output: e.Call.Output, Session: e.Run.SessionID})
+	}
+	return out
+}
+
+// RoundTrip is the body of a fuzz target: reading data must not fail
+// fatally or run away, and the events read must write (encoded, not copied)
+// and read back through the same dialect to the same events, compared on
+// the given kinds.
+func RoundTrip(t *testing.T, d formats.Dialect, data []byte, kinds ...formats.Kind) {
+	t.Helper()
+	evs, _, err := ReadAll(d, data)
+	if err != nil {
+		t.Fatalf("reading: %v", err)
+	}
+	var clean []*formats.Event
+	for _, e := range evs {
+		if e.Kind != formats.Raw {
+			clean = append(clean, e)
+		}
+	}
+	out, err := WriteAll(d, clean, true)
+	if err != nil {
+		t.Fatalf("writing what was read: %v", err)
+	}
+	back, bad, err := ReadAll(d, out)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("reading back what was written: %v %v\n%s", err, bad, out)
+	}
+	want, got := Compare(clean, kinds...), Compare(back, kinds...)
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("round trip changed the events:\nwant %+v\ngot  %+v\noutput:\n%s", want, got, out)
+	}
+}
