@@ -106,18 +106,20 @@ type item struct {
 // Convert reads one input to its end and writes its events. A cancelled
 // context closes the open run as cancelled and returns ErrInterrupted.
 func (p *Pipeline) Convert(ctx context.Context, in Input) error {
-	br := bufio.NewReaderSize(in.R, 64<<10)
+	rep := p.opts.Report
+	if rep != nil {
+		old := rep.SetWhere(func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) })
+		defer rep.SetWhere(old)
+	}
+	src := newValidUTF8Reader(in.R, func(line int) {
+		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
+	})
+	br := bufio.NewReaderSize(src, 64<<10)
 	d, err := p.dialectFor(in, br)
 	if err != nil {
 		return err
 	}
-	rep := p.opts.Report
 	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep}
-	if rep != nil {
-		old := rep.Where
-		rep.Where = func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) }
-		defer func() { rep.Where = old }()
-	}
 	r := d.NewReader(br, ropts)
 
 	// The reader runs in its own goroutine so that a signal can stop the

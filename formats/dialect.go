@@ -184,6 +184,15 @@ func (r *Report) LossTable() map[string]int {
 	return m
 }
 
+// SetWhere sets the function that prefixes warnings with their place, and
+// returns the one it replaces.
+func (r *Report) SetWhere(where func(line int) string) (old func(line int) string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, r.Where = r.Where, where
+	return old
+}
+
 // Warn prints a warning about line (0: no line) at once.
 func (r *Report) Warn(line int, format string, args ...any) {
 	if r == nil {

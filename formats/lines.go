@@ -205,11 +205,13 @@ func DetectByTypes(head []byte, known func(line []byte, typ string) bool) int {
 
 // Marshal encodes v as JSON without HTML escaping: agents print code, and
 // "<" must stay "<".
-func Marshal(v any) ([]byte, error) { return json.MarshalNoEscape(v) }
+func Marshal(v any) ([]byte, error) { return json.MarshalWithOption(v, noHTMLEscape) }
+
+var noHTMLEscape = json.DisableHTMLEscape()
 
 // WriteJSONLine writes v as one JSON line.
 func WriteJSONLine(w io.Writer, v any) error {
-	b, err := json.MarshalNoEscape(v)
+	b, err := json.MarshalWithOption(v, noHTMLEscape)
 	if err != nil {
 		return err
 	}
