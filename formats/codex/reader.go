@@ -154,11 +154,12 @@ type runState struct {
 	turns     int    // turns that ended
 	failed    bool   // the last turn failed, or a fatal error came after it
 	fatal     string // the last fatal error's message
+	fatalSeen bool
 	lastLine  int
 	answer    string
 	answered  bool
 	usage     formats.UsageInfo
-	started   map[string]bool // tool items that item.started announced
+	started   map[string]string // tool items that item.started announced: their names
 }
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -232,20 +233,20 @@ func (r *reader) record(b []byte, n int) error {
 	case "turn.failed":
 		r.run.open = true
 		msg := "turn failed"
-		if l.Error != nil && l.Error.Message != "" {
+		if l.Error != nil {
 			msg = l.Error.Message
 		}
 		// Codex prints the fatal error, then turn.failed with the same
 		// message: one notice is enough.
-		if msg != r.run.fatal {
+		if !r.run.fatalSeen || msg != r.run.fatal {
 			emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg})
 		}
-		r.run.fatal = msg
+		r.run.fatal, r.run.fatalSeen = msg, true
 		r.endTurn(formats.Failed)
 		emit(&formats.Event{Kind: formats.TurnEnd, Status: formats.Failed})
 	case "error":
 		r.run.open = true
-		r.run.fatal = l.Message
+		r.run.fatal, r.run.fatalSeen = l.Message, true
 		r.run.failed = true
 		emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: l.Message})
 	case "item.started", "item.updated", "item.completed":
@@ -316,10 +317,11 @@ func (r *reader) item(evType string, raw json.RawMessage, n int, emit func(*form
 		emit(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: it.Message})
 	case isToolItem(it.Type) && evType == "item.started":
 		if r.run.started == nil {
-			r.run.started = map[string]bool{}
+			r.run.started = map[string]string{}
 		}
-		r.run.started[id] = true
-		emit(&formats.Event{Kind: formats.ToolCall, Call: callOf(id, &it)})
+		c := callOf(id, &it)
+		r.run.started[id] = c.Name
+		emit(&formats.Event{Kind: formats.ToolCall, Call: c})
 	case isToolItem(it.Type) && completed:
 		res := resultOf(id, &it)
 		if res.Status == formats.StatusUnknown {
@@ -328,8 +330,14 @@ func (r *reader) item(evType string, raw json.RawMessage, n int, emit func(*form
 		}
 		// An item that only completes (file changes, some searches) still
 		// starts a call, except a declined one, which never ran.
-		if !r.run.started[id] && res.Status != formats.Denied {
-			emit(&formats.Event{Kind: formats.ToolCall, Call: callOf(id, &it)})
+		if name, ok := r.run.started[id]; ok {
+			res.Name = name
+		} else {
+			if res.Status == formats.Denied {
+				res.Args = callOf(id, &it).Args
+			} else {
+				emit(&formats.Event{Kind: formats.ToolCall, Call: callOf(id, &it)})
+			}
 		}
 		delete(r.run.started, id)
 		emit(&formats.Event{Kind: formats.ToolResult, Call: res})

@@ -11,7 +11,7 @@ import (
 
 // The codex writer prints each run as one thread: thread.started, turns
 // (opened around the items when the source has none), items with synthetic
-// ids item_0, item_1, … in order, and turn.completed or turn.failed at the
+// ids item_0, item_1, … in order (tool calls keep their own ids), and turn.completed or turn.failed at the
 // end, as `codex exec --json` does.
 type writer struct {
 	w     io.Writer
@@ -23,18 +23,24 @@ type writer struct {
 
 // writerRun is the state of the run being written.
 type writerRun struct {
-	open      bool
+	open bool
+	// same: the run came from a codex input and is copied; what the
+	// pipeline adds to it (closing a cut run) is encoded without losses.
+	same      bool
 	sessionID string
 	turnOpen  bool
 	turns     int
 	turnFail  bool // the last turn written failed
 	nextItem  int
 	itemIDs   map[string]string // call id -> item id
+	used      map[string]bool   // item ids written in the run
 	todoID    string
 	thinking  strings.Builder
 	lastText  string // the last agent_message written
 	wroteText bool
 	lastError string // the last fatal error written
+	errored   bool   // a fatal error was written
+	denied    string // the reason of the last declined call
 	usage     formats.UsageInfo
 	usageSeen bool
 }
@@ -150,7 +156,11 @@ func (w *writer) Write(e *formats.Event) error {
 	if e.Source.From(w.opts.Dialect) {
 		// Same dialect: records go out as they came; the events the reader
 		// or the pipeline made up (run ends, answers) print nothing.
-		if e.Kind == formats.RunEnd {
+		switch e.Kind {
+		case formats.RunStart:
+			w.reset()
+			w.run.open, w.run.same, w.run.sessionID = true, true, e.Run.SessionID
+		case formats.RunEnd:
 			w.reset()
 		}
 		if e.Source.Line != nil && !e.Source.Continued {
@@ -195,7 +205,7 @@ func (w *writer) Write(e *formats.Event) error {
 		if err := w.ensureTurn(); err != nil {
 			return err
 		}
-		return w.endTurn(e.Status == formats.Failed || e.Status == formats.Cancelled, "")
+		return w.endTurn(e.Status == formats.Failed || e.Status == formats.Cancelled, w.failure(""))
 	case formats.Message:
 		w.text.Whole("")
 		if e.Thinking != "" {
@@ -203,7 +213,7 @@ func (w *writer) Write(e *formats.Event) error {
 				return err
 			}
 		}
-		if e.Text != "" {
+		if e.Text != "" || e.Thinking == "" {
 			return w.message(e.Text)
 		}
 	case formats.Answer:
@@ -215,13 +225,16 @@ func (w *writer) Write(e *formats.Event) error {
 		return w.writeItem("item.started", w.toolItem(&c.Call, w.itemID(c.ID)))
 	case formats.ToolResult:
 		c, _ := w.calls.Finish(e)
+		if c.Status == formats.Denied {
+			w.run.denied = c.Error
+		}
 		return w.writeItem("item.completed", w.toolItem(&c.Call, w.itemID(c.ID)))
 	case formats.Todos:
 		items := make([]todoItem, len(e.Todos))
 		for i, t := range e.Todos {
 			items[i] = todoItem{Text: t.Content, Completed: t.Status == "completed"}
 			if t.Status != "completed" && t.Status != "pending" {
-				w.opts.Report.Lose("todo statuses besides pending and completed")
+				w.lose("todo statuses besides pending and completed")
 			}
 		}
 		typ := "item.updated"
@@ -231,7 +244,7 @@ func (w *writer) Write(e *formats.Event) error {
 		return w.writeItem(typ, todoListItem{w.run.todoID, "todo_list", items})
 	case formats.Notice:
 		if e.Severity == formats.Error {
-			w.run.lastError = e.Text
+			w.run.lastError, w.run.errored = e.Text, true
 			return formats.WriteJSONLine(w.w, errorLine{"error", e.Text})
 		}
 		return w.writeItem("item.completed", errorItem{w.newID(), "error", e.Text})
@@ -276,18 +289,24 @@ func (w *writer) ensureTurn() error {
 	return formats.WriteJSONLine(w.w, typeLine{"turn.started"})
 }
 
+// failure is the message of a failed turn: the given one, else the fatal
+// error written before, else a default.
+func (w *writer) failure(msg string) string {
+	switch {
+	case msg != "":
+		return msg
+	case w.run.errored:
+		return w.run.lastError
+	}
+	return "turn failed"
+}
+
 // endTurn closes the open turn, with the usage gathered since it began.
 func (w *writer) endTurn(failed bool, msg string) error {
 	w.run.turnOpen = false
 	w.run.turns++
 	w.run.turnFail = failed
 	if failed {
-		if msg == "" {
-			msg = w.run.lastError
-		}
-		if msg == "" {
-			msg = "turn failed"
-		}
 		return formats.WriteJSONLine(w.w, turnFailedLine{"turn.failed", message{msg}})
 	}
 	var u *usageLine
@@ -334,13 +353,26 @@ func (w *writer) writeItem(evType string, it any) error {
 }
 
 func (w *writer) newID() string {
-	id := "item_" + strconv.Itoa(w.run.nextItem)
-	w.run.nextItem++
-	return id
+	for {
+		id := "item_" + strconv.Itoa(w.run.nextItem)
+		w.run.nextItem++
+		if !w.run.used[id] {
+			w.use(id)
+			return id
+		}
+	}
 }
 
-// itemID is the item id of a call: its own when it already looks like one,
-// else a new synthetic one, the same for its start and its end.
+func (w *writer) use(id string) {
+	if w.run.used == nil {
+		w.run.used = map[string]bool{}
+	}
+	w.run.used[id] = true
+}
+
+// itemID is the item id of a call: the call's own id (even none), so that
+// it survives a round trip, or a synthetic one when an earlier item took
+// it. Its start and end get the same.
 func (w *writer) itemID(callID string) string {
 	if id, ok := w.run.itemIDs[callID]; ok {
 		return id
@@ -348,7 +380,11 @@ func (w *writer) itemID(callID string) string {
 	if w.run.itemIDs == nil {
 		w.run.itemIDs = map[string]string{}
 	}
-	id := w.newID()
+	id := callID
+	if id != "" && w.run.used[id] {
+		id = w.newID()
+	}
+	w.use(id)
 	w.run.itemIDs[callID] = id
 	return id
 }
@@ -377,7 +413,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 			}
 			if c.Error != "" {
 				it.AggregatedOutput = joinLines(c.Output, c.Error)
-				w.opts.Report.Lose("tool error texts (merged into the output)")
+				w.lose("tool error texts (merged into the output)")
 			}
 		}
 		return it
@@ -390,7 +426,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 		var a searchArgs
 		json.Unmarshal(c.Args, &a)
 		w.loseError(c)
-		if c.Status == formats.Completed || c.Status == formats.Running {
+		if !done(c.Status) || c.Status == formats.Completed {
 			status = ""
 		}
 		return searchItem{id, typeSearch, a.Query, status}
@@ -413,7 +449,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 	if len(it.Arguments) == 0 {
 		it.Arguments = json.RawMessage("{}")
 	}
-	if c.Status != formats.Running {
+	if done(c.Status) {
 		if c.Error != "" {
 			it.Error = &message{c.Error}
 		}
@@ -429,10 +465,13 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 
 // loseError reports the error text of an item type that has no field for it.
 func (w *writer) loseError(c *formats.Call) {
-	if c.Error != "" && c.Status != formats.Running {
-		w.opts.Report.Lose("tool error texts")
+	if c.Error != "" && done(c.Status) {
+		w.lose("tool error texts")
 	}
 }
+
+// done reports whether a call has ended.
+func done(s formats.Status) bool { return s != formats.StatusUnknown && s != formats.Running }
 
 // itemStatus is the status word of an item; codex has no "cancelled".
 func itemStatus(s formats.Status) string {
@@ -454,19 +493,23 @@ func (w *writer) endRun(e *formats.Event) error {
 	ok := e.Status == formats.Completed ||
 		(e.Status == formats.StatusUnknown && (!e.Run.ExitCode.OK || e.Run.ExitCode.V == 0))
 	msg := e.Text
-	if msg == "" {
+	if msg == "" && w.run.errored {
 		msg = w.run.lastError
 	}
-	if msg == "" && !ok {
-		msg = "the run " + e.Status.String()
-		if e.Status == formats.StatusUnknown {
+	if msg == "" && !ok && !w.run.errored {
+		switch {
+		case w.run.denied != "":
+			msg = w.run.denied
+		case e.Status == formats.Cancelled:
+			msg = "the run was cancelled"
+		default:
 			msg = "the run failed"
 		}
 	}
 	if !w.run.usageSeen && !e.Usage.Empty() && (w.run.turnOpen || w.run.turns == 0) {
 		w.run.usage, w.run.usageSeen = e.Usage, true
 	} else if !w.run.usageSeen && !e.Usage.Empty() {
-		w.opts.Report.Lose("token usage and cost")
+		w.lose("token usage and cost")
 	}
 	if w.run.turnOpen || w.run.turns == 0 {
 		if err := w.ensureTurn(); err != nil {
@@ -474,7 +517,7 @@ func (w *writer) endRun(e *formats.Event) error {
 		}
 		return w.endTurn(!ok, msg)
 	}
-	if !ok && !w.run.turnFail && w.run.lastError != msg {
+	if !ok && !w.run.turnFail && !(w.run.errored && w.run.lastError == msg) {
 		return formats.WriteJSONLine(w.w, errorLine{"error", msg})
 	}
 	return nil
@@ -490,7 +533,7 @@ func (w *writer) Close() error { return nil }
 
 // reportLosses counts what a codex stream has no place for.
 func (w *writer) reportLosses(e *formats.Event) {
-	rep := w.opts.Report
+	rep := w.report()
 	if !e.Time.IsZero() {
 		rep.Lose("event timestamps")
 	}
@@ -561,6 +604,16 @@ func (w *writer) reportLosses(e *formats.Event) {
 		}
 	}
 }
+
+// report is where losses go: nowhere while a copied codex run is closed.
+func (w *writer) report() *formats.Report {
+	if w.run.same {
+		return nil
+	}
+	return w.opts.Report
+}
+
+func (w *writer) lose(what string) { w.report().Lose(what) }
 
 func intPtr(v int) *int { return &v }
 
