@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/adal"
+	"github.com/agentconv/agentconv/formats/pretty"
 )
 
 // Dialects is the table of every dialect agentconv knows, in the order that
@@ -19,6 +20,7 @@ var Dialects = []formats.Dialect{
 	adal.Stream,
 	adal.JSON,
 	adal.Text,
+	pretty.Dialect,
 }
 
 // Lookup finds a dialect by name or alias.
