@@ -1,0 +1,287 @@
+package gemini
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gemini", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func read(t *testing.T, d formats.Dialect, in string) []*formats.Event {
+	t.Helper()
+	evs, bad, err := formatstest.ReadAll(d, []byte(in))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("read: %v %v", err, bad)
+	}
+	return evs
+}
+
+func kinds(evs []*formats.Event) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e.Kind.String())
+	}
+	return strings.Join(s, " ")
+}
+
+func TestStreamReader(t *testing.T) {
+	evs := read(t, Stream, string(fixture(t, "tools-stream.jsonl")))
+	want := "run_start user_message text_delta text_delta tool_call tool_result tool_call tool_result notice tool_call tool_result text_delta text_delta answer run_end"
+	if got := kinds(evs); got != want {
+		t.Fatalf("kinds\n got %s\nwant %s", got, want)
+	}
+	start := evs[0]
+	if start.Run.SessionID != "c7e1b7a4-6f0e-4a43-9d5e-3f1f2a9b8c01" || start.Run.Model != "gemini-2.5-pro" || start.Run.Provider != "gcp.gemini" || start.Run.AgentName != "gemini-cli" {
+		t.Errorf("init read as %+v", start.Run)
+	}
+	if want := time.Date(2025, 10, 10, 12, 0, 1, 200e6, time.UTC); !evs[2].Time.Equal(want) {
+		t.Errorf("timestamp read as %v", evs[2].Time)
+	}
+	if c := evs[4].Call; c.ID != "glob-1760097601500-a1" || c.Name != "glob" || string(c.Args) != `{"pattern":"**/*.go"}` {
+		t.Errorf("tool_use read as %+v", c)
+	}
+	if c := evs[7].Call; c.Status != formats.Failed || c.Error != "File not found: /src/missing.go" || c.Name != "read_file" {
+		t.Errorf("failed tool_result read as %+v", c)
+	}
+	if n := evs[8]; n.Severity != formats.Warning || !strings.HasPrefix(n.Text, "Loop detection") {
+		t.Errorf("error event read as %+v", n)
+	}
+	if a := evs[13]; a.Text != "There are 2 Go files with 65 lines in all." {
+		t.Errorf("answer %q", a.Text)
+	}
+	end := evs[14]
+	if end.Status != formats.Completed || !end.Run.ExitCode.OK || end.Run.ExitCode.V != 0 || end.Duration != 3600*time.Millisecond ||
+		end.Usage.InputTokens.V != 3900 || end.Usage.OutputTokens.V != 220 || end.Usage.CacheReadTokens.V != 1200 || end.Usage.TotalTokens.V != 4120 {
+		t.Errorf("result read as %+v", end)
+	}
+	if !end.Source.Continued || evs[13].Source.Line == nil {
+		t.Errorf("the result record must be carried once: %+v %+v", evs[13].Source, end.Source)
+	}
+}
+
+func TestStreamReaderErrors(t *testing.T) {
+	evs := read(t, Stream, string(fixture(t, "error-result-stream.jsonl")))
+	if got := kinds(evs); got != "run_start user_message message tool_call tool_result notice run_end" {
+		t.Fatalf("kinds %s", got)
+	}
+	if n := evs[5]; n.Severity != formats.Error {
+		t.Errorf("severity error read as %v", n.Severity)
+	}
+	end := evs[6]
+	if end.Status != formats.Failed || end.Run.ExitCode.V != 53 || !strings.HasPrefix(end.Text, "Reached max session turns") {
+		t.Errorf("result error read as %+v", end)
+	}
+	// Statuses this package writes for refusals and cancellations, a
+	// result without stats, and unknown and malformed lines.
+	in := `{"type":"tool_use","timestamp":"x","tool_name":"rm","tool_id":"t1","parameters":{}}
+{"type":"tool_result","timestamp":"x","tool_id":"t1","status":"error","error":{"type":"permission_denied","message":"no"}}
+{"type":"thought","timestamp":"x"}
+{bad
+{"type":"result","timestamp":"x","status":"error","error":{"type":"FatalInputError","message":"empty prompt"}}
+`
+	evs, bad, err := formatstest.ReadAll(Stream, []byte(in))
+	if err != nil || len(bad) != 1 {
+		t.Fatalf("%v %v", bad, err)
+	}
+	if got := kinds(evs); got != "tool_call tool_result raw run_end" {
+		t.Fatalf("kinds %s", got)
+	}
+	if c := evs[1].Call; c.Status != formats.Denied || c.Error != "no" || c.Name != "rm" {
+		t.Errorf("denied %+v", c)
+	}
+	if !evs[0].Time.IsZero() {
+		t.Errorf("a bad timestamp must give no time")
+	}
+	if end := evs[3]; end.Run.ExitCode.V != 42 || !end.Usage.Empty() {
+		t.Errorf("input error %+v", end)
+	}
+}
+
+func TestJSONReader(t *testing.T) {
+	evs := read(t, JSON, string(fixture(t, "response.json")))
+	if got := kinds(evs); got != "run_start answer run_end" {
+		t.Fatalf("kinds %s", got)
+	}
+	end := evs[2]
+	if evs[0].Run.Model != "gemini-2.5-pro" || evs[1].Text != "The capital of France is Paris." || end.Status != formats.Completed ||
+		end.Run.ExitCode.V != 0 || end.Usage.InputTokens.V != 8300 || end.Usage.CacheReadTokens.V != 3100 || end.Usage.OutputTokens.V != 9 {
+		t.Errorf("read as %+v / %+v", evs[0].Run, end)
+	}
+	if !bytes.Equal(evs[0].Source.Line, bytes.TrimSpace(fixture(t, "response.json"))) {
+		t.Errorf("the object must be carried whole")
+	}
+	evs = read(t, JSON, string(fixture(t, "input-error.json")))
+	if end := evs[len(evs)-1]; end.Status != formats.Failed || end.Run.ExitCode.V != 42 || !strings.HasPrefix(end.Text, "No input") {
+		t.Errorf("error object read as %+v", end)
+	}
+	evs = read(t, JSON, `{"response":"a","warnings":["w1",{"message":"w2"}],"stats":{"models":{"m1":{"tokens":{"total":5}},"m2":{"tokens":{"total":9}}}}}`)
+	if got := kinds(evs); got != "run_start notice notice answer run_end" || evs[2].Text != "w2" || evs[0].Run.Model != "m2" || evs[4].Usage.TotalTokens.V != 14 {
+		t.Errorf("warnings and models: %s %+v", got, evs[0].Run)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for n, d := range map[string]formats.Dialect{"tools-stream.jsonl": Stream, "error-result-stream.jsonl": Stream, "response.json": JSON, "input-error.json": JSON} {
+		if s := d.Detect(fixture(t, n)); s < 80 {
+			t.Errorf("%s scores %d as %s", n, s, d.Name)
+		}
+	}
+	// A pretty-printed object cut by the detection head is judged by its
+	// first key.
+	if s := detectJSON([]byte("{\n  \"session_id\": \"s\",\n  \"response\": \"very long")); s == 0 {
+		t.Errorf("a cut object is not recognised")
+	}
+	for _, in := range []string{
+		`{"type":"result","subtype":"success","is_error":false,"result":"x","timestamp":"t"}`,
+		`{"type":"system","subtype":"init","session_id":"s"}`,
+		`{"type":"error","message":"x"}`,
+		`{"agent":"","seq":1,"at":"2025-01-01T00:00:00Z","type":"error","timestamp":"t"}`,
+		`{"type":"error","message":"x","severity":"warning"}`,
+	} {
+		if s := detectStream([]byte(in)); s != 0 {
+			t.Errorf("stream detector scores %d on %s", s, in)
+		}
+	}
+	for _, in := range []string{
+		`{"success":true,"answer":"a","exit_code":0,"tool_calls":[]}`,
+		`{"type":"result","subtype":"success","result":"x","session_id":"s"}`,
+		`[{"type":"system"}]`,
+		`{"hello":1}`,
+	} {
+		if s := detectJSON([]byte(in)); s != 0 {
+			t.Errorf("json detector scores %d on %s", s, in)
+		}
+	}
+}
+
+func writeAll(t *testing.T, d formats.Dialect, evs []*formats.Event) (string, map[string]int) {
+	t.Helper()
+	var out bytes.Buffer
+	rep := formats.NewReport(io.Discard)
+	w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: rep})
+	for _, e := range evs {
+		if e.Source.Dialect == "" {
+			e.Source.Dialect = "other"
+		}
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), rep.LossTable()
+}
+
+func sampleRun() []*formats.Event {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	return []*formats.Event{
+		{Kind: formats.RunStart, Time: at, Run: formats.RunInfo{SessionID: "s1", Model: "m"}},
+		{Kind: formats.UserMessage, Time: at, Text: "go"},
+		{Kind: formats.ThinkingDelta, Time: at, Text: "hmm"},
+		{Kind: formats.TextDelta, Time: at, Text: "Look"},
+		{Kind: formats.Message, Time: at, Text: "Look"},
+		{Kind: formats.ToolCall, Time: at, Call: formats.Call{ID: "c1", Name: "bash", Args: []byte(`{"command":"ls"}`)}},
+		{Kind: formats.ToolResult, Time: at, Call: formats.Call{ID: "c1", Status: formats.Failed, Output: "o", Error: "exit 1"}},
+		{Kind: formats.ToolResult, Time: at, Call: formats.Call{ID: "c2", Name: "rm", Status: formats.Denied, Error: "refused"}},
+		{Kind: formats.Todos, Time: at, Todos: []formats.Todo{{Content: "x"}}},
+		{Kind: formats.Answer, Time: at, Text: "Done."},
+		{Kind: formats.RunEnd, Time: at, Status: formats.Failed, Text: "too many turns", Run: formats.RunInfo{ExitCode: formats.Some(53)},
+			Duration: 2 * time.Second, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](10), OutputTokens: formats.Some[int64](2)}},
+	}
+}
+
+func TestStreamWriter(t *testing.T) {
+	got, losses := writeAll(t, Stream, sampleRun())
+	want := `{"type":"init","timestamp":"2025-01-02T03:04:05.000Z","session_id":"s1","model":"m"}
+{"type":"message","timestamp":"2025-01-02T03:04:05.000Z","role":"user","content":"go"}
+{"type":"message","timestamp":"2025-01-02T03:04:05.000Z","role":"assistant","content":"Look","delta":true}
+{"type":"tool_use","timestamp":"2025-01-02T03:04:05.000Z","tool_name":"bash","tool_id":"c1","parameters":{"command":"ls"}}
+{"type":"tool_result","timestamp":"2025-01-02T03:04:05.000Z","tool_id":"c1","status":"error","output":"o","error":{"type":"execution_failed","message":"exit 1"}}
+{"type":"tool_use","timestamp":"2025-01-02T03:04:05.000Z","tool_name":"rm","tool_id":"c2","parameters":{}}
+{"type":"tool_result","timestamp":"2025-01-02T03:04:05.000Z","tool_id":"c2","status":"error","error":{"type":"permission_denied","message":"refused"}}
+{"type":"message","timestamp":"2025-01-02T03:04:05.000Z","role":"assistant","content":"Done."}
+{"type":"result","timestamp":"2025-01-02T03:04:05.000Z","status":"error","error":{"type":"FatalTurnLimitedError","message":"too many turns"},"stats":{"total_tokens":12,"input_tokens":10,"output_tokens":2,"duration_ms":2000,"tool_calls":2}}
+`
+	if got != want {
+		t.Errorf("output\n%s\nwant\n%s", got, want)
+	}
+	if losses["thinking text"] != 1 || losses["todo lists"] != 1 || len(losses) != 2 {
+		t.Errorf("losses %v", losses)
+	}
+	back := read(t, Stream, got)
+	end := back[len(back)-1]
+	if end.Run.ExitCode.V != 53 || end.Text != "too many turns" || end.Duration != 2*time.Second || back[len(back)-2].Text != "Done." {
+		t.Errorf("read back %+v", end)
+	}
+}
+
+func TestJSONWriter(t *testing.T) {
+	got, losses := writeAll(t, JSON, sampleRun())
+	want := `{
+  "session_id": "s1",
+  "response": "Done.",
+  "stats": {
+    "models": {
+      "m": {
+        "tokens": {
+          "prompt": 10,
+          "candidates": 2,
+          "total": 12
+        }
+      }
+    }
+  },
+  "error": {
+    "type": "FatalTurnLimitedError",
+    "message": "too many turns",
+    "code": 53
+  }
+}
+`
+	if got != want {
+		t.Errorf("output\n%s\nwant\n%s", got, want)
+	}
+	for _, l := range []string{"tool calls", "thinking text", "user prompts", "event timestamps", "run durations", "assistant messages besides the answer"} {
+		if losses[l] == 0 {
+			t.Errorf("loss %q not reported: %v", l, losses)
+		}
+	}
+	back := read(t, JSON, got)
+	if end := back[len(back)-1]; end.Run.ExitCode.V != 53 || end.Run.Model != "m" || end.Usage.InputTokens.V != 10 {
+		t.Errorf("read back %+v", end)
+	}
+}
+
+var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.TextDelta, formats.Message, formats.Answer, formats.Notice, formats.RunEnd}
+
+func FuzzStreamReader(f *testing.F) {
+	f.Add(fixture(f, "tools-stream.jsonl"))
+	f.Add(fixture(f, "error-result-stream.jsonl"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		formatstest.RoundTrip(t, Stream, data, roundTripKinds...)
+	})
+}
+
+func FuzzJSONReader(f *testing.F) {
+	f.Add(fixture(f, "response.json"))
+	f.Add(fixture(f, "input-error.json"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		formatstest.RoundTrip(t, JSON, data, formats.Answer, formats.Notice, formats.RunEnd)
+	})
+}
