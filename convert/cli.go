@@ -124,7 +124,42 @@ func flags() []cli.Flag {
 		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},
 		&cli.BoolFlag{Name: "deterministic", Usage: "use a fixed clock (2000-01-01T00:00:00Z, +1ms per event) where the source has no times, for reproducible output"},
 		&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the pretty view: auto, always or never (NO_COLOR is honoured)"},
+		&cli.StringFlag{Name: "otlp-endpoint", Category: "OpenTelemetry", Usage: "send to `URL` (default: OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317, or :4318 for http)"},
+		&cli.StringFlag{Name: "otlp-protocol", Category: "OpenTelemetry", Usage: "`PROTOCOL`: grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)"},
+		&cli.StringSliceFlag{Name: "otlp-header", Category: "OpenTelemetry", Usage: "send the header `KEY=VALUE` too (repeatable; adds to OTEL_EXPORTER_OTLP_HEADERS)"},
+		&cli.BoolFlag{Name: "otlp-insecure", Category: "OpenTelemetry", Usage: "no TLS for an endpoint without a scheme (loopback endpoints never use it)"},
+		&cli.DurationFlag{Name: "otlp-timeout", Category: "OpenTelemetry", Usage: "give up delivering after `DURATION`, retries included (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10s)"},
+		&cli.StringFlag{Name: "otlp-service-name", Category: "OpenTelemetry", Usage: "service.name of the spans (default: OTEL_SERVICE_NAME, else the agent's name)"},
+		&cli.BoolFlag{Name: "otlp-content", Category: "OpenTelemetry", Usage: "record tool call arguments and results on the spans (sensitive and large: off by default)"},
+		&cli.IntFlag{Name: "otlp-content-limit", Category: "OpenTelemetry", Value: 4096, Usage: "with --otlp-content, keep at most `BYTES` of each argument list and result"},
+		&cli.StringFlag{Name: "otlp-spool", Category: "OpenTelemetry", Usage: "write spans that cannot be delivered to `FILE` (default: a new agentconv-undelivered-*.otlp.jsonl here)"},
 	}
+}
+
+// otlpParams passes the --otlp-* flags to the writer as parameters; the
+// writers that do not use them ignore them.
+func otlpParams(c *cli.Context, params map[string]string) {
+	for flag, param := range map[string]string{
+		"otlp-endpoint": "otlp.endpoint", "otlp-protocol": "otlp.protocol", "otlp-service-name": "otlp.service_name",
+		"otlp-spool": "otlp.spool",
+	} {
+		if v := c.String(flag); v != "" {
+			params[param] = v
+		}
+	}
+	if hs := c.StringSlice("otlp-header"); len(hs) > 0 {
+		params["otlp.headers"] = strings.Join(hs, ",")
+	}
+	if c.Bool("otlp-insecure") {
+		params["otlp.insecure"] = "true"
+	}
+	if c.IsSet("otlp-timeout") {
+		params["otlp.timeout"] = c.Duration("otlp-timeout").String()
+	}
+	if c.Bool("otlp-content") {
+		params["otlp.content"] = "true"
+	}
+	params["otlp.content_limit"] = fmt.Sprint(c.Int("otlp-content-limit"))
 }
 
 // PrintFormats writes the table of dialects.
@@ -224,6 +259,7 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		Deterministic: c.Bool("deterministic"),
 		Color:         colorMode == "always" || (colorMode == "auto" && tmp == nil && isTerminal(sys.Stdout) && sys.getenv("NO_COLOR") == "" && sys.getenv("TERM") != "dumb"),
 	}
+	otlpParams(c, wopts.Params)
 	w := to.NewWriter(bw, wopts)
 	opts := Options{From: from, Lenient: c.Bool("lenient"), Strict: c.Bool("strict"), Clock: clock, Report: rep}
 	if tmp == nil && isLive(sys.Stdout) {

@@ -11,6 +11,7 @@ import (
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/adal"
 	"github.com/agentconv/agentconv/formats/pretty"
+	"github.com/agentconv/agentconv/otel"
 )
 
 // Dialects is the table of every dialect agentconv knows, in the order that
@@ -21,6 +22,8 @@ var Dialects = []formats.Dialect{
 	adal.JSON,
 	adal.Text,
 	pretty.Dialect,
+	otel.OTLP,
+	otel.OTLPJSON,
 }
 
 // Lookup finds a dialect by name or alias.

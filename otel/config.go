@@ -1,0 +1,283 @@
+package otel
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc/credentials"
+)
+
+// The writer parameters (formats.WriteOptions.Params) that the command
+// line's --otlp-* flags set. Each falls back to its OTEL_* variable.
+const (
+	ParamEndpoint     = "otlp.endpoint"      // URL or host:port
+	ParamProtocol     = "otlp.protocol"      // grpc or http/protobuf
+	ParamHeaders      = "otlp.headers"       // k=v,k2=v2
+	ParamInsecure     = "otlp.insecure"      // "true": no TLS
+	ParamTimeout      = "otlp.timeout"       // a Go duration: how long delivery may take
+	ParamServiceName  = "otlp.service_name"  // service.name of the resource
+	ParamContent      = "otlp.content"       // "true": record tool arguments and results
+	ParamContentLimit = "otlp.content_limit" // bytes kept of each argument or result
+	ParamSpool        = "otlp.spool"         // file for spans that could not be delivered
+)
+
+// DefaultContentLimit is how much of a tool call's arguments and of its
+// result --otlp-content keeps, in bytes.
+const DefaultContentLimit = 4096
+
+// config is what a writer needs to know, from its parameters and the
+// standard OpenTelemetry environment variables.
+type config struct {
+	endpoint     string // URL with scheme
+	protocol     string
+	headers      map[string]string
+	insecure     bool
+	timeout      time.Duration
+	compression  string
+	tls          *tls.Config
+	resource     []attribute.KeyValue // OTEL_RESOURCE_ATTRIBUTES, service.name last
+	service      string               // "" = the agent's name
+	content      bool
+	contentLimit int
+	spool        string
+}
+
+// env reads a trace-specific OTEL_EXPORTER_OTLP_TRACES_X or, failing that,
+// the general OTEL_EXPORTER_OTLP_X.
+func env(o formats.WriteOptions, x string) (string, bool) {
+	if v := o.Env("OTEL_EXPORTER_OTLP_TRACES_" + x); v != "" {
+		return v, true
+	}
+	return o.Env("OTEL_EXPORTER_OTLP_" + x), false
+}
+
+func newConfig(o formats.WriteOptions) (*config, error) {
+	c := &config{timeout: 10 * time.Second, contentLimit: DefaultContentLimit}
+
+	c.protocol = o.Param(ParamProtocol, "")
+	if c.protocol == "" {
+		c.protocol, _ = env(o, "PROTOCOL")
+	}
+	switch c.protocol {
+	case "", "grpc":
+		c.protocol = "grpc"
+	case "http", "http/protobuf":
+		c.protocol = "http/protobuf"
+	default:
+		return nil, fmt.Errorf("OTLP protocol %q is not supported: use grpc or http/protobuf", c.protocol)
+	}
+
+	insecure := o.Param(ParamInsecure, "")
+	if insecure == "" {
+		insecure, _ = env(o, "INSECURE")
+	}
+	c.insecure = strings.EqualFold(insecure, "true")
+
+	// A flag or OTEL_EXPORTER_OTLP_ENDPOINT is a base URL, to which http
+	// adds /v1/traces; OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as it is.
+	ep, specific := o.Param(ParamEndpoint, ""), false
+	if ep == "" {
+		ep, specific = env(o, "ENDPOINT")
+	}
+	var err error
+	if c.endpoint, err = c.endpointURL(ep, specific); err != nil {
+		return nil, err
+	}
+
+	hs := o.Param(ParamHeaders, "")
+	if envHs, _ := env(o, "HEADERS"); envHs != "" {
+		hs = strings.Trim(envHs+","+hs, ",")
+	}
+	c.headers = parseList(hs)
+
+	if t := o.Param(ParamTimeout, ""); t != "" {
+		if c.timeout, err = time.ParseDuration(t); err != nil || c.timeout <= 0 {
+			return nil, fmt.Errorf("--otlp-timeout %q: give a duration such as 5s", t)
+		}
+	} else if t, _ := env(o, "TIMEOUT"); t != "" {
+		ms, err := strconv.Atoi(t)
+		if err != nil || ms <= 0 {
+			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_TIMEOUT %q: give milliseconds", t)
+		}
+		c.timeout = time.Duration(ms) * time.Millisecond
+	}
+
+	c.compression, _ = env(o, "COMPRESSION")
+	if c.compression != "" && c.compression != "gzip" && c.compression != "none" {
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_COMPRESSION %q: use gzip or none", c.compression)
+	}
+	if c.tls, err = tlsConfig(o); err != nil {
+		return nil, err
+	}
+
+	c.resource, c.service = resourceAttrs(o)
+	c.content = o.Param(ParamContent, "") == "true"
+	if l := o.Param(ParamContentLimit, ""); l != "" {
+		if c.contentLimit, err = strconv.Atoi(l); err != nil || c.contentLimit < 0 {
+			return nil, fmt.Errorf("--otlp-content-limit %q: give a number of bytes", l)
+		}
+	}
+	c.spool = o.Param(ParamSpool, "")
+	return c, nil
+}
+
+// endpointURL completes an endpoint into a URL. Without a scheme, a
+// loopback host gets plain http (a local Jaeger or Collector) and any other
+// host https, unless insecure is set.
+func (c *config) endpointURL(ep string, specific bool) (string, error) {
+	if ep == "" {
+		ep = "localhost:4317"
+		if c.protocol == "http/protobuf" {
+			ep = "localhost:4318"
+		}
+	}
+	if !strings.Contains(ep, "://") {
+		host := ep
+		if h, _, err := net.SplitHostPort(ep); err == nil {
+			host = h
+		}
+		scheme := "https"
+		if c.insecure || host == "localhost" || net.ParseIP(host).IsLoopback() {
+			scheme = "http"
+		}
+		ep = scheme + "://" + ep
+	}
+	u, err := url.Parse(ep)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("OTLP endpoint %q is not a URL such as http://localhost:4317", ep)
+	}
+	if u.Scheme == "http" {
+		c.insecure = true
+	}
+	if c.protocol == "http/protobuf" && (!specific || u.Path == "" || u.Path == "/") && !strings.HasSuffix(u.Path, "/v1/traces") {
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
+	}
+	return u.String(), nil
+}
+
+// parseList reads k=v,k2=v2 with URL-encoded values, as the OTEL_* lists are.
+func parseList(s string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			continue
+		}
+		if dv, err := url.QueryUnescape(strings.TrimSpace(v)); err == nil {
+			v = dv
+		}
+		m[k] = strings.TrimSpace(v)
+	}
+	return m
+}
+
+// resourceAttrs reads OTEL_RESOURCE_ATTRIBUTES in their order, and the
+// service name from the flag, OTEL_SERVICE_NAME or those attributes.
+func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string) {
+	service := o.Param(ParamServiceName, o.Env("OTEL_SERVICE_NAME"))
+	var attrs []attribute.KeyValue
+	for _, kv := range strings.Split(o.Env("OTEL_RESOURCE_ATTRIBUTES"), ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			continue
+		}
+		if dv, err := url.QueryUnescape(strings.TrimSpace(v)); err == nil {
+			v = dv
+		}
+		if k == "service.name" {
+			if service == "" {
+				service = v
+			}
+			continue
+		}
+		attrs = append(attrs, attribute.String(k, v))
+	}
+	return attrs, service
+}
+
+// tlsConfig reads the certificate variables; nil when none is set.
+func tlsConfig(o formats.WriteOptions) (*tls.Config, error) {
+	ca, _ := env(o, "CERTIFICATE")
+	cert, _ := env(o, "CLIENT_CERTIFICATE")
+	key, _ := env(o, "CLIENT_KEY")
+	if ca == "" && cert == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CERTIFICATE: %v", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CERTIFICATE %s: no PEM certificate in it", ca)
+		}
+	}
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE/CLIENT_KEY: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// newExporter makes the OTLP exporter the configuration asks for. Every
+// setting is passed explicitly, so that the SDK's own reading of the
+// environment never differs from ours. Retries stop within the timeout.
+func (c *config) newExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
+	if c.protocol == "http/protobuf" {
+		opts := []otlptracehttp.Option{
+			otlptracehttp.WithEndpointURL(c.endpoint),
+			otlptracehttp.WithHeaders(c.headers),
+			otlptracehttp.WithTimeout(c.timeout),
+			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
+				InitialInterval: 200 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: c.timeout}),
+			otlptracehttp.WithCompression(otlptracehttp.NoCompression),
+		}
+		if c.compression == "gzip" {
+			opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+		}
+		if c.tls != nil && !c.insecure {
+			opts = append(opts, otlptracehttp.WithTLSClientConfig(c.tls))
+		}
+		return otlptracehttp.New(ctx, opts...)
+	}
+	opts := []otlptracegrpc.Option{
+		otlptracegrpc.WithEndpointURL(c.endpoint),
+		otlptracegrpc.WithHeaders(c.headers),
+		otlptracegrpc.WithTimeout(c.timeout),
+		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
+			InitialInterval: 200 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: c.timeout}),
+	}
+	if c.compression == "gzip" {
+		opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
+	}
+	if c.insecure {
+		opts = append(opts, otlptracegrpc.WithInsecure())
+	} else {
+		cfg := c.tls
+		if cfg == nil {
+			cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(cfg)))
+	}
+	return otlptracegrpc.New(ctx, opts...)
+}

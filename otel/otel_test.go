@@ -1,0 +1,415 @@
+package otel_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/otel"
+	"github.com/goccy/go-json"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+var base = time.Date(2026, 3, 2, 9, 14, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+
+// subagentRun is a timed run in the shape malac gives: a turn, a task call
+// that starts a subagent whose call fails, a denied call with its
+// permission request and answer, notices, a compaction, a model change.
+func subagentRun(session string) []*formats.Event {
+	call := func(id, name string) formats.Call {
+		return formats.Call{ID: id, Name: name, Args: []byte(`{"command":"npm test"}`)}
+	}
+	return []*formats.Event{
+		{Kind: formats.RunStart, Time: at(0), Run: formats.RunInfo{SessionID: session, Model: "claude-sonnet-4-5", Provider: "anthropic", AgentName: "malac"}},
+		{Kind: formats.TurnStart, Time: at(100)},
+		{Kind: formats.ToolCall, Time: at(1000), Call: call("call_m1", "task")},
+		{Kind: formats.AgentStart, Time: at(1050), Agent: "sub1", AgentInfo: formats.AgentInfo{Label: "investigator", ParentCall: "call_m1", Model: "claude-haiku-4-5"}},
+		{Kind: formats.ToolCall, Time: at(1100), Agent: "sub1", Call: call("call_s1", "bash")},
+		{Kind: formats.ToolResult, Time: at(3950), Agent: "sub1", Duration: 2800 * time.Millisecond,
+			Call: formats.Call{ID: "call_s1", Name: "bash", Status: formats.Failed, Output: "FAIL checkout.test.ts", Error: "exit status 1"}},
+		{Kind: formats.Usage, Time: at(4000), Agent: "sub1", Usage: formats.UsageInfo{InputTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](20)}},
+		{Kind: formats.AgentEnd, Time: at(4500), Agent: "sub1", Status: formats.Completed, Text: "found it"},
+		{Kind: formats.ToolResult, Time: at(4600), Call: formats.Call{ID: "call_m1", Name: "task", Status: formats.Completed, Output: "found it"}},
+		{Kind: formats.ToolCall, Time: at(5000), Call: call("call_m2", "edit")},
+		{Kind: formats.PermissionRequest, Time: at(5010), Permission: formats.Permission{RequestID: "r1"}, Call: formats.Call{ID: "call_m2", Name: "edit"}},
+		{Kind: formats.PermissionAnswer, Time: at(5500), Permission: formats.Permission{RequestID: "r1", Allowed: false, Reason: "user said no"}},
+		{Kind: formats.ToolResult, Time: at(5500), Call: formats.Call{ID: "call_m2", Name: "edit", Status: formats.Denied, Error: "user said no"}},
+		{Kind: formats.Notice, Time: at(6000), Severity: formats.Warning, Text: "retrying"},
+		{Kind: formats.ModelChange, Time: at(6500), Run: formats.RunInfo{Model: "claude-opus-4"}},
+		{Kind: formats.Compaction, Time: at(7000), Text: "summary"},
+		{Kind: formats.TurnEnd, Time: at(8000), Status: formats.Completed},
+		{Kind: formats.RunEnd, Time: at(9000), Status: formats.Completed, Run: formats.RunInfo{ExitCode: formats.Some(0)},
+			Usage: formats.UsageInfo{InputTokens: formats.Some[int64](1000), OutputTokens: formats.Some[int64](200), CacheReadTokens: formats.Some[int64](50)}},
+	}
+}
+
+// memExporter keeps its spans at Shutdown (the SDK's in-memory exporter
+// forgets them).
+type memExporter struct{ *tracetest.InMemoryExporter }
+
+func (memExporter) Shutdown(context.Context) error { return nil }
+
+// export writes events through the pipeline into an in-memory exporter.
+func export(t *testing.T, evs []*formats.Event, params map[string]string) ([]sdktrace.ReadOnlySpan, string) {
+	t.Helper()
+	exp := tracetest.NewInMemoryExporter()
+	var stderr bytes.Buffer
+	rep := formats.NewReport(&stderr)
+	w := otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Dialect: "otlp", Report: rep, Stderr: &stderr, Params: params, Getenv: func(string) string { return "" }})
+	p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+	for i, e := range evs {
+		c := *e
+		c.Arrived = formats.FixedEpoch.Add(time.Duration(i+1) * time.Millisecond)
+		c.Source.LineNo = i + 1
+		if err := p.Write(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep.Summary("otlp")
+	return exp.GetSpans().Snapshots(), stderr.String()
+}
+
+func byName(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	for _, s := range spans {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no span %q", name)
+	return nil
+}
+
+func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key, want string) {
+	t.Helper()
+	v, ok := attr(s, key)
+	if !ok || v.Emit() != want {
+		t.Errorf("%s: %s = %q (set: %v), want %q", s.Name(), key, v.Emit(), ok, want)
+	}
+}
+
+func TestSpanTree(t *testing.T) {
+	spans, stderr := export(t, subagentRun("ses_1"), nil)
+	if len(spans) != 6 {
+		t.Fatalf("%d spans, want 6", len(spans))
+	}
+	root := byName(t, spans, "invoke_agent malac")
+	turn := byName(t, spans, "turn 1")
+	task := byName(t, spans, "execute_tool task")
+	sub := byName(t, spans, "invoke_agent investigator")
+	bash := byName(t, spans, "execute_tool bash")
+	edit := byName(t, spans, "execute_tool edit")
+	for _, pc := range [][2]sdktrace.ReadOnlySpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}} {
+		parent, child := pc[0], pc[1]
+		if child.Parent().SpanID() != parent.SpanContext().SpanID() {
+			t.Errorf("%s: parent is not %s", child.Name(), parent.Name())
+		}
+	}
+	if root.Parent().IsValid() {
+		t.Errorf("root has a parent")
+	}
+	for _, s := range spans {
+		if s.SpanContext().TraceID() != root.SpanContext().TraceID() {
+			t.Errorf("%s is in another trace", s.Name())
+		}
+	}
+	wantAttr(t, root, "gen_ai.operation.name", "invoke_agent")
+	wantAttr(t, root, "gen_ai.agent.name", "malac")
+	wantAttr(t, root, "gen_ai.agent.id", "main")
+	wantAttr(t, root, "gen_ai.conversation.id", "ses_1")
+	wantAttr(t, root, "gen_ai.request.model", "claude-sonnet-4-5")
+	wantAttr(t, root, "gen_ai.provider.name", "anthropic")
+	wantAttr(t, root, "gen_ai.usage.input_tokens", "1000")
+	wantAttr(t, root, "gen_ai.usage.output_tokens", "200")
+	wantAttr(t, root, "gen_ai.usage.cache_read.input_tokens", "50")
+	wantAttr(t, sub, "gen_ai.agent.id", "sub1")
+	wantAttr(t, sub, "gen_ai.conversation.id", "ses_1")
+	wantAttr(t, sub, "gen_ai.usage.input_tokens", "100")
+	wantAttr(t, bash, "gen_ai.operation.name", "execute_tool")
+	wantAttr(t, bash, "gen_ai.tool.name", "bash")
+	wantAttr(t, bash, "gen_ai.tool.call.id", "call_s1")
+	wantAttr(t, bash, "error.type", "failed")
+	wantAttr(t, edit, "error.type", "denied")
+	if _, ok := attr(bash, "gen_ai.tool.call.arguments"); ok {
+		t.Errorf("arguments recorded without --otlp-content")
+	}
+	if bash.Status().Code != codes.Error || bash.Status().Description != "exit status 1" {
+		t.Errorf("bash status %+v", bash.Status())
+	}
+	if edit.Status().Code != codes.Error || root.Status().Code == codes.Error || task.Status().Code == codes.Error {
+		t.Errorf("statuses: edit %v root %v task %v", edit.Status(), root.Status(), task.Status())
+	}
+	// Times: the source's, and the measured duration of the bash call.
+	for i, want := range [][2]int{{0, 9000}, {100, 8000}, {1000, 4600}, {1050, 4500}, {1100, 3900}, {5000, 5500}} {
+		s := []sdktrace.ReadOnlySpan{root, turn, task, sub, bash, edit}[i]
+		if !s.StartTime().Equal(at(want[0])) || !s.EndTime().Equal(at(want[1])) {
+			t.Errorf("%s: %v..%v, want %v..%v", s.Name(), s.StartTime(), s.EndTime(), at(want[0]), at(want[1]))
+		}
+	}
+	var editEvents, turnEvents []string
+	for _, e := range edit.Events() {
+		editEvents = append(editEvents, e.Name+"@"+e.Time.Sub(base).String())
+	}
+	for _, e := range turn.Events() {
+		turnEvents = append(turnEvents, e.Name)
+	}
+	if got := strings.Join(editEvents, " "); got != "permission_request@5.01s permission_answer@5.5s" {
+		t.Errorf("edit events %s", got)
+	}
+	if got := strings.Join(turnEvents, " "); got != "notice model_change compaction" {
+		t.Errorf("turn events %s", got)
+	}
+	if !strings.Contains(stderr, "lost: 5 × tool arguments and results (without --otlp-content)") || !strings.Contains(stderr, "1 × subagent reports") {
+		t.Errorf("losses: %s", stderr)
+	}
+}
+
+func spanIDs(spans []sdktrace.ReadOnlySpan) []string {
+	var ids []string
+	for _, s := range spans {
+		ids = append(ids, s.SpanContext().TraceID().String()+"/"+s.SpanContext().SpanID().String()+"/"+s.Parent().SpanID().String())
+	}
+	return ids
+}
+
+func TestStableIDs(t *testing.T) {
+	lines := func(evs []*formats.Event) []*formats.Event {
+		for i, e := range evs {
+			e.Source.Line = []byte(e.Kind.String() + e.Call.ID + e.Agent + e.Time.String() + string(rune('a'+i)))
+		}
+		return evs
+	}
+	a, _ := export(t, lines(subagentRun("ses_1")), nil)
+	b, _ := export(t, lines(subagentRun("ses_1")), nil)
+	if strings.Join(spanIDs(a), ",") != strings.Join(spanIDs(b), ",") {
+		t.Fatalf("ids differ between two exports:\n%v\n%v", spanIDs(a), spanIDs(b))
+	}
+	// Two runs of one session: one trace, no id twice.
+	second := lines(subagentRun("ses_1"))
+	for _, e := range second {
+		e.Time = e.Time.Add(time.Hour)
+	}
+	both, _ := export(t, append(lines(subagentRun("ses_1")), second...), nil)
+	seen := map[string]bool{}
+	for _, s := range both {
+		if s.SpanContext().TraceID() != a[0].SpanContext().TraceID() {
+			t.Errorf("%s not in the session's trace", s.Name())
+		}
+		id := s.SpanContext().SpanID().String()
+		if seen[id] {
+			t.Errorf("span id %s used twice", id)
+		}
+		seen[id] = true
+	}
+	if len(both) != 12 {
+		t.Errorf("%d spans, want 12", len(both))
+	}
+	other, _ := export(t, lines(subagentRun("ses_2")), nil)
+	if other[0].SpanContext().TraceID() == a[0].SpanContext().TraceID() {
+		t.Errorf("another session got the same trace")
+	}
+}
+
+func TestContentOptIn(t *testing.T) {
+	spans, stderr := export(t, subagentRun("s"), map[string]string{otel.ParamContent: "true", otel.ParamContentLimit: "8"})
+	bash := byName(t, spans, "execute_tool bash")
+	wantAttr(t, bash, "gen_ai.tool.call.arguments", `{"comman`)
+	wantAttr(t, bash, "gen_ai.tool.call.result", "FAIL che")
+	if !strings.Contains(stderr, "past --otlp-content-limit") || strings.Contains(stderr, "without --otlp-content") {
+		t.Errorf("losses: %s", stderr)
+	}
+}
+
+// runCLI runs agentconv in memory.
+func runCLI(t *testing.T, stdin io.Reader, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	code := convert.Run(append([]string{"agentconv"}, args...), convert.Sys{Stdin: stdin, Stdout: &out, Stderr: &errb,
+		Getenv: func(k string) string { return env[k] }})
+	return code, out.String(), errb.String()
+}
+
+func fixture(name string) string { return filepath.Join("..", "testdata", name) }
+
+type jsonReq struct {
+	ResourceSpans []struct {
+		Resource struct {
+			Attributes []struct {
+				Key   string
+				Value map[string]any
+			}
+		}
+		ScopeSpans []struct {
+			Spans []struct {
+				TraceID, SpanID, ParentSpanID, Name string
+				StartTimeUnixNano, EndTimeUnixNano  string
+				Status                              struct {
+					Code    int
+					Message string
+				}
+			}
+		}
+	}
+}
+
+func decodeJSON(t *testing.T, out string) []jsonReq {
+	t.Helper()
+	var reqs []jsonReq
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r jsonReq
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("not JSON: %v: %s", err, l)
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs
+}
+
+func TestUntimedAdalRun(t *testing.T) {
+	code, out, stderr := runCLI(t, nil, nil, "--deterministic", "--to", "otlp-json", fixture("adal/seed-stream.ndjson"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	reqs := decodeJSON(t, out)
+	if len(reqs) != 1 {
+		t.Fatalf("%d lines, want 1 per run", len(reqs))
+	}
+	spans := reqs[0].ResourceSpans[0].ScopeSpans[0].Spans
+	if len(spans) != 3 || spans[2].Name != "invoke_agent adal-stream" || spans[0].ParentSpanID != spans[2].SpanID {
+		t.Fatalf("spans %+v", spans)
+	}
+	if len(spans[0].TraceID) != 32 || len(spans[0].SpanID) != 16 || spans[2].StartTimeUnixNano != "946684800001000000" {
+		t.Errorf("ids or times not as OTLP/JSON writes them: %+v", spans[2])
+	}
+	// The same input again: the same bytes.
+	_, again, _ := runCLI(t, nil, nil, "--deterministic", "--to", "otlp-json", fixture("adal/seed-stream.ndjson"))
+	if again != out {
+		t.Errorf("a second export differs")
+	}
+}
+
+func TestOTLPJSONReadBack(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "run.ndjson")
+	var lines []string
+	for _, f := range []string{"adal/seed-stream.ndjson", "adal/refused-stream.ndjson", "adal/multi-run-stream.ndjson"} {
+		_, out, _ := runCLI(t, nil, nil, "--deterministic", "--to", "otlp-json", fixture(f))
+		lines = append(lines, out)
+	}
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, back, stderr := runCLI(t, nil, nil, "--to", "otlp-json", in)
+	if code != 0 || back != strings.Join(lines, "") || strings.Contains(stderr, "lost") {
+		t.Fatalf("otlp-json → otlp-json changed it (exit %d): %s\n%s", code, stderr, back)
+	}
+	// Read into events, the runs come back: AdaL gets its calls and results.
+	code, adal, stderr := runCLI(t, nil, nil, "--from", "otlp-json", "--to", "adal-json", in)
+	if code != 0 || strings.Count(adal, "\n") != 5 || !strings.Contains(adal, `"status":"denied"`) || !strings.Contains(adal, `"session_id":"a1b2c3d4-..."`) {
+		t.Fatalf("otlp-json → adal-json (exit %d): %s\n%s", code, stderr, adal)
+	}
+}
+
+func TestInterruptCancelsOpenSpans(t *testing.T) {
+	pr, pw := io.Pipe()
+	sigs := make(chan os.Signal, 1)
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- convert.Run([]string{"agentconv", "--from", "adal-stream", "--to", "otlp-json"}, convert.Sys{
+			Stdin: pr, Stdout: &out, Stderr: &errb, Signals: sigs, Getenv: func(string) string { return "" }})
+	}()
+	// Detection reads the first 64 KiB (or to the end) before converting.
+	io.WriteString(pw, `{"type":"tool_call","id":"c1","name":"bash","args":{"command":"sleep 100","pad":"`+strings.Repeat("x", formats.DetectSize)+`"}}`+"\n")
+	time.Sleep(100 * time.Millisecond)
+	sigs <- syscall.SIGINT
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit after SIGINT")
+	}
+	pw.Close()
+	if code != convert.ExitInterrupted {
+		t.Fatalf("exit %d, want 130: %s", code, errb.String())
+	}
+	reqs := decodeJSON(t, out.String())
+	spans := reqs[0].ResourceSpans[0].ScopeSpans[0].Spans
+	if len(spans) != 2 || spans[0].Status.Code != 2 || spans[1].Status.Code != 2 || !strings.Contains(out.String(), `"cancelled"`) {
+		t.Errorf("open spans not ended as cancelled: %s", out.String())
+	}
+}
+
+func TestDeadCollectorSpools(t *testing.T) {
+	for _, proto := range []string{"grpc", "http/protobuf"} {
+		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
+			spool := filepath.Join(t.TempDir(), "spool.jsonl")
+			start := time.Now()
+			// Port 1 on loopback: nothing listens, connections are refused.
+			code, _, stderr := runCLI(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": proto, "OTEL_EXPORTER_OTLP_TIMEOUT": "1500"},
+				"--to", "otlp", "--otlp-endpoint", "http://127.0.0.1:1", "--otlp-spool", spool, fixture("adal/multi-run-stream.ndjson"))
+			if took := time.Since(start); took > 8*time.Second {
+				t.Errorf("took %v with a 1.5 s timeout", took)
+			}
+			if code != convert.ExitOutput || !strings.Contains(stderr, spool) || !strings.Contains(stderr, "--from otlp-json --to otlp") {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+			// The spool holds every span, and resends as they were.
+			f, err := os.Open(spool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			exp := tracetest.NewInMemoryExporter()
+			rep := formats.NewReport(io.Discard)
+			p := convert.NewPipeline(otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }}), "otlp", convert.Options{From: otel.OTLPJSON, Report: rep})
+			if err := p.Convert(context.Background(), convert.Input{Name: spool, R: f}); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, direct, _ := runCLI(t, nil, nil, "--to", "otlp-json", fixture("adal/multi-run-stream.ndjson"))
+			want := 0
+			for _, r := range decodeJSON(t, direct) {
+				want += len(r.ResourceSpans[0].ScopeSpans[0].Spans)
+			}
+			got := exp.GetSpans()
+			if len(got) != want {
+				t.Fatalf("resent %d spans, want %d", len(got), want)
+			}
+			for _, s := range got {
+				if !strings.Contains(direct, s.SpanContext.SpanID().String()) {
+					t.Errorf("resent span %s has an id the export does not", s.Name)
+				}
+			}
+		})
+	}
+}

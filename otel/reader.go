@@ -1,0 +1,360 @@
+package otel
+
+import (
+	"bytes"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// detect: an OTLP/JSON request begins with its resourceSpans.
+func detect(head []byte) int {
+	head = bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if bytes.HasPrefix(head, []byte(`{"resourceSpans"`)) {
+		return 100
+	}
+	return 0
+}
+
+// decodeLine reads one otlp-json record into spans the exporters take.
+func decodeLine(line []byte) ([]sdktrace.ReadOnlySpan, error) {
+	var req jsonRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return nil, err
+	}
+	var out []sdktrace.ReadOnlySpan
+	for _, d := range req.spans() {
+		st, err := d.stub()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st.Snapshot())
+	}
+	return out, nil
+}
+
+// reader turns OTLP/JSON requests back into runs. Spans come children
+// first, batched in any way, so it holds the spans of a trace until their
+// root arrives (the run's span, which ends last), then replays the run's
+// events in order. Memory is bounded by one run.
+type reader struct {
+	lines   *formats.LineReader
+	opts    formats.ReadOptions
+	traces  map[string][]readSpan // spans waiting for their root, by trace id
+	order   []string              // trace ids in the order they were first seen
+	records []record              // input records not yet attached to an event
+	queue   []*formats.Event
+	eof     bool
+}
+
+type readSpan struct {
+	jsonSpan
+	line int
+}
+
+type record struct {
+	line []byte
+	no   int
+}
+
+func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return &reader{lines: formats.NewLineReader(r), opts: o, traces: map[string][]readSpan{}}
+}
+
+func (r *reader) Next() (*formats.Event, error) {
+	for len(r.queue) == 0 {
+		if r.eof {
+			return nil, io.EOF
+		}
+		line, err := r.lines.Next()
+		if err == io.EOF {
+			r.eof = true
+			// Spans whose root never came (a spool file of a run cut short)
+			// still make runs.
+			for _, tid := range r.order {
+				if spans := r.traces[tid]; len(spans) > 0 {
+					r.replay(spans)
+				}
+			}
+			r.traces = map[string][]readSpan{}
+			r.flushRecords()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		no := r.lines.Line()
+		var req jsonRequest
+		if le := formats.Unmarshal(no, line, &req); le != nil {
+			return nil, le
+		}
+		if len(req.ResourceSpans) == 0 && !bytes.Contains(line, []byte(`"resourceSpans"`)) {
+			return nil, formats.Errorf(no, "not an OTLP/JSON trace request: no resourceSpans")
+		}
+		r.records = append(r.records, record{line: bytes.Clone(line), no: no})
+		for _, d := range req.spans() {
+			s := readSpan{jsonSpan: d.span, line: no}
+			if _, seen := r.traces[s.TraceID]; !seen {
+				r.order = append(r.order, s.TraceID)
+			}
+			r.traces[s.TraceID] = append(r.traces[s.TraceID], s)
+			if s.ParentSpanID == "" {
+				r.replay(r.traces[s.TraceID])
+				r.traces[s.TraceID] = nil
+			}
+		}
+		if len(r.queue) == 0 && len(req.spans()) == 0 {
+			r.flushRecords()
+		}
+	}
+	ev := r.queue[0]
+	r.queue = r.queue[1:]
+	return ev, nil
+}
+
+// flushRecords gives records that no event carried a Raw event each, so
+// that a same-dialect copy keeps them.
+func (r *reader) flushRecords() {
+	for _, rec := range r.records {
+		r.queue = append(r.queue, &formats.Event{Kind: formats.Raw,
+			Source: formats.Source{Dialect: r.opts.Dialect, Type: "request", Line: rec.line, LineNo: rec.no}})
+	}
+	r.records = nil
+}
+
+// node is a span in the tree of a run.
+type node struct {
+	readSpan
+	attrs    map[string]jsonValue
+	children []*node
+}
+
+func (n *node) op() string { return n.attrs[keyOperation].str() }
+
+func (n *node) isTurn() bool {
+	_, ok := n.attrs[keyTurn]
+	return ok || strings.HasPrefix(n.Name, "turn ")
+}
+
+// replay makes the events of one run from its spans.
+func (r *reader) replay(spans []readSpan) {
+	byID := map[string]*node{}
+	nodes := make([]*node, len(spans))
+	for i, s := range spans {
+		nodes[i] = &node{readSpan: s, attrs: attrMap(s.Attributes)}
+		byID[s.SpanID] = nodes[i]
+	}
+	var root *node
+	for _, n := range nodes {
+		if n.ParentSpanID == "" {
+			root = n
+		}
+	}
+	if root == nil {
+		// The run's own span is missing (a spool of a run cut short): the
+		// run is what is left, marked cut.
+		root = &node{readSpan: readSpan{line: spans[0].line}, attrs: map[string]jsonValue{}}
+		root.Name, root.StartTimeUnixNano, root.EndTimeUnixNano = "run", spans[0].StartTimeUnixNano, spans[0].EndTimeUnixNano
+		t := true
+		failed := "failed"
+		root.attrs[keyCut] = jsonValue{BoolValue: &t}
+		root.attrs[keyErrorType] = jsonValue{StringValue: &failed}
+		root.Status = jsonStatus{Code: 2, Message: "the run's own span is missing"}
+		for _, n := range nodes {
+			root.StartTimeUnixNano = min(root.StartTimeUnixNano, n.StartTimeUnixNano)
+			root.EndTimeUnixNano = max(root.EndTimeUnixNano, n.EndTimeUnixNano)
+		}
+	}
+	for _, n := range nodes {
+		if n == root {
+			continue
+		}
+		if p := byID[n.ParentSpanID]; p != nil && p != n && !cyclic(n, byID) {
+			p.children = append(p.children, n)
+		} else {
+			root.children = append(root.children, n)
+		}
+	}
+	first := len(r.queue)
+	r.run(root)
+	// The walk gives each span's events nested; sorting by time (ties
+	// keep the walk's order) interleaves spans that overlapped, as the
+	// source had them.
+	evs := r.queue[first+1 : len(r.queue)-1] // RunStart and RunEnd stay outside
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
+	// The input records go with the run's first events, in their order.
+	for i := first; i < len(r.queue) && len(r.records) > 0; i++ {
+		r.queue[i].Source.Line, r.queue[i].Source.LineNo = r.records[0].line, r.records[0].no
+		r.queue[i].Source.Continued = false
+		r.records = r.records[1:]
+	}
+}
+
+func (r *reader) emit(n *node, kind formats.Kind, t time.Time, agent string) *formats.Event {
+	ev := &formats.Event{Kind: kind, Time: t, Agent: agent,
+		Source: formats.Source{Dialect: r.opts.Dialect, Type: n.Name, LineNo: n.line, Continued: true}}
+	r.queue = append(r.queue, ev)
+	return ev
+}
+
+func (r *reader) run(root *node) {
+	a := root.attrs
+	start := r.emit(root, formats.RunStart, fromUnixNano(root.StartTimeUnixNano), "")
+	start.Run = formats.RunInfo{SessionID: a[keyConversation].str(), Model: a[keyModel].str(),
+		Provider: a[keyProvider].str(), AgentName: a[keyAgentName].str()}
+	r.body(root, "")
+	end := r.emit(root, formats.RunEnd, fromUnixNano(root.EndTimeUnixNano), "")
+	end.Status, end.Text = statusOf(root)
+	end.Run.SessionID = a[keyConversation].str()
+	end.Run.Model = a[keyModel].str()
+	if code, ok := a[keyExitCode].int(); ok {
+		end.Run.ExitCode = formats.Some(int(code))
+	}
+	end.Usage = usageOf(a)
+	end.Cut = a[keyCut].bool()
+}
+
+// statusOf reads a span's outcome: its error.type, else completed.
+func statusOf(n *node) (formats.Status, string) {
+	if n.Status.Code != 2 {
+		return formats.Completed, ""
+	}
+	st := formats.ParseStatus(n.attrs[keyErrorType].str())
+	if st == formats.StatusUnknown || st == formats.Completed || st == formats.Running {
+		st = formats.Failed
+	}
+	return st, n.Status.Message
+}
+
+func usageOf(a map[string]jsonValue) formats.UsageInfo {
+	var u formats.UsageInfo
+	for _, f := range []struct {
+		key string
+		v   *formats.Opt[int64]
+	}{{keyInputTokens, &u.InputTokens}, {keyOutputTokens, &u.OutputTokens}, {keyCacheRead, &u.CacheReadTokens}, {keyCacheCreation, &u.CacheWriteTokens}} {
+		if v, ok := a[f.key].int(); ok {
+			*f.v = formats.Some(v)
+		}
+	}
+	if c, ok := a[keyCost].float(); ok {
+		u.CostUSD = formats.Some(c)
+	}
+	return u
+}
+
+// body replays what happened inside a span: its children and its span
+// events, in time order.
+func (r *reader) body(n *node, agent string) {
+	type item struct {
+		t     time.Time
+		child *node
+		event *jsonEvent
+	}
+	var items []item
+	for _, c := range n.children {
+		items = append(items, item{t: fromUnixNano(c.StartTimeUnixNano), child: c})
+	}
+	for i := range n.Events {
+		items = append(items, item{t: fromUnixNano(n.Events[i].TimeUnixNano), event: &n.Events[i]})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].t.Before(items[j].t) })
+	for _, it := range items {
+		if it.event != nil {
+			r.spanEvent(n, it.event, agent)
+			continue
+		}
+		r.span(it.child, n, agent)
+	}
+}
+
+func (r *reader) span(n, parent *node, agent string) {
+	a := n.attrs
+	start, end := fromUnixNano(n.StartTimeUnixNano), fromUnixNano(n.EndTimeUnixNano)
+	if end.Before(start) {
+		end = start
+	}
+	switch {
+	case n.op() == opInvokeAgent:
+		id := a[keyAgentID].str()
+		if id == "" {
+			id = n.SpanID
+		}
+		ev := r.emit(n, formats.AgentStart, start, id)
+		ev.AgentInfo = formats.AgentInfo{Label: a[keyAgentName].str(), Parent: agent, Model: a[keyModel].str()}
+		if parent.op() == opExecuteTool {
+			ev.AgentInfo.ParentCall = parent.attrs[keyToolCallID].str()
+		}
+		r.body(n, id)
+		if u := usageOf(a); !u.Empty() {
+			r.emit(n, formats.Usage, end, id).Usage = u
+		}
+		ev = r.emit(n, formats.AgentEnd, end, id)
+		ev.Status, _ = statusOf(n)
+	case n.op() == opExecuteTool:
+		call := formats.Call{ID: a[keyToolCallID].str(), Name: a[keyToolName].str(), Summary: a[keySummary].str()}
+		if args := a[keyToolArgs].str(); json.Valid([]byte(args)) {
+			call.Args = json.RawMessage(args)
+		}
+		r.emit(n, formats.ToolCall, start, agent).Call = call
+		r.body(n, agent)
+		call.Args = nil
+		call.Output = a[keyToolResult].str()
+		call.Status, call.Error = statusOf(n)
+		r.emit(n, formats.ToolResult, end, agent).Call = call
+	case n.isTurn():
+		r.emit(n, formats.TurnStart, start, agent)
+		r.body(n, agent)
+		ev := r.emit(n, formats.TurnEnd, end, agent)
+		ev.Status, _ = statusOf(n)
+	default:
+		// A span of another tool: what it holds still counts.
+		r.body(n, agent)
+	}
+}
+
+func (r *reader) spanEvent(n *node, e *jsonEvent, agent string) {
+	a := attrMap(e.Attributes)
+	t := fromUnixNano(e.TimeUnixNano)
+	kind, ok := eventKinds[e.Name]
+	if !ok {
+		return
+	}
+	ev := r.emit(n, kind, t, agent)
+	ev.Source.Type = e.Name
+	switch kind {
+	case formats.PermissionRequest:
+		ev.Permission.RequestID = a[keyRequestID].str()
+		ev.Call = formats.Call{ID: a[keyToolCallID].str(), Name: a[keyToolName].str()}
+	case formats.PermissionAnswer:
+		ev.Permission = formats.Permission{RequestID: a[keyRequestID].str(), Allowed: a[keyAllowed].bool(), Reason: a[keyReason].str()}
+	case formats.Notice:
+		ev.Severity, ev.Text = formats.ParseSeverity(a[keySeverity].str()), a[keyText].str()
+	case formats.Compaction:
+		ev.Text = a[keyText].str()
+	case formats.ModelChange:
+		ev.Run.Model = a[keyModel].str()
+	}
+}
+
+var eventKinds = map[string]formats.Kind{
+	evPermissionRequest: formats.PermissionRequest, evPermissionAnswer: formats.PermissionAnswer,
+	evNotice: formats.Notice, evCompaction: formats.Compaction, evModelChange: formats.ModelChange,
+}
+
+// cyclic reports whether a span is its own ancestor (bad input), which
+// would make the replay loop.
+func cyclic(n *node, byID map[string]*node) bool {
+	seen := map[*node]bool{}
+	for p := n; p != nil; p = byID[p.ParentSpanID] {
+		if seen[p] {
+			return true
+		}
+		seen[p] = true
+	}
+	return false
+}

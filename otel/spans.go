@@ -1,0 +1,646 @@
+package otel
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The attribute keys of the OpenTelemetry GenAI conventions, and the few of
+// agentconv's own for what they have no name for.
+const (
+	keyOperation     = "gen_ai.operation.name"
+	keyProvider      = "gen_ai.provider.name"
+	keyAgentID       = "gen_ai.agent.id"
+	keyAgentName     = "gen_ai.agent.name"
+	keyConversation  = "gen_ai.conversation.id"
+	keyModel         = "gen_ai.request.model"
+	keyInputTokens   = "gen_ai.usage.input_tokens"
+	keyOutputTokens  = "gen_ai.usage.output_tokens"
+	keyCacheRead     = "gen_ai.usage.cache_read.input_tokens"
+	keyCacheCreation = "gen_ai.usage.cache_creation.input_tokens"
+	keyToolName      = "gen_ai.tool.name"
+	keyToolCallID    = "gen_ai.tool.call.id"
+	keyToolType      = "gen_ai.tool.type"
+	keyToolArgs      = "gen_ai.tool.call.arguments"
+	keyToolResult    = "gen_ai.tool.call.result"
+	keyErrorType     = "error.type"
+	keyExitCode      = "process.exit.code"
+	keyCost          = "agentconv.usage.cost_usd"
+	keyCut           = "agentconv.run.cut"
+	keyTurn          = "agentconv.turn.number"
+	keySummary       = "agentconv.tool.summary"
+	keyRequestID     = "agentconv.permission.request_id"
+	keyAllowed       = "agentconv.permission.allowed"
+	keyReason        = "agentconv.permission.reason"
+	keySeverity      = "agentconv.notice.severity"
+	keyText          = "agentconv.text"
+
+	opInvokeAgent = "invoke_agent"
+	opExecuteTool = "execute_tool"
+
+	// mainAgentID is gen_ai.agent.id of a run's own agent, which the event
+	// model leaves unnamed.
+	mainAgentID = "main"
+	scopeName   = "github.com/agentconv/agentconv/otel"
+)
+
+// The names of the span events.
+const (
+	evPermissionRequest = "permission_request"
+	evPermissionAnswer  = "permission_answer"
+	evNotice            = "notice"
+	evCompaction        = "compaction"
+	evModelChange       = "model_change"
+)
+
+// span is a span still open, or ending.
+type span struct {
+	key      string // what its id is derived from
+	parent   *span
+	name     string
+	kind     trace.SpanKind
+	start    time.Time
+	end      time.Time
+	attrs    []attribute.KeyValue
+	events   []sdktrace.Event
+	status   sdktrace.Status
+	children time.Time // the latest end of an ended child
+	callID   string
+	owner    *agent // the agent of a tool call
+}
+
+func (s *span) set(kv ...attribute.KeyValue) { s.attrs = append(s.attrs, kv...) }
+
+func (s *span) fail(status formats.Status, msg string) {
+	word := status.String()
+	if status == formats.StatusUnknown || status == formats.Completed || status == formats.Running {
+		word = formats.Failed.String()
+	}
+	s.set(attribute.String(keyErrorType, word))
+	s.status = sdktrace.Status{Code: codes.Error, Description: msg}
+}
+
+// agent is the main agent of a run or a subagent.
+type agent struct {
+	span    *span
+	turn    *span
+	turns   int
+	usage   formats.UsageInfo
+	idle    time.Time // when its first event since its last turn came
+	hasIdle bool
+	done    bool
+}
+
+// builder turns the events of runs into spans, and hands each span to emit
+// as it ends. It holds only the open spans of one run.
+type builder struct {
+	cfg  *config
+	rep  *formats.Report
+	emit func(sdktrace.ReadOnlySpan)
+
+	// The run.
+	open      bool
+	session   string
+	anchor    []byte // what the run's ids derive from
+	anchorSet bool
+	startLine int
+	traceID   trace.TraceID
+	traceSet  bool
+	name      string // the agent program's name
+	res       *resource.Resource
+	agents    map[string]*agent
+	order     []string       // agent ids in the order they started
+	calls     []*span        // open tool calls, oldest first
+	callUses  map[string]int // how often each call id was used, for unique keys
+	requests  map[string]string
+	timed     bool      // the source gives times
+	last      time.Time // the latest source time
+	turnsSeen bool      // the source ends turns, so content opens one
+}
+
+func newBuilder(cfg *config, rep *formats.Report, emit func(sdktrace.ReadOnlySpan)) *builder {
+	return &builder{cfg: cfg, rep: rep, emit: emit}
+}
+
+// at is the time of an event: the source's, else the latest source time of
+// a run that has them (events the pipeline adds to close a run), else when
+// the event arrived.
+func (b *builder) at(e *formats.Event) time.Time {
+	if !e.Time.IsZero() {
+		return e.Time
+	}
+	if b.timed {
+		return b.last
+	}
+	return e.Arrived
+}
+
+func (b *builder) write(e *formats.Event) {
+	if e.Kind == formats.RunStart || !b.open {
+		b.startRun(e)
+		if e.Kind == formats.RunStart {
+			return
+		}
+	}
+	if !e.Time.IsZero() {
+		b.timed = true
+		if e.Time.After(b.last) {
+			b.last = e.Time
+		}
+	}
+	if !b.anchorSet && e.Source.Line != nil {
+		b.setAnchor(e)
+	}
+	if e.Run.SessionID != "" && e.Kind != formats.RunEnd {
+		b.session = e.Run.SessionID
+	}
+	t := b.at(e)
+	if e.Kind == formats.AgentStart && b.agents[e.Agent] == nil {
+		b.startAgent(e.Agent, e.AgentInfo, t)
+	}
+	a := b.agent(e.Agent, t)
+	switch e.Kind {
+	case formats.RunEnd:
+		b.endRun(e, t)
+	case formats.AgentStart:
+		// b.agent made it.
+	case formats.AgentEnd:
+		b.endAgent(e.Agent, a, t, e.Status, e.Text)
+	case formats.TurnStart:
+		b.endTurn(a, t, formats.StatusUnknown)
+		b.startTurn(e.Agent, a, t)
+	case formats.TurnEnd:
+		b.turnsSeen = true
+		if a.turn == nil {
+			// A dialect that only ends turns: the turn began with the
+			// agent's first event after the last one ended, or after the
+			// spans already given to the agent itself.
+			b.startTurn(e.Agent, a, b.turnStart(a, t))
+		}
+		b.endTurn(a, t, e.Status)
+		a.hasIdle = false
+		return
+	case formats.ToolCall:
+		b.startCall(e, a, t)
+	case formats.ToolResult:
+		b.endCall(e, a, t)
+	case formats.PermissionRequest:
+		attrs := []attribute.KeyValue{attribute.String(keyRequestID, e.Permission.RequestID),
+			attribute.String(keyToolCallID, e.Call.ID), attribute.String(keyToolName, e.Call.Name)}
+		if e.Permission.RequestID != "" {
+			b.requests[e.Permission.RequestID] = e.Call.ID
+		}
+		b.event(b.callOr(e.Call.ID, a), evPermissionRequest, t, attrs...)
+	case formats.PermissionAnswer:
+		attrs := []attribute.KeyValue{attribute.String(keyRequestID, e.Permission.RequestID),
+			attribute.Bool(keyAllowed, e.Permission.Allowed)}
+		if e.Permission.Reason != "" {
+			attrs = append(attrs, attribute.String(keyReason, e.Permission.Reason))
+		}
+		b.event(b.callOr(b.requests[e.Permission.RequestID], a), evPermissionAnswer, t, attrs...)
+	case formats.Notice:
+		b.event(b.inner(a), evNotice, t, attribute.String(keySeverity, e.Severity.String()), attribute.String(keyText, e.Text))
+	case formats.Compaction:
+		b.event(b.inner(a), evCompaction, t, attribute.String(keyText, e.Text))
+	case formats.ModelChange:
+		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
+	case formats.Usage:
+		b.content(e.Agent, a, t)
+		a.usage.Add(e.Usage)
+	case formats.TextDelta, formats.Message:
+		b.content(e.Agent, a, t)
+		b.lose("assistant text", e.Text != "")
+		b.lose("thinking text", e.Thinking != "")
+	case formats.ThinkingDelta:
+		b.content(e.Agent, a, t)
+		b.lose("thinking text", true)
+	case formats.UserMessage:
+		b.lose("user prompts", true)
+	case formats.Todos:
+		b.lose("todo lists", true)
+	case formats.Answer:
+		b.lose("answers", e.Text != "")
+	case formats.Raw:
+		b.lose("unknown "+e.Source.Dialect+" events", true)
+	}
+	if !a.hasIdle && a.turn == nil {
+		a.idle, a.hasIdle = t, true
+	}
+}
+
+func (b *builder) lose(what string, lost bool) {
+	if lost {
+		b.rep.Lose(what)
+	}
+}
+
+func (b *builder) startRun(e *formats.Event) {
+	if b.open {
+		b.endRun(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "a new run began before this one completed"}, b.at(e))
+	}
+	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
+		agents: map[string]*agent{}, callUses: map[string]int{}, requests: map[string]string{}}
+	b.session = e.Run.SessionID
+	b.startLine = e.Source.LineNo
+	if !e.Time.IsZero() {
+		b.timed, b.last = true, e.Time
+	}
+	if e.Source.Line != nil {
+		b.setAnchor(e)
+	}
+	b.name = e.Run.AgentName
+	if b.name == "" {
+		b.name = e.Source.Dialect
+	}
+	if b.name == "" {
+		b.name = "agent"
+	}
+	service := b.cfg.service
+	if service == "" {
+		service = b.name
+	}
+	b.res = resource.NewSchemaless(append(append([]attribute.KeyValue(nil), b.cfg.resource...), attribute.String("service.name", service))...)
+
+	root := &span{key: "run", name: opInvokeAgent + " " + b.name, kind: trace.SpanKindInternal, start: b.at(e)}
+	root.set(attribute.String(keyOperation, opInvokeAgent), attribute.String(keyAgentName, b.name), attribute.String(keyAgentID, mainAgentID))
+	if e.Run.Model != "" {
+		root.set(attribute.String(keyModel, e.Run.Model))
+	}
+	if e.Run.Provider != "" {
+		root.set(attribute.String(keyProvider, e.Run.Provider))
+	}
+	b.lose("working directories", e.Run.Cwd != "")
+	b.agents[""] = &agent{span: root}
+}
+
+// setAnchor fixes what the run's ids derive from: its first record and
+// where it stands in the input.
+func (b *builder) setAnchor(e *formats.Event) {
+	h := sha256.New()
+	h.Write(binary.BigEndian.AppendUint64(nil, uint64(e.Source.LineNo)))
+	h.Write(e.Source.Line)
+	b.anchor, b.anchorSet = h.Sum(nil), true
+}
+
+// ids fixes the trace id the first time a span ends: from the session id if
+// the source gave it by then, else from the run's first record.
+func (b *builder) trace() trace.TraceID {
+	if !b.traceSet {
+		if !b.anchorSet {
+			b.anchor, b.anchorSet = hash("line", strconv.Itoa(b.startLine)), true
+		}
+		if b.session != "" {
+			copy(b.traceID[:], hash("session", b.session))
+		} else {
+			copy(b.traceID[:], hash("run", string(b.anchor)))
+		}
+		b.traceSet = true
+	}
+	return b.traceID
+}
+
+// spanID derives a span's id from the run's anchor and the span's key, so
+// that runs sharing a session (and so a trace) get distinct ids.
+func (b *builder) spanID(s *span) trace.SpanID {
+	var id trace.SpanID
+	copy(id[:], hash("span", string(b.anchor), s.key))
+	if !id.IsValid() {
+		id[7] = 1
+	}
+	return id
+}
+
+func hash(parts ...string) []byte {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(p))))
+		h.Write([]byte(p))
+	}
+	return h.Sum(nil)
+}
+
+// agent returns an agent of the run, starting it when it is new: from its
+// AgentStart, or at its first event when the source gave none.
+func (b *builder) agent(id string, t time.Time) *agent {
+	if a, ok := b.agents[id]; ok {
+		return a
+	}
+	return b.startAgent(id, formats.AgentInfo{Label: id}, t)
+}
+
+func (b *builder) startAgent(id string, info formats.AgentInfo, t time.Time) *agent {
+	parent := b.agents[info.Parent]
+	if parent == nil || info.Parent == id {
+		parent = b.agents[""]
+	}
+	ps := b.callOr(info.ParentCall, parent)
+	label := info.Label
+	if label == "" {
+		label = id
+	}
+	s := &span{key: "agent\x00" + id, parent: ps, name: opInvokeAgent + " " + label, kind: trace.SpanKindInternal, start: t}
+	s.set(attribute.String(keyOperation, opInvokeAgent), attribute.String(keyAgentName, label), attribute.String(keyAgentID, id))
+	if b.session != "" {
+		s.set(attribute.String(keyConversation, b.session))
+	}
+	if info.Model != "" {
+		s.set(attribute.String(keyModel, info.Model))
+	}
+	a := &agent{span: s}
+	b.agents[id] = a
+	b.order = append(b.order, id)
+	return a
+}
+
+// inner is the span that an agent's events go into: its turn, or itself;
+// the run's for an agent that ended already.
+func (b *builder) inner(a *agent) *span {
+	if a.done {
+		return b.inner(b.agents[""])
+	}
+	if a.turn != nil {
+		return a.turn
+	}
+	return a.span
+}
+
+// call finds an open call by id, the latest first.
+func (b *builder) call(id string) (int, *span) {
+	for i := len(b.calls) - 1; i >= 0; i-- {
+		if b.calls[i].callID == id {
+			return i, b.calls[i]
+		}
+	}
+	return -1, nil
+}
+
+// callOr is the open call's span, else the agent's inner span.
+func (b *builder) callOr(callID string, a *agent) *span {
+	if _, s := b.call(callID); s != nil && callID != "" {
+		return s
+	}
+	return b.inner(a)
+}
+
+func (b *builder) event(s *span, name string, t time.Time, attrs ...attribute.KeyValue) {
+	s.events = append(s.events, sdktrace.Event{Name: name, Time: t, Attributes: attrs})
+	if t.Before(s.start) {
+		s.start = t
+	}
+}
+
+// content: the agent is working; in a dialect that only ends turns, this
+// opens its next turn.
+func (b *builder) content(agentID string, a *agent, t time.Time) {
+	if b.turnsSeen && a.turn == nil && !a.done {
+		b.startTurn(agentID, a, b.turnStart(a, t))
+	}
+}
+
+// turnStart is when an implicit turn began: at the agent's first event
+// since its last turn, but not before a span already ended under the agent
+// itself, so that the turn does not overlap its siblings.
+func (b *builder) turnStart(a *agent, t time.Time) time.Time {
+	start := t
+	if a.hasIdle && a.idle.Before(start) {
+		start = a.idle
+	}
+	if a.span.children.After(start) && !a.span.children.After(t) {
+		start = a.span.children
+	}
+	return start
+}
+
+func (b *builder) startTurn(agentID string, a *agent, t time.Time) {
+	a.turns++
+	n := strconv.Itoa(a.turns)
+	a.turn = &span{key: "turn\x00" + agentID + "\x00" + n, parent: a.span, name: "turn " + n, kind: trace.SpanKindInternal, start: t}
+	a.turn.set(attribute.Int(keyTurn, a.turns))
+}
+
+func (b *builder) endTurn(a *agent, t time.Time, status formats.Status) {
+	if a.turn == nil {
+		return
+	}
+	if status == formats.Failed || status == formats.Cancelled {
+		a.turn.fail(status, "")
+	}
+	b.end(a.turn, t)
+	a.turn = nil
+}
+
+func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
+	id := e.Call.ID
+	b.callUses[id]++
+	key := "call\x00" + id
+	if n := b.callUses[id]; n > 1 || id == "" {
+		key += "\x00" + strconv.Itoa(n)
+	}
+	b.content(e.Agent, a, t)
+	s := &span{key: key, parent: b.inner(a), name: opExecuteTool + " " + e.Call.Name, kind: trace.SpanKindInternal, start: t,
+		callID: id, owner: a}
+	s.set(attribute.String(keyOperation, opExecuteTool), attribute.String(keyToolName, e.Call.Name),
+		attribute.String(keyToolCallID, id), attribute.String(keyToolType, "function"))
+	if e.Call.Summary != "" {
+		s.set(attribute.String(keySummary, e.Call.Summary))
+	}
+	b.recordContent(s, keyToolArgs, string(e.Call.Args))
+	b.calls = append(b.calls, s)
+}
+
+// recordContent puts a tool call's arguments or result on its span when
+// --otlp-content asks for it, cut at the limit; else it is a loss.
+func (b *builder) recordContent(s *span, key, v string) {
+	if v == "" {
+		return
+	}
+	if !b.cfg.content {
+		b.lose("tool arguments and results (without --otlp-content)", true)
+		return
+	}
+	if len(v) > b.cfg.contentLimit {
+		v = v[:b.cfg.contentLimit]
+		b.lose("tool arguments and results past --otlp-content-limit", true)
+	}
+	s.set(attribute.String(key, v))
+}
+
+func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
+	i, s := b.call(e.Call.ID)
+	if s == nil {
+		// A result without a call (a refusal): a span of its own.
+		b.startCall(e, a, t)
+		i, s = len(b.calls)-1, b.calls[len(b.calls)-1]
+	}
+	start := s.start
+	b.calls = append(b.calls[:i], b.calls[i+1:]...)
+	end := t
+	// A duration the source measured wins over the distance between the
+	// lines: from a timed start it fixes the end; without times it is
+	// the least the call took.
+	if d := e.Duration; d > 0 {
+		switch {
+		case s.timedStart(b):
+			end = start.Add(d)
+		case e.Time.IsZero() && end.Before(start.Add(d)):
+			end = start.Add(d)
+		}
+	}
+	out := e.Call.Output
+	b.recordContent(s, keyToolResult, out)
+	switch e.Call.Status {
+	case formats.Failed, formats.Cancelled, formats.Denied:
+		s.fail(e.Call.Status, e.Call.Error)
+	}
+	b.end(s, end)
+}
+
+// timedStart: the span's start is a source time.
+func (s *span) timedStart(b *builder) bool { return b.timed && !s.start.IsZero() }
+
+func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Status, text string) {
+	if id == "" || a.done {
+		return
+	}
+	b.endCalls(a, t)
+	b.endTurn(a, t, formats.StatusUnknown)
+	if status == formats.Failed || status == formats.Cancelled {
+		a.span.fail(status, "")
+	}
+	b.lose("subagent reports", text != "")
+	b.setUsage(a.span, a.usage)
+	b.end(a.span, t)
+	a.done = true
+}
+
+// endCalls ends an agent's calls that are still open as cancelled (all
+// calls for nil), newest first.
+func (b *builder) endCalls(a *agent, t time.Time) {
+	for i := len(b.calls) - 1; i >= 0; i-- {
+		if c := b.calls[i]; a == nil || c.owner == a {
+			c.fail(formats.Cancelled, "not completed when its agent ended")
+			b.end(c, t)
+			b.calls = append(b.calls[:i], b.calls[i+1:]...)
+		}
+	}
+}
+
+func (b *builder) endRun(e *formats.Event, t time.Time) {
+	if !b.open {
+		return
+	}
+	main := b.agents[""]
+	root := main.span
+	// What the source left open ends with the run, innermost first.
+	for i := len(b.order) - 1; i >= 0; i-- {
+		b.endAgent(b.order[i], b.agents[b.order[i]], t, formats.StatusUnknown, "")
+	}
+	b.endCalls(nil, t)
+	b.endTurn(main, t, formats.StatusUnknown)
+
+	if e.Run.SessionID != "" {
+		b.session = e.Run.SessionID
+	}
+	if b.session != "" {
+		root.set(attribute.String(keyConversation, b.session))
+	}
+	if e.Run.Model != "" {
+		root.attrs = setAttr(root.attrs, attribute.String(keyModel, e.Run.Model))
+	}
+	usage := main.usage
+	if !e.Usage.Empty() {
+		usage = e.Usage
+	}
+	b.setUsage(root, usage)
+	if e.Run.ExitCode.OK {
+		root.set(attribute.Int(keyExitCode, e.Run.ExitCode.V))
+	}
+	if e.Cut {
+		root.set(attribute.Bool(keyCut, true))
+	}
+	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
+		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
+	if failed {
+		root.fail(e.Status, e.Text)
+	} else if e.Text != "" {
+		b.event(root, evNotice, t, attribute.String(keySeverity, formats.Error.String()), attribute.String(keyText, e.Text))
+	}
+	end := t
+	if d := e.Duration; d > 0 && (root.timedStart(b) || end.Before(root.start.Add(d))) && e.Time.IsZero() {
+		end = root.start.Add(d)
+	}
+	b.end(root, end)
+	b.open = false
+}
+
+func setAttr(kvs []attribute.KeyValue, kv attribute.KeyValue) []attribute.KeyValue {
+	for i := range kvs {
+		if kvs[i].Key == kv.Key {
+			kvs[i] = kv
+			return kvs
+		}
+	}
+	return append(kvs, kv)
+}
+
+func (b *builder) setUsage(s *span, u formats.UsageInfo) {
+	for _, f := range []struct {
+		key string
+		v   formats.Opt[int64]
+	}{{keyInputTokens, u.InputTokens}, {keyOutputTokens, u.OutputTokens}, {keyCacheRead, u.CacheReadTokens}, {keyCacheCreation, u.CacheWriteTokens}} {
+		if f.v.OK {
+			s.set(attribute.Int64(f.key, f.v.V))
+		}
+	}
+	if u.CostUSD.OK {
+		s.set(attribute.Float64(keyCost, u.CostUSD.V))
+	}
+}
+
+// end closes a span and hands it on. A parent is stretched to hold its
+// children, so that arrival times and measured durations never make a child
+// stick out of its parent.
+func (b *builder) end(s *span, t time.Time) {
+	s.end = t
+	if s.children.After(s.end) {
+		s.end = s.children
+	}
+	if s.end.Before(s.start) {
+		s.end = s.start
+	}
+	tid := b.trace()
+	stub := tracetest.SpanStub{
+		Name: s.name,
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: b.spanID(s),
+			TraceFlags: trace.FlagsSampled}),
+		SpanKind:             s.kind,
+		StartTime:            s.start,
+		EndTime:              s.end,
+		Attributes:           s.attrs,
+		Events:               s.events,
+		Status:               s.status,
+		Resource:             b.res,
+		InstrumentationScope: instrumentation.Scope{Name: scopeName},
+	}
+	if p := s.parent; p != nil {
+		stub.Parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: b.spanID(p), TraceFlags: trace.FlagsSampled})
+		if s.end.After(p.children) {
+			p.children = s.end
+		}
+		if s.start.Before(p.start) {
+			p.start = s.start
+		}
+	}
+	b.emit(stub.Snapshot())
+}
