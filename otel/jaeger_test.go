@@ -1,0 +1,259 @@
+package otel_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/otel"
+	"github.com/goccy/go-json"
+)
+
+// The end-to-end test against a real Jaeger (v2, its defaults: OTLP on
+// 127.0.0.1:4317 and :4318, the query API on :16686). .ci/run starts one;
+// outside CI the test is skipped when none answers.
+
+const jaegerQuery = "http://127.0.0.1:16686"
+
+func needJaeger(t *testing.T) {
+	t.Helper()
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(jaegerQuery + "/api/services")
+	if err == nil {
+		resp.Body.Close()
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("Jaeger does not answer at %s under CI (.ci/run starts it): %v", jaegerQuery, err)
+	}
+	t.Skipf("no Jaeger at %s (start one to run this test): %v", jaegerQuery, err)
+}
+
+// jaegerSpan is a span as Jaeger's query API returns it: times in
+// microseconds.
+type jaegerSpan struct {
+	TraceID       string `json:"traceID"`
+	SpanID        string `json:"spanID"`
+	OperationName string `json:"operationName"`
+	References    []struct {
+		RefType string `json:"refType"`
+		SpanID  string `json:"spanID"`
+	} `json:"references"`
+	StartTime int64 `json:"startTime"`
+	Duration  int64 `json:"duration"`
+	Tags      []struct {
+		Key   string `json:"key"`
+		Value any    `json:"value"`
+	} `json:"tags"`
+	Logs []struct {
+		Fields []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"fields"`
+	} `json:"logs"`
+	ProcessID string `json:"processID"`
+}
+
+func (s jaegerSpan) parent() string {
+	for _, r := range s.References {
+		if r.RefType == "CHILD_OF" {
+			return r.SpanID
+		}
+	}
+	return ""
+}
+
+func (s jaegerSpan) tag(key string) string {
+	for _, t := range s.Tags {
+		if t.Key == key {
+			return fmt.Sprint(t.Value)
+		}
+	}
+	return ""
+}
+
+// jaegerSpans polls the query API until the service has want spans.
+func jaegerSpans(t *testing.T, service string, want int) map[string]jaegerSpan {
+	t.Helper()
+	var got map[string]jaegerSpan
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		got = map[string]jaegerSpan{}
+		resp, err := http.Get(jaegerQuery + "/api/traces?limit=100&service=" + url.QueryEscape(service))
+		if err == nil {
+			var body struct {
+				Data []struct {
+					Spans     []jaegerSpan `json:"spans"`
+					Processes map[string]struct {
+						ServiceName string `json:"serviceName"`
+					} `json:"processes"`
+				} `json:"data"`
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if json.Unmarshal(b, &body) == nil {
+				for _, tr := range body.Data {
+					for _, s := range tr.Spans {
+						if tr.Processes[s.ProcessID].ServiceName == service {
+							got[s.SpanID] = s
+						}
+					}
+				}
+			}
+		}
+		if len(got) >= want {
+			return got
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("Jaeger has %d spans of service %s, want %d", len(got), service, want)
+	return nil
+}
+
+var protocols = []string{"grpc", "http/protobuf"}
+
+func uniqueName(kind, proto string) string {
+	return fmt.Sprintf("agentconv-e2e-%s-%s-%d", kind, strings.ReplaceAll(proto, "/", "-"), time.Now().UnixNano())
+}
+
+// TestJaegerSpanTree sends a timed run with a subagent, built here, and
+// checks what Jaeger shows: the tree, the attributes, the error statuses and
+// the durations the source gave.
+func TestJaegerSpanTree(t *testing.T) {
+	needJaeger(t)
+	for _, proto := range protocols {
+		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
+			service := uniqueName("tree", proto)
+			env := map[string]string{"OTEL_SERVICE_NAME": service, "OTEL_EXPORTER_OTLP_PROTOCOL": proto}
+			rep := formats.NewReport(io.Discard)
+			w := otel.OTLP.NewWriter(nil, formats.WriteOptions{Dialect: "otlp", Report: rep, Stderr: os.Stderr,
+				Getenv: func(k string) string { return env[k] }})
+			p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+			for i, e := range subagentRun(service) { // a session of its own: a trace of its own
+				e.Arrived = time.Now()
+				e.Source.LineNo = i + 1
+				if err := p.Write(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			spans := jaegerSpans(t, service, 6)
+			named := map[string]jaegerSpan{}
+			for _, s := range spans {
+				named[s.OperationName] = s
+			}
+			root, turn, task := named["invoke_agent malac"], named["turn 1"], named["execute_tool task"]
+			sub, bash, edit := named["invoke_agent investigator"], named["execute_tool bash"], named["execute_tool edit"]
+			for _, pc := range [][2]jaegerSpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}} {
+				if pc[1].parent() != pc[0].SpanID || pc[0].SpanID == "" {
+					t.Errorf("%q is not under %q", pc[1].OperationName, pc[0].OperationName)
+				}
+			}
+			if root.parent() != "" {
+				t.Errorf("the root has a parent")
+			}
+			for key, want := range map[string]string{"gen_ai.conversation.id": service, "gen_ai.agent.name": "malac",
+				"gen_ai.request.model": "claude-sonnet-4-5", "gen_ai.provider.name": "anthropic", "gen_ai.usage.input_tokens": "1000"} {
+				if got := root.tag(key); got != want {
+					t.Errorf("root %s = %q, want %q", key, got, want)
+				}
+			}
+			if bash.tag("gen_ai.tool.call.id") != "call_s1" || bash.tag("error.type") != "failed" || bash.tag("otel.status_code") != "ERROR" {
+				t.Errorf("bash tags %+v", bash.Tags)
+			}
+			if edit.tag("error.type") != "denied" || edit.tag("otel.status_code") != "ERROR" || len(edit.Logs) != 2 {
+				t.Errorf("edit: tags %+v, %d logs", edit.Tags, len(edit.Logs))
+			}
+			if task.tag("otel.status_code") == "ERROR" || root.tag("otel.status_code") == "ERROR" {
+				t.Errorf("task or root marked as errors")
+			}
+			for _, c := range []struct {
+				s               jaegerSpan
+				startMs, durMs int64
+			}{{root, 0, 9000}, {turn, 100, 7900}, {task, 1000, 3600}, {sub, 1050, 3450}, {bash, 1100, 2800}, {edit, 5000, 500}} {
+				if c.s.StartTime != at(int(c.startMs)).UnixMicro() || c.s.Duration != c.durMs*1000 {
+					t.Errorf("%s: start %d µs, duration %d µs; want %d, %d", c.s.OperationName, c.s.StartTime, c.s.Duration,
+						at(int(c.startMs)).UnixMicro(), c.durMs*1000)
+				}
+			}
+		})
+	}
+}
+
+// TestJaegerFixtures sends fixtures through the command line, a timed
+// malac run with subagents and an untimed AdaL run, and checks that Jaeger
+// holds exactly the spans that otlp-json writes for them: ids, names,
+// parents, times and error statuses.
+func TestJaegerFixtures(t *testing.T) {
+	needJaeger(t)
+	files := []string{"adal/seed-stream.ndjson", "adal/refused-stream.ndjson"}
+	if _, ok := convert.Lookup("malac"); ok {
+		files = append(files, "malac/subagents.jsonl")
+	}
+	for _, f := range files {
+		for _, proto := range protocols {
+			t.Run(f+"/"+strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
+				service := uniqueName("fixture", proto)
+				env := map[string]string{"OTEL_SERVICE_NAME": service, "OTEL_EXPORTER_OTLP_PROTOCOL": proto}
+				// Deterministic, so that the otlp-json reference has the
+				// same times as what is sent.
+				code, ref, stderr := runCLI(t, nil, env, "--deterministic", "--to", "otlp-json", fixture(f))
+				if code != 0 {
+					t.Fatalf("otlp-json: exit %d: %s", code, stderr)
+				}
+				if code, _, stderr = runCLI(t, nil, env, "--deterministic", "--to", "otlp", fixture(f)); code != 0 {
+					t.Fatalf("otlp: exit %d: %s", code, stderr)
+				}
+				want := decodeSpans(t, ref)
+				got := jaegerSpans(t, service, len(want))
+				if len(got) != len(want) {
+					t.Errorf("Jaeger has %d spans, otlp-json %d", len(got), len(want))
+				}
+				for _, w := range want {
+					g, ok := got[w.SpanID]
+					if !ok {
+						t.Errorf("span %s %q is not in Jaeger", w.SpanID, w.Name)
+						continue
+					}
+					start, _ := strconv.ParseInt(w.StartTimeUnixNano, 10, 64)
+					end, _ := strconv.ParseInt(w.EndTimeUnixNano, 10, 64)
+					if g.OperationName != w.Name || g.parent() != w.ParentSpanID || g.StartTime != start/1000 || g.Duration != (end-start)/1000 ||
+						(g.tag("otel.status_code") == "ERROR") != (w.Status.Code == 2) {
+						t.Errorf("Jaeger has %+v, otlp-json %+v", g, w)
+					}
+				}
+			})
+		}
+	}
+}
+
+type jsonSpanRef struct {
+	TraceID, SpanID, ParentSpanID, Name string
+	StartTimeUnixNano, EndTimeUnixNano  string
+	Status                              struct{ Code int }
+}
+
+func decodeSpans(t *testing.T, out string) []jsonSpanRef {
+	var spans []jsonSpanRef
+	for _, r := range decodeJSON(t, out) {
+		for _, rs := range r.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans = append(spans, jsonSpanRef{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Name: s.Name,
+						StartTimeUnixNano: s.StartTimeUnixNano, EndTimeUnixNano: s.EndTimeUnixNano, Status: struct{ Code int }{s.Status.Code}})
+				}
+			}
+		}
+	}
+	return spans
+}
