@@ -1,0 +1,155 @@
+// Package claude reads and writes what Claude Code prints when it runs
+// headless: claude-stream (`claude -p --output-format stream-json
+// --verbose`) and claude-json (`--output-format json`: the result object,
+// or with --verbose the JSON array of every message).
+package claude
+
+import (
+	"bytes"
+	"io"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// Provider and AgentName are what runs read from Claude Code carry.
+const (
+	Provider  = "anthropic"
+	AgentName = "claude-code"
+)
+
+// Stream is the claude-stream dialect.
+var Stream = formats.Dialect{
+	Name:        "claude-stream",
+	Aliases:     []string{"claude", "claude-stream-json"},
+	Description: "Claude Code `-p --output-format stream-json --verbose`: NDJSON system/init, assistant, user, result, stream_event",
+	NewReader: func(r io.Reader, o formats.ReadOptions) formats.Reader {
+		return newReader(&lineSource{lines: formats.NewLineReader(r)}, o)
+	},
+	NewWriter: newStreamWriter,
+	Detect:    detectStream,
+}
+
+// JSON is the claude-json dialect.
+var JSON = formats.Dialect{
+	Name:        "claude-json",
+	Description: "Claude Code `-p --output-format json`: the result object per run (reads the --verbose message array too)",
+	NewReader: func(r io.Reader, o formats.ReadOptions) formats.Reader {
+		return newReader(&valueSource{values: formats.NewValueReader(r)}, o)
+	},
+	NewWriter: newJSONWriter,
+	Detect:    detectJSON,
+}
+
+// probe is what detection looks at in a message.
+type probe struct {
+	Type            string           `json:"type"`
+	Subtype         *json.RawMessage `json:"subtype"`
+	SessionID       *string          `json:"session_id"`
+	ParentToolUseID *json.RawMessage `json:"parent_tool_use_id"`
+	Message         *json.RawMessage `json:"message"`
+	Event           *json.RawMessage `json:"event"`
+	IsError         *json.RawMessage `json:"is_error"`
+	UUID            *json.RawMessage `json:"uuid"`
+	// Other dialects' envelopes: Gemini's timestamp, malac's seq, and the
+	// camelCase session id of Claude Code's own transcript files.
+	Timestamp *json.RawMessage `json:"timestamp"`
+	Seq       *json.RawMessage `json:"seq"`
+	SessionId *json.RawMessage `json:"sessionId"`
+}
+
+// claudeMessage reports whether a JSON object is a Claude Code message.
+func claudeMessage(b []byte) (typ string, ok bool) {
+	var p probe
+	if json.Unmarshal(b, &p) != nil || p.Timestamp != nil || p.Seq != nil || p.SessionId != nil {
+		return "", false
+	}
+	marked := p.SessionID != nil || p.ParentToolUseID != nil
+	switch p.Type {
+	case "system":
+		return p.Type, marked && p.Subtype != nil
+	case "assistant", "user":
+		return p.Type, marked && p.Message != nil
+	case "result":
+		return p.Type, p.SessionID != nil && (p.Subtype != nil || p.IsError != nil)
+	case "stream_event":
+		return p.Type, marked && p.Event != nil
+	}
+	// Newer types (rate_limit_event, …) share the envelope.
+	return p.Type, p.Type != "" && p.SessionID != nil && p.UUID != nil
+}
+
+func detectStream(head []byte) int {
+	results := 0
+	score := formats.DetectByTypes(head, func(line []byte, _ string) bool {
+		typ, ok := claudeMessage(line)
+		if ok && typ == "result" {
+			results++
+		}
+		return ok
+	})
+	if score > 0 && results == len(formats.HeadLines(head, 8)) {
+		// Result objects alone are what --output-format json prints.
+		return 60
+	}
+	return score
+}
+
+var (
+	arrayStart  = regexp.MustCompile(`^\[\s*\{\s*"type"\s*:\s*"(system|assistant|user|result)"`)
+	resultStart = regexp.MustCompile(`^\{\s*"type"\s*:\s*"result"`)
+)
+
+func detectJSON(head []byte) int {
+	t := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if len(t) == 0 || (t[0] != '[' && t[0] != '{') {
+		return 0
+	}
+	v := formats.NewValueReader(bytes.NewReader(t))
+	v.Elements = true
+	first, _, err := v.Next()
+	if err != nil {
+		// The head cut the first value: look at how it starts.
+		switch {
+		case arrayStart.Match(t):
+			return 80
+		case resultStart.Match(t):
+			return 70
+		}
+		return 0
+	}
+	if _, ok := claudeMessage(first); !ok {
+		return 0
+	}
+	switch {
+	case t[0] == '[':
+		return 95
+	case isOnlyResults(t):
+		return 85
+	}
+	// Messages one object after another: claude-stream's, unless they are
+	// pretty-printed, which only this reader can read.
+	return 40
+}
+
+// isOnlyResults reports whether every value in the head is a result object.
+func isOnlyResults(t []byte) bool {
+	v := formats.NewValueReader(bytes.NewReader(t))
+	for i := 0; i < 8; i++ {
+		b, _, err := v.Next()
+		if err != nil {
+			return i > 0
+		}
+		if typ, _ := claudeMessage(b); typ != "result" {
+			return false
+		}
+	}
+	return true
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

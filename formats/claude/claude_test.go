@@ -1,0 +1,383 @@
+package claude
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/adal"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func read(t *testing.T, d formats.Dialect, data []byte) []*formats.Event {
+	t.Helper()
+	evs, bad, err := formatstest.ReadAll(d, data)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("reading: %v %v", err, bad)
+	}
+	return evs
+}
+
+func ofKind(evs []*formats.Event, k formats.Kind) []*formats.Event {
+	var out []*formats.Event
+	for _, e := range evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func kinds(evs []*formats.Event) string {
+	var s []string
+	for _, e := range evs {
+		s = append(s, e.Kind.String())
+	}
+	return strings.Join(s, " ")
+}
+
+func TestRunInfoAndResult(t *testing.T) {
+	evs := read(t, Stream, fixture(t, "gleam-basic-query.ndjson"))
+	if got := kinds(evs); got != "run_start usage message answer run_end" {
+		t.Fatalf("kinds: %s", got)
+	}
+	run := evs[0].Run
+	if run.SessionID != "1d1e46f9-35c7-4834-b529-846d5bb82288" || run.Model != "claude-opus-4-5-20251101" ||
+		run.Cwd != "/home/cyou/claude-agent-sdk-gleam" || run.Provider != "anthropic" || run.AgentName != "claude-code" {
+		t.Errorf("run start: %+v", run)
+	}
+	end := evs[4]
+	if end.Status != formats.Completed || end.Run.ExitCode != formats.Some(0) || end.Duration.Milliseconds() != 2360 ||
+		end.Usage.OutputTokens != formats.Some[int64](25) || end.Usage.CacheWriteTokens != formats.Some[int64](21570) ||
+		end.Usage.CostUSD != formats.Some(0.1354875) {
+		t.Errorf("run end: %+v", end)
+	}
+	if evs[3].Text != "4" {
+		t.Errorf("answer %q", evs[3].Text)
+	}
+}
+
+func TestSubagent(t *testing.T) {
+	evs := read(t, Stream, fixture(t, "subagent-stream.jsonl"))
+	starts := ofKind(evs, formats.AgentStart)
+	if len(starts) != 1 {
+		t.Fatalf("agent starts: %d", len(starts))
+	}
+	s := starts[0]
+	if s.Agent != "toolu_task_1" || s.AgentInfo.ParentCall != "toolu_task_1" || s.AgentInfo.Parent != "" || s.AgentInfo.Label != "Explore" {
+		t.Errorf("agent start: %+v %+v", s.Agent, s.AgentInfo)
+	}
+	for _, e := range evs {
+		if e.Kind == formats.ToolCall && e.Call.ID == "toolu_sub_grep" && e.Agent != "toolu_task_1" {
+			t.Errorf("subagent call on agent %q", e.Agent)
+		}
+	}
+	ends := ofKind(evs, formats.AgentEnd)
+	if len(ends) != 1 || ends[0].Status != formats.Completed || ends[0].Text != "Retries are in src/net.go, line 42." {
+		t.Errorf("agent end: %+v", ends)
+	}
+	if a := ofKind(evs, formats.Answer); len(a) != 1 || a[0].Agent != "" || a[0].Text != "The retry logic is in src/net.go at line 42." {
+		t.Errorf("answer: %+v", a)
+	}
+}
+
+// Deltas stream the text, and the whole message repeats it once: a writer
+// that prints deltas and skips streamed wholes prints it once.
+func TestPartialMessagesDoNotDuplicate(t *testing.T) {
+	evs := read(t, Stream, fixture(t, "partial-messages-stream.jsonl"))
+	var deltas string
+	for _, e := range ofKind(evs, formats.TextDelta) {
+		deltas += e.Text
+	}
+	msgs := ofKind(evs, formats.Message)
+	if deltas != "The answer is 4." || len(msgs) != 1 || msgs[0].Text != deltas || msgs[0].Thinking != "Two plus two." {
+		t.Fatalf("deltas %q, messages %+v", deltas, msgs)
+	}
+	if u := ofKind(evs, formats.Usage); len(u) != 1 {
+		t.Errorf("usage events: %d", len(u))
+	}
+	// The stripped stream written back holds the text once.
+	out, err := formatstest.WriteAll(Stream, evs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(out), "The answer is 4."); n != 2 { // the message and the result
+		t.Errorf("text written %d times:\n%s", n, out)
+	}
+	if strings.Contains(string(out), "The answer \"") {
+		t.Errorf("deltas written on their own:\n%s", out)
+	}
+}
+
+func TestSplitMessages(t *testing.T) {
+	evs := read(t, Stream, fixture(t, "split-messages-stream.jsonl"))
+	if got := kinds(evs); got != "run_start usage message tool_call todos tool_call tool_result tool_result usage message answer run_end" {
+		t.Fatalf("kinds: %s", got)
+	}
+	m := evs[2]
+	if m.Text != "Let me plan and read the config." || m.Thinking != "I should read the config first." {
+		t.Errorf("merged message: %+v", m)
+	}
+	if u := evs[1].Usage; u.InputTokens != formats.Some[int64](100) || u.CacheReadTokens != formats.Some[int64](2000) {
+		t.Errorf("usage: %+v", u)
+	}
+	if td := evs[4].Todos; len(td) != 2 || td[0].Status != "in_progress" {
+		t.Errorf("todos: %+v", td)
+	}
+}
+
+func TestFailuresDenialsAndSessions(t *testing.T) {
+	evs := read(t, Stream, fixture(t, "failures-stream.jsonl"))
+	ends := ofKind(evs, formats.RunEnd)
+	if len(ofKind(evs, formats.RunStart)) != 3 || len(ends) != 3 {
+		t.Fatalf("runs: %s", kinds(evs))
+	}
+	var failed, denied []formats.Call
+	for _, e := range ofKind(evs, formats.ToolResult) {
+		switch e.Call.Status {
+		case formats.Failed:
+			failed = append(failed, e.Call)
+		case formats.Denied:
+			denied = append(denied, e.Call)
+		}
+	}
+	if len(failed) != 2 || failed[0].Error != "make: *** [test] Error 2" {
+		t.Errorf("failed calls: %+v", failed)
+	}
+	if len(denied) != 1 || denied[0].ID != "toolu_write" || denied[0].Name != "Write" ||
+		!strings.Contains(denied[0].Error, "haven't granted") || string(denied[0].Args) != `{"file_path":"/etc/hosts","content":"x"}` {
+		t.Errorf("denied calls: %+v", denied)
+	}
+	if ends[0].Status != formats.Completed {
+		t.Errorf("run 1: %v", ends[0].Status)
+	}
+	// is_error with subtype success is a failure; the API error is a notice.
+	if ends[1].Status != formats.Failed || ends[1].Run.ExitCode != formats.Some(1) || !strings.HasPrefix(ends[1].Text, "API Error: 529") {
+		t.Errorf("run 2: %+v", ends[1])
+	}
+	if ends[1].Run.SessionID != "5e55a005-0000-4000-8000-000000000005" {
+		t.Errorf("run 2 session: %q", ends[1].Run.SessionID)
+	}
+	if ends[2].Status != formats.Failed || ends[2].Text != "the run ended with error_max_turns" {
+		t.Errorf("run 3: %+v", ends[2])
+	}
+	for _, e := range ofKind(evs, formats.Answer) {
+		if e.Text != "The tests fail, and I may not write /etc/hosts." {
+			t.Errorf("answer of a failed run: %q", e.Text)
+		}
+	}
+}
+
+// A denial whose call never appeared, as in a stopped run.
+func TestDenialWithoutCall(t *testing.T) {
+	evs := read(t, Stream, fixture(t, "takopi-session.jsonl"))
+	var d []*formats.Event
+	for _, e := range ofKind(evs, formats.ToolResult) {
+		if e.Call.Status == formats.Denied {
+			d = append(d, e)
+		}
+	}
+	if len(d) != 1 || d[0].Call.Error != "Permission denied: cannot write to /root/secret.txt" || d[0].Call.Name != "Write" {
+		t.Fatalf("denials: %+v", d)
+	}
+}
+
+func TestUnknownTypesKeptRaw(t *testing.T) {
+	evs := read(t, Stream, fixture(t, "unknown-types-stream.jsonl"))
+	var raws []string
+	for _, e := range ofKind(evs, formats.Raw) {
+		raws = append(raws, e.Source.Type)
+	}
+	if strings.Join(raws, ",") != "rate_limit_event,system,conversation_reset" {
+		t.Errorf("raw: %v", raws)
+	}
+	if len(ofKind(evs, formats.Compaction)) != 1 || len(ofKind(evs, formats.Notice)) != 1 {
+		t.Errorf("kinds: %s", kinds(evs))
+	}
+	var out bytes.Buffer
+	rep := formats.NewReport(io.Discard)
+	w := adal.Stream.NewWriter(&out, formats.WriteOptions{Dialect: adal.Stream.Name, Report: rep})
+	for _, e := range evs {
+		w.Write(e)
+	}
+	if rep.LossTable()["unknown claude-stream events"] != 3 {
+		t.Errorf("losses: %v", rep.LossTable())
+	}
+}
+
+// Every record of a stream goes through claude-stream → claude-stream as
+// it came, in order, held records included.
+func TestPassthrough(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		evs := read(t, Stream, data)
+		out, err := formatstest.WriteAll(Stream, evs, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(out, data) && !bytes.Equal(out, data) {
+			t.Errorf("%s changed:\n%s", f, out)
+		}
+	}
+}
+
+func TestJSONReader(t *testing.T) {
+	evs := read(t, JSON, fixture(t, "verbose-array.json"))
+	if got := kinds(evs); got != "run_start usage tool_call tool_result usage message answer run_end" {
+		t.Fatalf("kinds: %s", got)
+	}
+	if evs[0].Source.Line == nil || evs[1].Source.Line != nil || !evs[1].Source.Continued {
+		t.Errorf("the array is carried by the first event only")
+	}
+	evs = read(t, JSON, fixture(t, "result-pretty.json"))
+	if got := kinds(evs); got != "run_start answer run_end" || evs[1].Text != "4" || evs[0].Run.SessionID != "5e55a008-0000-4000-8000-000000000008" {
+		t.Fatalf("result object: %s", got)
+	}
+	out, _ := formatstest.WriteAll(JSON, evs, false)
+	if string(out) != string(fixture(t, "result-pretty.json")) {
+		t.Errorf("claude-json passthrough:\n%s", out)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	cases := []struct {
+		in           string
+		stream, json bool
+	}{
+		{`{"type":"result","subtype":"success","is_error":false,"session_id":"s"}`, false, true},
+		{"[\n  {\"type\": \"system\", \"subtype\": \"init\", \"session_id\": \"s\"}", false, true},
+		{"{\n  \"type\": \"result\",\n  \"subtype\": \"success\",", false, true},
+		{`{"type":"result","timestamp":"2025-01-01T00:00:00Z","status":"success","stats":{}}`, false, false},
+		{`{"type":"tool_call","id":"1","name":"x","args":{}}`, false, false},
+		{`{"agent":"a","seq":1,"at":"2025-01-01T00:00:00Z","type":"user_message","text":"hi"}`, false, false},
+		{`{"type":"assistant","sessionId":"s","timestamp":"t","message":{}}`, false, false},
+		{`{"session_id":"s","response":"4","stats":{}}`, false, false},
+	}
+	for _, c := range cases {
+		s, j := Stream.Detect([]byte(c.in)), JSON.Detect([]byte(c.in))
+		if (s > j && s >= 50) != c.stream || (j > s && j >= 50) != c.json {
+			t.Errorf("%s: stream %d, json %d", c.in, s, j)
+		}
+	}
+	for _, f := range []string{"takopi-session.jsonl", "partial-messages-stream.jsonl", "unknown-types-stream.jsonl"} {
+		if s, j := Stream.Detect(fixture(t, f)), JSON.Detect(fixture(t, f)); s != 100 || j >= s {
+			t.Errorf("%s: stream %d, json %d", f, s, j)
+		}
+	}
+}
+
+// Written from events alone, a stream reads back to the same events.
+func TestWriteReadsBack(t *testing.T) {
+	for _, f := range []string{"subagent-stream.jsonl", "split-messages-stream.jsonl", "failures-stream.jsonl", "takopi-session.jsonl", "partial-messages-stream.jsonl"} {
+		t.Run(f, func(t *testing.T) { formatstest.RoundTrip(t, Stream, fixture(t, f), compared...) })
+	}
+}
+
+var compared = []formats.Kind{formats.RunStart, formats.RunEnd, formats.AgentStart, formats.AgentEnd, formats.Message,
+	formats.ToolCall, formats.ToolResult, formats.Answer, formats.UserMessage, formats.Todos, formats.Compaction}
+
+// claude-stream → AdaL → claude-stream: what AdaL carries survives (calls,
+// results, refusals, the answer, the outcome); the rest is reported lost.
+func TestRoundTripThroughAdaL(t *testing.T) {
+	for _, via := range []formats.Dialect{adal.Stream, adal.JSON} {
+		for _, f := range []string{"takopi-session.jsonl", "failures-stream.jsonl", "subagent-stream.jsonl"} {
+			t.Run(via.Name+"/"+f, func(t *testing.T) {
+				evs := read(t, Stream, fixture(t, f))
+				mid, err := formatstest.WriteAll(via, evs, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out, err := formatstest.WriteAll(Stream, read(t, via, mid), true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				back := read(t, Stream, out)
+				want, got := survivors(evs), survivors(back)
+				if !reflect.DeepEqual(want, got) {
+					t.Errorf("calls and answers changed:\nwant %+v\ngot  %+v\nvia:\n%s\nback:\n%s", want, got, mid, out)
+				}
+				we, ge := ofKind(evs, formats.RunEnd), ofKind(back, formats.RunEnd)
+				if len(we) != len(ge) {
+					t.Fatalf("runs: %d → %d", len(we), len(ge))
+				}
+				for i := range we {
+					if we[i].Status != ge[i].Status || we[i].Run.SessionID != ge[i].Run.SessionID {
+						t.Errorf("run %d: %v %q → %v %q", i, we[i].Status, we[i].Run.SessionID, ge[i].Status, ge[i].Run.SessionID)
+					}
+				}
+			})
+		}
+	}
+}
+
+// survivors is what AdaL carries: each call's name and final status, and
+// the answers. AdaL has no subagents, and adal-json no order of calls.
+func survivors(evs []*formats.Event) (out struct {
+	Calls   map[string]string
+	Answers []string
+}) {
+	out.Calls = map[string]string{}
+	for _, e := range evs {
+		switch e.Kind {
+		case formats.ToolCall:
+			out.Calls[e.Call.ID] = e.Call.Name
+		case formats.ToolResult:
+			out.Calls[e.Call.ID] = e.Call.Name + " " + e.Call.Status.String()
+		case formats.Answer:
+			out.Answers = append(out.Answers, e.Text)
+		}
+	}
+	return out
+}
+
+func FuzzStreamReader(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { formatstest.RoundTrip(t, Stream, data, compared...) })
+}
+
+func FuzzJSONReader(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.json"))
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Add(fixture(f, "takopi-session.jsonl"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		evs, _, err := formatstest.ReadAll(JSON, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// claude-json writes results only: the run outcomes survive.
+		out, err := formatstest.WriteAll(JSON, evs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, bad, err := formatstest.ReadAll(JSON, out)
+		if err != nil || len(bad) > 0 {
+			t.Fatalf("reading back: %v %v\n%s", err, bad, out)
+		}
+		keep := []formats.Kind{formats.RunEnd, formats.Answer}
+		if w, g := formatstest.Compare(evs, keep...), formatstest.Compare(back, keep...); !reflect.DeepEqual(w, g) {
+			t.Fatalf("round trip:\nwant %+v\ngot  %+v\n%s", w, g, out)
+		}
+	})
+}

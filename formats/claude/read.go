@@ -1,0 +1,721 @@
+package claude
+
+import (
+	"bytes"
+	"io"
+	"strings"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// record is every field of a Claude Code message that the readers use.
+// Fields whose shape varies (content, errors) stay raw and are read by hand.
+type record struct {
+	Type            string      `json:"type"`
+	Subtype         string      `json:"subtype"`
+	SessionID       string      `json:"session_id"`
+	ParentToolUseID *string     `json:"parent_tool_use_id"`
+	Message         *apiMessage `json:"message"`
+	Event           *apiEvent   `json:"event"`
+	// Error marks an assistant message that reports an API failure.
+	Error json.RawMessage `json:"error"`
+
+	// system/init
+	Model string `json:"model"`
+	Cwd   string `json:"cwd"`
+	// system/api_retry
+	Attempt    *int `json:"attempt"`
+	MaxRetries *int `json:"max_retries"`
+
+	// result
+	IsError           *bool                      `json:"is_error"`
+	DurationMS        *float64                   `json:"duration_ms"`
+	Result            *string                    `json:"result"`
+	TotalCostUSD      *float64                   `json:"total_cost_usd"`
+	Usage             *apiUsage                  `json:"usage"`
+	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
+	PermissionDenials []denial                   `json:"permission_denials"`
+	Errors            []json.RawMessage          `json:"errors"`
+}
+
+type apiMessage struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+	Usage   *apiUsage       `json:"usage"`
+}
+
+type apiUsage struct {
+	InputTokens   *int64 `json:"input_tokens"`
+	OutputTokens  *int64 `json:"output_tokens"`
+	CacheCreation *int64 `json:"cache_creation_input_tokens"`
+	CacheRead     *int64 `json:"cache_read_input_tokens"`
+}
+
+func (u *apiUsage) info() formats.UsageInfo {
+	return formats.UsageInfo{
+		InputTokens:      formats.OptFrom(u.InputTokens),
+		OutputTokens:     formats.OptFrom(u.OutputTokens),
+		CacheWriteTokens: formats.OptFrom(u.CacheCreation),
+		CacheReadTokens:  formats.OptFrom(u.CacheRead),
+	}
+}
+
+// block is an Anthropic content block.
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   *bool           `json:"is_error"`
+}
+
+// apiEvent is a raw Messages API stream event (--include-partial-messages).
+type apiEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		ID string `json:"id"`
+	} `json:"message"`
+	Delta *struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+	} `json:"delta"`
+}
+
+type denial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolUseID string          `json:"tool_use_id"`
+	ToolInput json.RawMessage `json:"tool_input"`
+}
+
+// blocks reads message content: a string is one text block.
+func blocks(raw json.RawMessage) []block {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return []block{{Type: "text", Text: s}}
+		}
+		return nil
+	}
+	var bs []block
+	if json.Unmarshal(raw, &bs) != nil {
+		// One odd block must not cost the others: read them one by one.
+		var items []json.RawMessage
+		json.Unmarshal(raw, &items)
+		for _, it := range items {
+			var b block
+			if json.Unmarshal(it, &b) == nil {
+				bs = append(bs, b)
+			}
+		}
+	}
+	return bs
+}
+
+// contentText is the text of a tool_result's content: a string, or the
+// text blocks joined.
+func contentText(raw json.RawMessage) string {
+	var parts []string
+	for _, b := range blocks(raw) {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// strings of a JSON array that may hold other values.
+func rawStrings(raws []json.RawMessage) []string {
+	var out []string
+	for _, r := range raws {
+		var s string
+		if json.Unmarshal(r, &s) == nil {
+			out = append(out, s)
+		} else {
+			out = append(out, string(r))
+		}
+	}
+	return out
+}
+
+// call is what the decoder keeps of a tool call, for its result, its
+// subagent and its denial.
+type call struct {
+	name   string
+	agent  string
+	args   json.RawMessage
+	failed string // the error text of a failed result
+}
+
+// pendingMsg gathers the blocks of one assistant message, which Claude Code
+// may print over several lines sharing message.id, until it is complete.
+type pendingMsg struct {
+	active   bool
+	id       string
+	agent    string
+	line     int
+	text     string
+	thinking string
+}
+
+// decoder turns Claude Code messages into events. Both readers feed it, one
+// record at a time.
+type decoder struct {
+	opts formats.ReadOptions
+	out  []*formats.Event
+
+	// The record being decoded: its bytes to pass through (nil when an
+	// earlier event carried them), line and type.
+	rec     []byte
+	recLine int
+	recType string
+	carried bool
+	// held are records that produced no event yet (a line of a message
+	// still being gathered, a stream event that only frames deltas); the
+	// next event carries them, so that a same-dialect writer prints every
+	// record, in order.
+	held     [][]byte
+	heldLine int
+	// heldOnly: the event being emitted ends what came before the current
+	// record, so it carries the held records only.
+	heldOnly bool
+
+	open     bool
+	session  string
+	model    string
+	msg      pendingMsg
+	lastText string
+	usageIDs map[string]bool
+	calls    map[string]*call
+	agents   []string // open subagents, in the order they started
+}
+
+// emit queues an event of the current record; the first event of a record
+// carries it (and the held records before it), the others are Continued.
+func (d *decoder) emit(ev *formats.Event) {
+	ev.Source.Dialect = d.opts.Dialect
+	if ev.Source.Type == "" {
+		ev.Source.Type = d.recType
+	}
+	if ev.Source.LineNo == 0 {
+		ev.Source.LineNo = d.recLine
+	}
+	var line []byte
+	if len(d.held) > 0 {
+		line = bytes.Join(d.held, []byte{'\n'})
+		d.held = nil
+	}
+	if !d.carried && d.rec != nil && !d.heldOnly {
+		if line != nil {
+			line = append(line, '\n')
+		}
+		line = append(line, d.rec...)
+		d.carried = true
+	}
+	if line != nil {
+		ev.Source.Line = line
+	} else {
+		ev.Source.Continued = true
+	}
+	d.out = append(d.out, ev)
+}
+
+// decode reads one record. data is the JSON object; carrier is the input
+// text to pass through for it (nil when an earlier record carried it).
+func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
+	d.rec, d.recLine, d.recType, d.carried = carrier, line, "", false
+	var r record
+	if err := formats.Unmarshal(line, data, &r); err != nil {
+		if !json.Valid(data) {
+			return err
+		}
+		// Valid JSON of an unexpected shape: keep it as it is.
+		d.opts.Report.Warn(line, "a Claude Code message with fields of unexpected types; kept as an unknown event")
+		d.recType = formats.TypeOf(data)
+		d.ensureRun("")
+		d.emitRaw()
+		d.hold()
+		return nil
+	}
+	d.recType = r.Type
+	switch r.Type {
+	case "system":
+		d.system(&r)
+	case "assistant":
+		d.assistant(&r)
+	case "user":
+		d.user(&r)
+	case "result":
+		d.result(&r)
+	case "stream_event":
+		d.streamEvent(&r)
+	default:
+		if r.Type == "" {
+			d.opts.Report.Warn(line, "a message without a \"type\"; kept as an unknown event")
+		}
+		d.ensureRun(r.SessionID)
+		d.emitRaw()
+	}
+	d.hold()
+	return nil
+}
+
+// emitRaw passes an unknown record on with its own text only: held records
+// stay for the next interpreted event, so that a Raw event always holds a
+// single record.
+func (d *decoder) emitRaw() {
+	held := d.held
+	d.held = nil
+	d.emit(&formats.Event{Kind: formats.Raw})
+	d.held = held
+}
+
+// hold keeps a record that produced no event for the next event.
+func (d *decoder) hold() {
+	if d.carried || d.rec == nil {
+		return
+	}
+	if len(d.held) == 0 {
+		d.heldLine = d.recLine
+	}
+	d.held = append(d.held, append([]byte(nil), d.rec...))
+	d.carried = true
+}
+
+// finish ends the input: the message being gathered is complete, and held
+// records go out as one unknown event, so that nothing is dropped.
+func (d *decoder) finish() {
+	d.flushMsg()
+	if len(d.held) > 0 {
+		d.rec, d.recLine, d.recType, d.carried = nil, d.heldLine, "stream_event", true
+		d.emit(&formats.Event{Kind: formats.Raw})
+	}
+}
+
+// ensureRun opens a run when none is open, or a new one when the session
+// changes.
+func (d *decoder) ensureRun(session string) {
+	switch {
+	case !d.open:
+	case session != "" && d.session != "" && session != d.session:
+	default:
+		if d.session == "" {
+			d.session = session
+		}
+		return
+	}
+	d.startRun(formats.RunInfo{SessionID: session})
+}
+
+func (d *decoder) startRun(info formats.RunInfo) {
+	d.flushMsg()
+	d.open = true
+	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
+	d.msg = pendingMsg{}
+	clear(d.usageIDs)
+	clear(d.calls)
+	d.agents = d.agents[:0]
+	info.Provider, info.AgentName = Provider, AgentName
+	d.emit(&formats.Event{Kind: formats.RunStart, Run: info})
+}
+
+func (d *decoder) system(r *record) {
+	switch r.Subtype {
+	case "init":
+		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd})
+	case "compact_boundary":
+		d.ensureRun(r.SessionID)
+		d.flushMsg()
+		d.emit(&formats.Event{Kind: formats.Compaction})
+	case "api_retry":
+		d.ensureRun(r.SessionID)
+		text := "the API request failed; retrying"
+		if r.Attempt != nil {
+			text += " (attempt " + itoa(*r.Attempt)
+			if r.MaxRetries != nil {
+				text += " of " + itoa(*r.MaxRetries)
+			}
+			text += ")"
+		}
+		d.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text})
+	default:
+		d.ensureRun(r.SessionID)
+		d.emitRaw()
+	}
+}
+
+// agentOf is the agent of a message: the main agent, or the subagent that
+// the Task/Agent call parent_tool_use_id started, opened on first sight.
+func (d *decoder) agentOf(r *record) string {
+	if r.ParentToolUseID == nil || *r.ParentToolUseID == "" {
+		return ""
+	}
+	id := *r.ParentToolUseID
+	for _, a := range d.agents {
+		if a == id {
+			return id
+		}
+	}
+	d.agents = append(d.agents, id)
+	info := formats.AgentInfo{ParentCall: id}
+	if c := d.calls[id]; c != nil {
+		info.Parent = c.agent
+		info.Label = taskLabel(c.args)
+	}
+	d.emit(&formats.Event{Kind: formats.AgentStart, Agent: id, AgentInfo: info})
+	return id
+}
+
+// taskLabel names a subagent from its Task/Agent call: its type, else its
+// description.
+func taskLabel(args json.RawMessage) string {
+	var in struct {
+		SubagentType string `json:"subagent_type"`
+		Description  string `json:"description"`
+	}
+	json.Unmarshal(args, &in)
+	if in.SubagentType != "" {
+		return in.SubagentType
+	}
+	return in.Description
+}
+
+func (d *decoder) endAgent(id string, status formats.Status, report string) {
+	for i, a := range d.agents {
+		if a == id {
+			d.agents = append(d.agents[:i], d.agents[i+1:]...)
+			d.emit(&formats.Event{Kind: formats.AgentEnd, Agent: id, Status: status, Text: report})
+			return
+		}
+	}
+}
+
+func (d *decoder) assistant(r *record) {
+	m := r.Message
+	if m == nil {
+		d.ensureRun(r.SessionID)
+		d.opts.Report.Warn(d.recLine, "an assistant message without \"message\"; kept as an unknown event")
+		d.emitRaw()
+		return
+	}
+	d.ensureRun(r.SessionID)
+	parent := ""
+	if r.ParentToolUseID != nil {
+		parent = *r.ParentToolUseID
+	}
+	if d.msg.active && (m.ID == "" || m.ID != d.msg.id || parent != d.msg.agent) {
+		d.flushMsg()
+	}
+	agent := d.agentOf(r)
+	if !d.msg.active {
+		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.recLine}
+	}
+	if m.Usage != nil && (m.ID == "" || !d.usageIDs[m.ID]) {
+		if d.usageIDs == nil {
+			d.usageIDs = map[string]bool{}
+		}
+		d.usageIDs[m.ID] = true
+		d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: m.Usage.info()})
+	}
+	if agent == "" && m.Model != "" && m.Model != "<synthetic>" && m.Model != d.model {
+		if d.model != "" {
+			d.emit(&formats.Event{Kind: formats.ModelChange, Run: formats.RunInfo{Model: m.Model}})
+		}
+		d.model = m.Model
+	}
+	apiError := len(r.Error) > 0 && string(r.Error) != "null"
+	for _, b := range blocks(m.Content) {
+		switch b.Type {
+		case "text":
+			if apiError {
+				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text})
+			} else {
+				d.msg.text = join(d.msg.text, b.Text)
+			}
+		case "thinking":
+			d.msg.thinking = join(d.msg.thinking, b.Thinking)
+		case "tool_use", "server_tool_use":
+			d.flushContent()
+			d.toolUse(agent, &b)
+		}
+	}
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + "\n\n" + b
+}
+
+func (d *decoder) toolUse(agent string, b *block) {
+	if d.calls == nil {
+		d.calls = map[string]*call{}
+	}
+	d.calls[b.ID] = &call{name: b.Name, agent: agent, args: b.Input}
+	d.emit(&formats.Event{Kind: formats.ToolCall, Agent: agent, Call: formats.Call{ID: b.ID, Name: b.Name, Args: b.Input}})
+	if b.Name == "TodoWrite" {
+		var in struct {
+			Todos []struct {
+				Content string `json:"content"`
+				Status  string `json:"status"`
+			} `json:"todos"`
+		}
+		if json.Unmarshal(b.Input, &in) == nil && in.Todos != nil {
+			todos := make([]formats.Todo, len(in.Todos))
+			for i, t := range in.Todos {
+				todos[i] = formats.Todo{Content: t.Content, Status: t.Status}
+			}
+			d.emit(&formats.Event{Kind: formats.Todos, Agent: agent, Todos: todos})
+		}
+	}
+}
+
+// flushContent emits the text gathered so far as a Message, keeping the
+// message open for its further blocks.
+func (d *decoder) flushContent() {
+	m := &d.msg
+	if !m.active || (m.text == "" && m.thinking == "") {
+		return
+	}
+	d.heldOnly = m.line != d.recLine
+	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: m.text, Thinking: m.thinking,
+		Source: formats.Source{Type: "assistant", LineNo: m.line}})
+	d.heldOnly = false
+	if m.agent == "" && m.text != "" {
+		d.lastText = m.text
+	}
+	m.text, m.thinking = "", ""
+}
+
+// flushMsg ends the message being gathered.
+func (d *decoder) flushMsg() {
+	d.flushContent()
+	d.msg = pendingMsg{}
+}
+
+func (d *decoder) user(r *record) {
+	d.flushMsg()
+	d.ensureRun(r.SessionID)
+	agent := d.agentOf(r)
+	if r.Message == nil {
+		d.emitRaw()
+		return
+	}
+	for _, b := range blocks(r.Message.Content) {
+		switch b.Type {
+		case "text":
+			d.emit(&formats.Event{Kind: formats.UserMessage, Agent: agent, Text: b.Text})
+		case "tool_result":
+			d.toolResult(agent, &b)
+		}
+	}
+}
+
+func (d *decoder) toolResult(agent string, b *block) {
+	out := contentText(b.Content)
+	c := d.calls[b.ToolUseID]
+	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
+	if b.IsError != nil && *b.IsError {
+		res.Status, res.Output, res.Error = formats.Failed, "", out
+	}
+	if c != nil {
+		res.Name = c.name
+		if res.Status == formats.Failed {
+			c.failed = out
+		}
+	}
+	d.endAgent(b.ToolUseID, res.Status, out)
+	d.emit(&formats.Event{Kind: formats.ToolResult, Agent: agent, Call: res})
+}
+
+func (d *decoder) streamEvent(r *record) {
+	d.ensureRun(r.SessionID)
+	if r.Event == nil {
+		return
+	}
+	switch r.Event.Type {
+	case "message_start":
+		if r.Event.Message != nil && d.msg.active && d.msg.id != r.Event.Message.ID {
+			d.flushMsg()
+		}
+	case "content_block_delta":
+		if r.Event.Delta == nil {
+			return
+		}
+		switch r.Event.Delta.Type {
+		case "text_delta":
+			d.emit(&formats.Event{Kind: formats.TextDelta, Agent: d.agentOf(r), Text: r.Event.Delta.Text})
+		case "thinking_delta":
+			d.emit(&formats.Event{Kind: formats.ThinkingDelta, Agent: d.agentOf(r), Text: r.Event.Delta.Thinking})
+		}
+	}
+	// Other stream events only frame the deltas: the record is held.
+}
+
+func (d *decoder) result(r *record) {
+	d.flushMsg()
+	d.ensureRun(r.SessionID)
+	for len(d.agents) > 0 {
+		d.endAgent(d.agents[len(d.agents)-1], formats.Cancelled, "")
+	}
+	failed := (r.IsError != nil && *r.IsError) || (r.Subtype != "" && r.Subtype != "success")
+	errs := rawStrings(r.Errors)
+	for _, dn := range r.PermissionDenials {
+		ev := &formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: dn.ToolUseID, Name: dn.ToolName, Args: dn.ToolInput, Status: formats.Denied}}
+		if c := d.calls[dn.ToolUseID]; c != nil {
+			ev.Agent, ev.Call.Error = c.agent, c.failed
+		}
+		if ev.Call.Error == "" && len(errs) == 1 && len(r.PermissionDenials) == 1 {
+			// A run stopped by a refusal says why in its one error.
+			ev.Call.Error = errs[0]
+		}
+		d.emit(ev)
+	}
+	for _, e := range errs {
+		d.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e})
+	}
+	if !failed {
+		answer := d.lastText
+		if r.Result != nil && *r.Result != "" {
+			answer = *r.Result
+		}
+		if answer != "" {
+			d.emit(&formats.Event{Kind: formats.Answer, Text: answer})
+		}
+	}
+	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed,
+		Run: formats.RunInfo{SessionID: r.SessionID, Model: d.model, ExitCode: formats.Some(0)}}
+	if end.Run.SessionID == "" {
+		end.Run.SessionID = d.session
+	}
+	if end.Run.Model == "" && len(r.ModelUsage) == 1 {
+		for m := range r.ModelUsage {
+			end.Run.Model = m
+		}
+	}
+	if failed {
+		end.Status, end.Run.ExitCode = formats.Failed, formats.Some(1)
+		end.Text = strings.Join(errs, "\n")
+		if end.Text == "" && r.Result != nil {
+			end.Text = *r.Result
+		}
+		if end.Text == "" {
+			end.Text = "the run ended with " + r.Subtype
+		}
+	}
+	if r.Usage != nil {
+		end.Usage = r.Usage.info()
+	}
+	end.Usage.CostUSD = formats.OptFrom(r.TotalCostUSD)
+	if r.DurationMS != nil && *r.DurationMS > 0 {
+		end.Duration = msDuration(*r.DurationMS)
+	}
+	d.emit(end)
+	d.open = false
+	d.msg = pendingMsg{}
+}
+
+// recordSource yields records: lines of NDJSON, or JSON values.
+type recordSource interface {
+	// next returns a record, the text to pass through for it (nil when an
+	// earlier record carried it) and its line.
+	next() (data, carrier []byte, line int, err error)
+}
+
+// reader is a formats.Reader over a record source.
+type reader struct {
+	src recordSource
+	dec decoder
+	eof bool
+}
+
+func newReader(src recordSource, o formats.ReadOptions) *reader {
+	return &reader{src: src, dec: decoder{opts: o}}
+}
+
+func (r *reader) Next() (*formats.Event, error) {
+	for len(r.dec.out) == 0 {
+		if r.eof {
+			return nil, io.EOF
+		}
+		data, carrier, line, err := r.src.next()
+		if err == io.EOF {
+			r.eof = true
+			r.dec.finish()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if le := r.dec.decode(data, carrier, line); le != nil {
+			return nil, le
+		}
+	}
+	ev := r.dec.out[0]
+	r.dec.out[0] = nil
+	r.dec.out = r.dec.out[1:]
+	return ev, nil
+}
+
+// lineSource reads NDJSON (claude-stream).
+type lineSource struct{ lines *formats.LineReader }
+
+func (s *lineSource) next() ([]byte, []byte, int, error) {
+	b, err := s.lines.Next()
+	if err != nil {
+		return nil, nil, s.lines.Line(), err
+	}
+	return b, b, s.lines.Line(), nil
+}
+
+// valueSource reads top-level JSON values (claude-json): result objects,
+// pretty-printed or not, and arrays of messages, whose elements are records
+// and whose text the first of them carries.
+type valueSource struct {
+	values  *formats.ValueReader
+	items   []json.RawMessage
+	carrier []byte
+	line    int
+}
+
+func (s *valueSource) next() ([]byte, []byte, int, error) {
+	for len(s.items) == 0 {
+		b, line, err := s.values.Next()
+		if err != nil {
+			return nil, nil, line, err
+		}
+		if len(b) == 0 || b[0] != '[' {
+			if len(b) == 0 || b[0] != '{' {
+				return nil, nil, line, formats.Errorf(line, "expected a JSON object or array: %s", formats.Snippet(b))
+			}
+			return b, b, line, nil
+		}
+		var items []json.RawMessage
+		if err := formats.Unmarshal(line, b, &items); err != nil {
+			return nil, nil, line, err
+		}
+		if len(items) == 0 {
+			continue
+		}
+		s.items, s.carrier, s.line = items, append([]byte(nil), b...), line
+	}
+	it := s.items[0]
+	s.items = s.items[1:]
+	carrier := s.carrier
+	s.carrier = nil
+	return it, carrier, s.line, nil
+}
