@@ -4,6 +4,7 @@ package convert
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,10 @@ import (
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/adal"
 	"github.com/agentconv/agentconv/formats/claude"
+	"github.com/agentconv/agentconv/formats/cliagents"
+	"github.com/agentconv/agentconv/formats/codex"
+	"github.com/agentconv/agentconv/formats/gemini"
+	"github.com/agentconv/agentconv/formats/malac"
 	"github.com/agentconv/agentconv/formats/pretty"
 	"github.com/agentconv/agentconv/otel"
 )
@@ -24,7 +29,12 @@ var Dialects = []formats.Dialect{
 	adal.Text,
 	claude.Stream,
 	claude.JSON,
+	malac.Dialect,
+	cliagents.Dialect,
 	pretty.Dialect,
+	codex.Dialect,
+	gemini.Stream,
+	gemini.JSON,
 	otel.OTLP,
 	otel.OTLPJSON,
 }
@@ -84,11 +94,21 @@ func Detect(head []byte) (formats.Dialect, int) {
 // dialectFor decides the dialect of an input: --from if given (checked
 // against what detection sees), else detection.
 func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, error) {
-	head, err := br.Peek(formats.DetectSize)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+	from := p.opts.From
+	head, err := peekHead(br, func(head []byte) bool {
+		if bytes.IndexByte(head, '\n') < 0 {
+			return false
+		}
+		if from.Name != "" {
+			return true
+		}
+		_, s := Detect(head)
+		return s >= 50
+	})
+	if err != nil {
 		return formats.Dialect{}, &InputError{File: in.Name, Msg: err.Error()}
 	}
-	if from := p.opts.From; from.Name != "" {
+	if from.Name != "" {
 		if from.Detect != nil && len(formats.HeadLines(head, 1)) > 0 && from.Detect(head) == 0 {
 			if d, s := Detect(head); s >= 50 && d.Name != from.Name {
 				return formats.Dialect{}, &InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
@@ -108,6 +128,27 @@ func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, erro
 			"cannot tell which dialect this is; name it with --from (one of: %s)", formats.Names(Readable()))}
 	}
 	return d, nil
+}
+
+// peekHead returns the start of an input for detection without consuming
+// it. On a live pipe it must not wait for more than it needs: it returns as
+// soon as enough(head) holds, or at the end of the input, or when
+// DetectSize bytes are buffered.
+func peekHead(br *bufio.Reader, enough func([]byte) bool) ([]byte, error) {
+	want := max(1, br.Buffered())
+	for {
+		head, err := br.Peek(min(want, formats.DetectSize))
+		switch {
+		case err == io.EOF || err == bufio.ErrBufferFull || len(head) >= formats.DetectSize:
+			return head, nil
+		case err != nil:
+			return nil, err
+		case enough(head):
+			return head, nil
+		}
+		// Wait for at least one more byte, and take whatever came with it.
+		want = max(len(head)+1, br.Buffered())
+	}
 }
 
 // emptyDialect reads an input with no records.

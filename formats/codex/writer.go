@@ -156,13 +156,7 @@ func (w *writer) Write(e *formats.Event) error {
 	if e.Source.From(w.opts.Dialect) {
 		// Same dialect: records go out as they came; the events the reader
 		// or the pipeline made up (run ends, answers) print nothing.
-		switch e.Kind {
-		case formats.RunStart:
-			w.reset()
-			w.run.open, w.run.same, w.run.sessionID = true, true, e.Run.SessionID
-		case formats.RunEnd:
-			w.reset()
-		}
+		w.follow(e)
 		if e.Source.Line != nil && !e.Source.Continued {
 			return formats.WriteRawLine(w.w, e.Source.Line)
 		}
@@ -252,6 +246,28 @@ func (w *writer) Write(e *formats.Event) error {
 		return w.endRun(e)
 	}
 	return nil
+}
+
+// follow keeps the state of a copied codex run, so that the pipeline can
+// close it properly if it was cut: its open turn and calls.
+func (w *writer) follow(e *formats.Event) {
+	switch e.Kind {
+	case formats.RunStart:
+		w.reset()
+		w.run.open, w.run.same, w.run.sessionID = true, true, e.Run.SessionID
+	case formats.RunEnd:
+		w.reset()
+	case formats.TurnStart:
+		w.run.turnOpen = true
+	case formats.TurnEnd:
+		w.run.turnOpen = false
+		w.run.turns++
+	case formats.ToolCall:
+		w.calls.Start(e)
+		w.itemID(e.Call.ID)
+	case formats.ToolResult:
+		w.calls.Finish(e)
+	}
 }
 
 // subagent writes what a flat thread can hold of a subagent's events: its
@@ -404,7 +420,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 			it.ExitCode = intPtr(0)
 		case formats.Denied:
 			it.AggregatedOutput = c.Error
-		case formats.Failed:
+		case formats.Failed, formats.Cancelled:
 			if n, ok := strings.CutPrefix(c.Error, "exit code "); ok {
 				if code, err := strconv.Atoi(n); err == nil {
 					it.ExitCode = intPtr(code)
