@@ -153,7 +153,7 @@ func argSummary(args json.RawMessage) string {
 		return string(args)
 	}
 	found := map[string]string{}
-	first := ""
+	first, list := "", ""
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
@@ -166,6 +166,9 @@ func argSummary(args json.RawMessage) string {
 		}
 		v := stringArg(key, raw)
 		if v == "" {
+			if n, ok := listLen(raw); ok && list == "" {
+				list = key + ": " + strconv.Itoa(n) + " items"
+			}
 			continue
 		}
 		found[key] = v
@@ -178,7 +181,22 @@ func argSummary(args json.RawMessage) string {
 			return v
 		}
 	}
+	if first == "" {
+		return list // TodoWrite's todos: 3 items
+	}
 	return first
+}
+
+// listLen is the length of a JSON array that is not a command's argv.
+func listLen(raw json.RawMessage) (int, bool) {
+	if len(raw) == 0 || raw[0] != '[' {
+		return 0, false
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return 0, false
+	}
+	return len(items), true
 }
 
 // stringArg is an argument as text: a string, or an array of strings

@@ -338,6 +338,8 @@ func TestArgSummary(t *testing.T) {
 		{`"just a string"`, "just a string"},
 		{`[1,2]`, "[1,2]"},
 		{`{}`, ""},
+		{`{"todos":[{"content":"a"},{"content":"b"}],"merge":true}`, "todos: 2 items"},
+		{`{"todos":[{"content":"a"}],"title":"plan"}`, "plan"},
 		{``, ""},
 		{`{"broken":`, ""},
 		{`{"content":"` + strings.Repeat("é", 100) + `"}`, strings.Repeat("é", summaryWidth-1) + "…"},
