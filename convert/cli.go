@@ -105,6 +105,19 @@ func Run(args []string, sys Sys) int {
 				PrintFormats(sys.Stdout)
 				return nil
 			},
+		}, {
+			Name:      "generate",
+			Usage:     "write a deterministic synthetic stream of runs, for benchmarks and tests",
+			UsageText: "agentconv generate --to DIALECT [--size 100MB] [--seed N] > file",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "to", Aliases: []string{"t"}, Value: "adal-stream", Usage: "the `DIALECT` to write"},
+				&cli.StringFlag{Name: "size", Value: "10MB", Usage: "write at least this much (100MB, 1GiB, …)"},
+				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "the same seed gives the same stream"},
+			},
+			Action: func(c *cli.Context) error {
+				status = generateCmd(c, sys)
+				return nil
+			},
 		}},
 	}
 	if err := app.Run(args); err != nil {
@@ -357,6 +370,27 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		code = res.ExitCode.V
 	}
 	return code
+}
+
+func generateCmd(c *cli.Context, sys Sys) int {
+	d, ok := Lookup(c.String("to"))
+	if !ok || d.NewWriter == nil || d.Remote {
+		fmt.Fprintf(sys.Stderr, "agentconv: cannot generate %q: --to takes one of: %s\n", c.String("to"), formats.Names(Writable()))
+		return ExitUsage
+	}
+	size, err := parseSize(c.String("size"))
+	if err != nil {
+		fmt.Fprintf(sys.Stderr, "agentconv: --size: %v\n", err)
+		return ExitUsage
+	}
+	bw := bufio.NewWriterSize(sys.Stdout, 256<<10)
+	if err := Generate(bw, d, size, c.Uint64("seed")); err != nil {
+		return exitFor(&OutputError{err}, sys.Stderr)
+	}
+	if err := bw.Flush(); err != nil {
+		return exitFor(&OutputError{err}, sys.Stderr)
+	}
+	return ExitOK
 }
 
 // exitFor prints an error and maps it to an exit status.

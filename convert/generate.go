@@ -1,0 +1,188 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// Generator makes a deterministic, realistic stream of runs for benchmarks
+// and tests: many runs; turns with thinking and streamed text; parallel tool
+// calls that finish out of order; outputs from a few bytes to hundreds of
+// KiB; unicode and escapes; failures, refusals and subagents. The same seed
+// gives the same events.
+type Generator struct {
+	rng   *rand.Rand
+	clock time.Time
+	run   int
+	// MaxOutput caps a tool output, so that the longest line stays under
+	// about 1 MB.
+	MaxOutput int
+}
+
+// NewGenerator makes a generator from a seed.
+func NewGenerator(seed uint64) *Generator {
+	return &Generator{rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), clock: formats.FixedEpoch, MaxOutput: 400 << 10}
+}
+
+var (
+	genWords = []string{"the", "build", "fails", "because", "config", "is", "missing", "—", "ünïcode", "日本語", "🙂",
+		"\"quoted\"", "back\\slash", "tab\there", "line\nbreak", "<html>", "&amp;", "path/to/file.go", "func", "return", "nil", "error"}
+	genTools = []string{"bash", "read_file", "replace_by_string", "grep", "write_file", "web_fetch"}
+)
+
+func (g *Generator) text(words int) string {
+	var b strings.Builder
+	for i := 0; i < words; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(genWords[g.rng.IntN(len(genWords))])
+	}
+	return b.String()
+}
+
+// outputSize draws a size spread over orders of magnitude: mostly small,
+// some of tens and hundreds of KiB.
+func (g *Generator) outputSize() int {
+	u := g.rng.Float64()
+	exp := u * u * u * 5.6 // 10^0 .. 10^5.6 (~400 KiB), mostly small
+	n := 1
+	for i := 0.0; i < exp; i++ {
+		n *= 10
+	}
+	n = int(float64(n) * (0.3 + g.rng.Float64()*0.7))
+	return min(max(n, 1), g.MaxOutput)
+}
+
+func (g *Generator) output(n int) string {
+	var b strings.Builder
+	b.Grow(n + 64)
+	for b.Len() < n {
+		b.WriteString(genWords[g.rng.IntN(len(genWords))])
+		if g.rng.IntN(8) == 0 {
+			b.WriteByte('\n')
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}
+
+func (g *Generator) tick() time.Time {
+	g.clock = g.clock.Add(time.Duration(1+g.rng.IntN(900)) * time.Millisecond)
+	return g.clock
+}
+
+// Run returns the events of the next run.
+func (g *Generator) Run() []*formats.Event {
+	g.run++
+	session := fmt.Sprintf("00000000-0000-4000-8000-%012d", g.run)
+	var evs []*formats.Event
+	add := func(e *formats.Event) {
+		e.Time = g.tick()
+		evs = append(evs, e)
+	}
+	add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", Cwd: "/work/project"}})
+	add(&formats.Event{Kind: formats.UserMessage, Text: g.text(12)})
+	call := 0
+	turns := 1 + g.rng.IntN(4)
+	failed := g.rng.IntN(10) == 0
+	denied := !failed && g.rng.IntN(15) == 0
+	for t := 0; t < turns; t++ {
+		add(&formats.Event{Kind: formats.TurnStart})
+		add(&formats.Event{Kind: formats.ThinkingDelta, Text: g.text(10)})
+		for i, n := 0, 1+g.rng.IntN(4); i < n; i++ {
+			add(&formats.Event{Kind: formats.TextDelta, Text: g.text(6)})
+		}
+		// Parallel calls, finished in reverse order.
+		var open []formats.Call
+		for i, n := 0, g.rng.IntN(4); i < n; i++ {
+			call++
+			c := formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: genTools[g.rng.IntN(len(genTools))]}
+			args, _ := json.Marshal(map[string]any{"command": g.text(4), "path": "src/" + strconv.Itoa(call) + ".go", "limit": g.rng.IntN(1000)})
+			c.Args = args
+			add(&formats.Event{Kind: formats.ToolCall, Call: c})
+			open = append(open, c)
+		}
+		for i := len(open) - 1; i >= 0; i-- {
+			c := open[i]
+			c.Status = formats.Completed
+			c.Output = g.output(g.outputSize())
+			if g.rng.IntN(8) == 0 {
+				c.Status, c.Error = formats.Failed, "exit status 1: "+g.text(5)
+			}
+			add(&formats.Event{Kind: formats.ToolResult, Call: c, Duration: time.Duration(g.rng.IntN(5000)) * time.Millisecond})
+		}
+		add(&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(1000 + g.rng.IntN(9000))), OutputTokens: formats.Some(int64(g.rng.IntN(2000)))}})
+		add(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
+	}
+	switch {
+	case denied:
+		call++
+		add(&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: "bash",
+			Args: json.RawMessage(`{"command":"rm -rf build/"}`), Status: formats.Denied, Error: "bash needs approval"}})
+		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(2)}})
+	case failed:
+		add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "model error: " + g.text(4)})
+		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "model error", Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(1)}})
+	default:
+		add(&formats.Event{Kind: formats.Answer, Text: g.text(30)})
+		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", ExitCode: formats.Some(0)}})
+	}
+	return evs
+}
+
+// Generate writes runs in dialect d to w until at least size bytes are
+// written.
+func Generate(w io.Writer, d formats.Dialect, size int64, seed uint64) error {
+	cw := &countingWriter{w: w}
+	fw := d.NewWriter(cw, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
+	g := NewGenerator(seed)
+	for cw.n < size {
+		for _, e := range g.Run() {
+			e.Arrived = e.Time
+			if err := fw.Write(e); err != nil {
+				return err
+			}
+		}
+	}
+	return fw.Close()
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// parseSize reads sizes like 100MB, 1GiB, 512k.
+func parseSize(s string) (int64, error) {
+	s = strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a size (examples: 100MB, 1GiB, 512k)", s)
+	}
+	return int64(n * float64(mult)), nil
+}
