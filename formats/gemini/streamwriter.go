@@ -17,7 +17,9 @@ type streamWriter struct {
 
 // writeRun is what the writers keep of the run being written.
 type writeRun struct {
-	open      bool
+	open bool
+	// same: the run came from a gemini-stream input and is copied.
+	same      bool
 	sessionID string
 	model     string
 	answer    answerTracker
@@ -87,7 +89,13 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	if e.Source.From(s.opts.Dialect) {
 		// Same dialect: records go out as they came; events the pipeline
 		// made up print nothing.
-		if e.Kind == formats.RunEnd {
+		switch e.Kind {
+		case formats.RunStart:
+			s.reset()
+			s.run.open, s.run.same, s.run.sessionID = true, true, e.Run.SessionID
+		case formats.ToolCall:
+			s.calls.Start(e)
+		case formats.RunEnd:
 			s.reset()
 		}
 		if e.Source.Line != nil && !e.Source.Continued {
@@ -95,7 +103,12 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		}
 		return nil
 	}
-	reportLosses(e, s.opts.Report, true)
+	rep := s.opts.Report
+	if s.run.same {
+		// What the pipeline adds to close a copied, cut run loses nothing.
+		rep = nil
+	}
+	reportLosses(e, rep, true)
 	ts := formatTime(e.TimeOf())
 	if e.Kind == formats.RunStart {
 		return s.start(ts, e.Run.SessionID, e.Run.Model)
@@ -163,6 +176,9 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		r.usageSeen = true
 	case formats.RunEnd:
 		defer s.reset()
+		if e.Run.SessionID != "" && r.sessionID == "" {
+			rep.Lose("session ids given only at the run's end")
+		}
 		return formats.WriteJSONLine(s.w, s.result(ts, e))
 	}
 	return nil

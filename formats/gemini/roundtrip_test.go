@@ -1,0 +1,148 @@
+package gemini_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
+	"github.com/agentconv/agentconv/formats/gemini"
+)
+
+// conv runs the command line in memory.
+func conv(t *testing.T, in []byte, from, to string) []byte {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := convert.Run([]string{"agentconv", "--deterministic", "--from", from, "--to", to}, convert.Sys{
+		Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	if code != 0 {
+		t.Fatalf("%s → %s: exit %d: %s", from, to, code, errb.String())
+	}
+	return out.Bytes()
+}
+
+// survivor is what a trip through another dialect must keep of a run.
+type survivor struct {
+	Calls    []string // id:name:status of each result, in order
+	Answer   string
+	Status   formats.Status
+	ExitCode int
+	Session  string
+	Model    string
+}
+
+func survivors(t *testing.T, d formats.Dialect, data []byte) []survivor {
+	t.Helper()
+	evs, bad, err := formatstest.ReadAll(d, data)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("reading %s: %v %v\n%s", d.Name, err, bad, data)
+	}
+	var out []survivor
+	var cur survivor
+	for _, e := range evs {
+		switch e.Kind {
+		case formats.ToolResult:
+			cur.Calls = append(cur.Calls, fmt.Sprintf("%s:%s:%s", e.Call.ID, e.Call.Name, e.Call.Status))
+		case formats.Answer:
+			cur.Answer = e.Text
+		case formats.RunEnd:
+			cur.Status, cur.ExitCode, cur.Session, cur.Model = e.Status, e.Run.ExitCode.V, e.Run.SessionID, e.Run.Model
+			out = append(out, cur)
+			cur = survivor{}
+		}
+	}
+	return out
+}
+
+// TestThroughAdaL: gemini-stream → adal-* → gemini-stream keeps every
+// call (id, tool, status), the answer, the outcome and the exit code;
+// adal-json keeps the session and model too, adal-text the answer alone.
+func TestThroughAdaL(t *testing.T) {
+	for _, name := range []string{"tools-stream.jsonl", "error-result-stream.jsonl"} {
+		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gemini", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := survivors(t, gemini.Stream, in)
+		for _, via := range []string{"adal-stream", "adal-json", "adal-text"} {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				back := conv(t, conv(t, in, "gemini-stream", via), via, "gemini-stream")
+				got := survivors(t, gemini.Stream, back)
+				exp := append([]survivor(nil), want...)
+				for i := range exp {
+					if via == "adal-stream" {
+						// AdaL names them at the end, after Gemini's init.
+						exp[i].Session, exp[i].Model = "", ""
+					}
+					if exp[i].Status != formats.Completed && i < len(got) {
+						// A failed run's answer is AdaL's choice.
+						exp[i].Answer = got[i].Answer
+					}
+				}
+				if via == "adal-text" {
+					for i := range exp {
+						exp[i] = survivor{Answer: exp[i].Answer, Status: formats.Completed}
+					}
+					if exp[0].ExitCode = 0; want[0].Status != formats.Completed {
+						exp = nil // a failed run prints its error on stderr alone
+					}
+				}
+				if !reflect.DeepEqual(got, exp) {
+					t.Errorf("gemini-stream → %s → gemini-stream:\n got %+v\nwant %+v\n%s", via, got, exp, back)
+				}
+			})
+		}
+	}
+}
+
+// TestJSONThroughAdaL: gemini-json → adal-json → gemini-json keeps the
+// response, the error, its exit code and the session.
+func TestJSONThroughAdaL(t *testing.T) {
+	for _, name := range []string{"response.json", "input-error.json"} {
+		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gemini", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := survivors(t, gemini.JSON, in)
+		back := conv(t, conv(t, in, "gemini-json", "adal-json"), "adal-json", "gemini-json")
+		got := survivors(t, gemini.JSON, back)
+		for i := range want {
+			want[i].Model = "" // adal-json has no token counts, so no stats
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: gemini-json → adal-json → gemini-json:\n got %+v\nwant %+v\n%s", name, got, want, back)
+		}
+	}
+}
+
+// TestFromAdaL: adal-stream → gemini-stream → adal-stream gives the AdaL
+// stream's calls, refusals, answers and exit codes back (a refusal's code
+// 2 comes back from the refused call), but not the session id and model,
+// which AdaL gives only at the end.
+func TestFromAdaL(t *testing.T) {
+	for _, name := range []string{"seed-stream.ndjson", "refused-stream.ndjson", "error-stream.ndjson"} {
+		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "adal", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var adal formats.Dialect
+		for _, d := range convert.Dialects {
+			if d.Name == "adal-stream" {
+				adal = d
+			}
+		}
+		want := survivors(t, adal, in)
+		got := survivors(t, adal, conv(t, conv(t, in, "adal-stream", "gemini-stream"), "gemini-stream", "adal-stream"))
+		for i := range want {
+			want[i].Session, want[i].Model = "", ""
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: adal-stream → gemini-stream → adal-stream:\n got %+v\nwant %+v", name, got, want)
+		}
+	}
+}
