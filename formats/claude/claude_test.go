@@ -202,7 +202,7 @@ func TestUnknownTypesKeptRaw(t *testing.T) {
 	for _, e := range ofKind(evs, formats.Raw) {
 		raws = append(raws, e.Source.Type)
 	}
-	if strings.Join(raws, ",") != "rate_limit_event,system,conversation_reset" {
+	if strings.Join(raws, ",") != "system,rate_limit_event,conversation_reset" {
 		t.Errorf("raw: %v", raws)
 	}
 	if len(ofKind(evs, formats.Compaction)) != 1 || len(ofKind(evs, formats.Notice)) != 1 {
@@ -380,4 +380,48 @@ func FuzzJSONReader(f *testing.F) {
 			t.Fatalf("round trip:\nwant %+v\ngot  %+v\n%s", w, g, out)
 		}
 	})
+}
+
+// A new session_id while a run is open starts a new run; the pipeline closes
+// the old one as cut.
+func TestSessionChangeStartsRun(t *testing.T) {
+	data := `{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"text","text":"one"}]},"parent_tool_use_id":null,"session_id":"s1"}
+{"type":"assistant","message":{"id":"m2","model":"x","content":[{"type":"text","text":"two"}]},"parent_tool_use_id":null,"session_id":"s2"}
+`
+	evs := read(t, Stream, []byte(data))
+	if got := kinds(evs); got != "run_start message run_start message" {
+		t.Fatalf("kinds: %s", got)
+	}
+	if evs[0].Run.SessionID != "s1" || evs[2].Run.SessionID != "s2" || evs[1].Text != "one" {
+		t.Errorf("runs: %+v %+v", evs[0].Run, evs[2].Run)
+	}
+}
+
+// AdaL → claude-stream reads back with the same calls, refusals, answers
+// and outcomes.
+func TestFromAdaLReadsBack(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "adal", "*.ndjson"))
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, _ := os.ReadFile(f)
+			evs := read(t, adal.Stream, data)
+			out, err := formatstest.WriteAll(Stream, evs, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := read(t, Stream, out)
+			if w, g := survivors(evs), survivors(back); !reflect.DeepEqual(w, g) {
+				t.Errorf("changed:\nwant %+v\ngot  %+v\n%s", w, g, out)
+			}
+			we, ge := ofKind(evs, formats.RunEnd), ofKind(back, formats.RunEnd)
+			if len(we) != len(ge) {
+				t.Fatalf("runs %d → %d\n%s", len(we), len(ge), out)
+			}
+			for i := range we {
+				if we[i].Status.OK() != ge[i].Status.OK() {
+					t.Errorf("run %d: %v → %v", i, we[i].Status, ge[i].Status)
+				}
+			}
+		})
+	}
 }

@@ -270,15 +270,10 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 	return nil
 }
 
-// emitRaw passes an unknown record on with its own text only: held records
-// stay for the next interpreted event, so that a Raw event always holds a
-// single record.
-func (d *decoder) emitRaw() {
-	held := d.held
-	d.held = nil
-	d.emit(&formats.Event{Kind: formats.Raw})
-	d.held = held
-}
+// emitRaw passes an unknown record on, with the records held before it, so
+// that a same-dialect writer prints them in order (Claude Code prints a
+// rate_limit_event right after the first line of a message).
+func (d *decoder) emitRaw() { d.emit(&formats.Event{Kind: formats.Raw}) }
 
 // hold keeps a record that produced no event for the next event.
 func (d *decoder) hold() {
