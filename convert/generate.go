@@ -32,8 +32,11 @@ func NewGenerator(seed uint64) *Generator {
 }
 
 var (
+	// Mostly ASCII, as tool output is, with unicode and escapes mixed in.
 	genWords = []string{"the", "build", "fails", "because", "config", "is", "missing", "—", "ünïcode", "日本語", "🙂",
-		"\"quoted\"", "back\\slash", "tab\there", "line\nbreak", "<html>", "&amp;", "path/to/file.go", "func", "return", "nil", "error"}
+		"\"quoted\"", "back\\slash", "tab\there", "line\nbreak", "<html>", "&amp;", "path/to/file.go", "func", "return", "nil", "error",
+		"package", "main", "import", "fmt", "if", "err", "!=", "{", "}", "for", "range", "ok", "PASS", "FAIL", "--- test",
+		"src/app.ts:12:5", "warning", "npm", "install", "done", "in", "0.42s", "make", "go", "vet", "./...", "=", ":=", "x", "y"}
 	genTools = []string{"bash", "read_file", "replace_by_string", "grep", "write_file", "web_fetch"}
 )
 
