@@ -616,7 +616,7 @@ func (w *writer) reportLosses(e *formats.Event) {
 			rep.Lose("session ids given only at the run's end")
 		}
 		if c := e.Run.ExitCode; c.OK && c.V != 0 && c.V != 1 {
-			rep.Lose("exit codes")
+			rep.Lose("exit codes other than 0 and 1")
 		}
 	}
 }

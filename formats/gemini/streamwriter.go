@@ -359,7 +359,7 @@ func reportLosses(e *formats.Event, rep *formats.Report, stream bool) {
 			rep.Lose("run durations")
 		}
 		if c := e.Run.ExitCode; stream && c.OK && c.V != 0 && c.V != 1 && errorType(c) == "Error" {
-			rep.Lose("exit codes")
+			rep.Lose("exit codes Gemini CLI does not use")
 		}
 	}
 	if !stream && !e.Time.IsZero() {
