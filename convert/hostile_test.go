@@ -1,0 +1,125 @@
+package convert
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Hostile input, for every reader into every local writer: agentconv must
+// never panic or hang, must fail with FILE:LINE when it fails, and must
+// write valid UTF-8.
+
+var placeRE = regexp.MustCompile(`<stdin>:\d+: `)
+
+func hostileInputs() map[string]string {
+	nested := `{"type":"tool_call","id":"a","name":"x","args":` + strings.Repeat(`{"a":[`, 150000) + strings.Repeat(`]}`, 150000) + "}\n"
+	return map[string]string{
+		"binary garbage":    "\x00\x01\x02\xff\xfe binary \x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+		"truncated json":    "{\"type\":\"tool_call\",\"id\":\"a\",\"na",
+		"truncated array":   "[{\"type\":\"system\"},{\"type\":",
+		"nested args":       nested,
+		"huge numbers":      `{"type":"tool_call","id":"a","name":"x","args":{"n":123456789012345678901234567890123456789,"f":1e400}}` + "\n",
+		"only blank lines":  "\n\n\r\n  \n",
+		"a lone brace":      "}\n",
+		"null":              "null\n",
+		"array of numbers":  "[1,2,3]\n",
+		"invalid utf8 keys": "{\"\xff\xfe\":\"\xc3\x28\",\"type\":\"\xe2\x82\"}\n",
+	}
+}
+
+func TestHostileInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	for name, in := range hostileInputs() {
+		for _, from := range Readable() {
+			for _, to := range Writable() {
+				if to.Remote {
+					continue
+				}
+				code, stdout, stderr := runCLI(in, "--from", from.Name, "--to", to.Name, "--deterministic")
+				where := name + ": " + from.Name + "→" + to.Name
+				switch code {
+				case ExitOK:
+				case ExitInput:
+					if !placeRE.MatchString(stderr) {
+						t.Errorf("%s: failed without FILE:LINE: %q", where, stderr)
+					}
+				default:
+					t.Errorf("%s: exit %d: %s", where, code, stderr)
+				}
+				if !utf8.ValidString(stdout) {
+					t.Errorf("%s: output is not valid UTF-8: %q", where, stdout)
+				}
+				if strings.Contains(stderr, "internal error") || strings.Contains(stderr, "panic") {
+					t.Errorf("%s: %s", where, stderr)
+				}
+			}
+		}
+	}
+}
+
+// TestCRLFBOMAndBlankLines: a fixture with CRLF line ends, a BOM and blank
+// lines between events converts exactly as the plain fixture does.
+func TestCRLFBOMAndBlankLines(t *testing.T) {
+	for _, in := range fixtures(t) {
+		b, err := os.ReadFile(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, score := Detect(b)
+		if score < 50 {
+			continue
+		}
+		plain := string(b)
+		mangled := "\ufeff" + strings.ReplaceAll(plain, "\n", "\r\n\r\n")
+		for _, to := range []string{"adal-json", d.Name} {
+			if dd, ok := Lookup(to); !ok || dd.NewWriter == nil || dd.Remote {
+				continue
+			}
+			c1, o1, _ := runCLI(plain, "--deterministic", "--from", d.Name, "--to", to)
+			c2, o2, e2 := runCLI(mangled, "--deterministic", "--from", d.Name, "--to", to)
+			if to == d.Name {
+				// Same-dialect output copies records; compare without line ends.
+				o1, o2 = normalize(o1), normalize(o2)
+			}
+			if c1 != c2 || o1 != o2 {
+				t.Errorf("%s → %s: CRLF, BOM and blank lines changed the result (exit %d vs %d): %s\n%s", in, to, c1, c2, e2, diff(o1, o2))
+			}
+		}
+	}
+}
+
+// TestHugeNumbersPassThrough: numbers too big for int64 and float64 are kept
+// exactly in same-dialect output.
+func TestHugeNumbersPassThrough(t *testing.T) {
+	in := `{"type":"tool_call","id":"a","name":"x","args":{"n":123456789012345678901234567890123456789,"f":1e400}}` + "\n" +
+		`{"type":"complete","exit_code":0,"session_id":"s","model":"m","extra":18446744073709551616}` + "\n"
+	code, out, stderr := runCLI(in, "--from", "adal-stream", "--to", "adal-stream")
+	if code != 0 || out != in {
+		t.Fatalf("exit %d, %s\ngot  %q\nwant %q", code, stderr, out, in)
+	}
+	// Into another dialect the arguments are copied, not re-encoded.
+	_, out, _ = runCLI(in, "--from", "adal-stream", "--to", "adal-json")
+	if !strings.Contains(out, `{"n":123456789012345678901234567890123456789,"f":1e400}`) {
+		t.Errorf("adal-json lost the exact numbers: %s", out)
+	}
+}
+
+// TestLongLines: a line far over bufio's 64 KiB default converts.
+func TestLongLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	big := strings.Repeat("x", 20<<20)
+	in := `{"type":"tool_call","id":"a","name":"cat","args":{}}` + "\n" +
+		`{"type":"tool_result","id":"a","name":"cat","status":"completed","output":"` + big + `"}` + "\n" +
+		`{"type":"complete","exit_code":0}` + "\n"
+	code, out, stderr := runCLI(in, "--to", "adal-stream")
+	if code != 0 || len(out) < len(big) {
+		t.Fatalf("exit %d, %d bytes out: %s", code, len(out), stderr)
+	}
+}
