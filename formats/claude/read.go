@@ -134,13 +134,16 @@ func contentText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// strings of a JSON array that may hold other values.
+// rawStrings reads a JSON array of strings that may hold other values;
+// empty strings say nothing and are left out.
 func rawStrings(raws []json.RawMessage) []string {
 	var out []string
 	for _, r := range raws {
 		var s string
 		if json.Unmarshal(r, &s) == nil {
-			out = append(out, s)
+			if s != "" {
+				out = append(out, s)
+			}
 		} else {
 			out = append(out, string(r))
 		}
@@ -608,8 +611,12 @@ func (d *decoder) result(r *record) {
 		if end.Text == "" && r.Result != nil {
 			end.Text = *r.Result
 		}
-		if end.Text == "" {
+		switch {
+		case end.Text != "":
+		case r.Subtype != "" && r.Subtype != "success":
 			end.Text = "the run ended with " + r.Subtype
+		default:
+			end.Text = "the run failed"
 		}
 	}
 	if r.Usage != nil {

@@ -58,7 +58,7 @@ func (r *runState) observe(e *formats.Event) {
 			r.answered, r.answer = true, e.Text
 		}
 	case formats.Notice:
-		if e.Severity == formats.Error {
+		if e.Severity == formats.Error && e.Text != "" {
 			r.errors = append(r.errors, e.Text)
 		}
 	case formats.Usage:
