@@ -1,0 +1,224 @@
+package formats
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// readLines reads every line, and the line number of each.
+func readLines(t *testing.T, r io.Reader) (lines []string, nums []int) {
+	t.Helper()
+	lr := NewLineReader(r)
+	for {
+		b, err := lr.Next()
+		if err == io.EOF {
+			return lines, nums
+		}
+		if err != nil {
+			t.Fatalf("after %d lines: %v", len(lines), err)
+		}
+		lines = append(lines, string(b))
+		nums = append(nums, lr.Line())
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		want     []string
+		nums     []int
+	}{
+		{"empty", "", nil, nil},
+		{"only blank lines", "\n \n\t\r\n", nil, nil},
+		{"no final newline", "a\nb", []string{"a", "b"}, []int{1, 2}},
+		{"BOM", "\xef\xbb\xbf{\"a\":1}\n{}\n", []string{`{"a":1}`, "{}"}, []int{1, 2}},
+		{"BOM only at the start", "a\n\xef\xbb\xbfb\n", []string{"a", "\xef\xbb\xbfb"}, []int{1, 2}},
+		{"BOM before a blank line", "\xef\xbb\xbf\nx\n", []string{"x"}, []int{2}},
+		{"CRLF", "a\r\nb\r\n\r\nc", []string{"a", "b", "c"}, []int{1, 2, 4}},
+		{"CR inside a line stays", "a\rb\r\n", []string{"a\rb"}, []int{1}},
+		{"blank lines are counted", "\n\na\n   \nb\n\n", []string{"a", "b"}, []int{3, 5}},
+		{"leading spaces stay", "  a \n", []string{"  a "}, []int{1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// One byte at a time too: a slow pipe must give the same lines.
+			for _, r := range []io.Reader{strings.NewReader(c.in), iotest.OneByteReader(strings.NewReader(c.in))} {
+				got, nums := readLines(t, r)
+				if strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
+					t.Errorf("lines %q, want %q", got, c.want)
+				}
+				for i := range nums {
+					if i < len(c.nums) && nums[i] != c.nums[i] {
+						t.Errorf("line numbers %v, want %v", nums, c.nums)
+						break
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestLongLines: lines longer than the 64 KiB buffer come back whole, with
+// and without a final newline, and with a CRLF ending.
+func TestLongLines(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	in := "short\n" + long + "\r\n" + "after\n" + long + "y"
+	got, nums := readLines(t, strings.NewReader(in))
+	want := []string{"short", long, "after", long + "y"}
+	if len(got) != len(want) {
+		t.Fatalf("%d lines, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: %d bytes, want %d", i+1, len(got[i]), len(want[i]))
+		}
+	}
+	if nums[3] != 4 {
+		t.Errorf("line numbers %v", nums)
+	}
+	// A long first line loses its BOM too.
+	got, _ = readLines(t, strings.NewReader("\xef\xbb\xbf"+long+"\n"))
+	if len(got) != 1 || got[0] != long {
+		t.Errorf("a long line after a BOM: %d lines", len(got))
+	}
+}
+
+// genReader yields n bytes of 'x' without holding them, then the rest.
+type genReader struct {
+	n    int
+	rest *strings.Reader
+}
+
+var xs = bytes.Repeat([]byte("x"), 64<<10)
+
+func (g *genReader) Read(p []byte) (int, error) {
+	if g.n > 0 {
+		k := copy(p[:min(len(p), g.n)], xs)
+		g.n -= k
+		return k, nil
+	}
+	return g.rest.Read(p)
+}
+
+// TestLineTooLong: a line past MaxLine is reported with its number and
+// skipped, and the next line reads as usual (what --lenient relies on).
+func TestLineTooLong(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 256 MiB")
+	}
+	lr := NewLineReader(io.MultiReader(strings.NewReader("first\n"), &genReader{n: MaxLine + 10, rest: strings.NewReader("\r\n{\"next\":1}\n")}))
+	if b, err := lr.Next(); err != nil || string(b) != "first" {
+		t.Fatalf("first line: %q, %v", b, err)
+	}
+	_, err := lr.Next()
+	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("got %v, want ErrLineTooLong at line 2", err)
+	}
+	b, err := lr.Next()
+	if err != nil || string(b) != `{"next":1}` || lr.Line() != 3 {
+		t.Errorf("after the long line: %q, %v at line %d", b, err, lr.Line())
+	}
+	if _, err := lr.Next(); err != io.EOF {
+		t.Errorf("want EOF, got %v", err)
+	}
+}
+
+// TestLineAtMaxLine: a line of exactly MaxLine bytes is still read.
+func TestLineAtMaxLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 256 MiB")
+	}
+	lr := NewLineReader(&genReader{n: MaxLine, rest: strings.NewReader("\nok\n")})
+	b, err := lr.Next()
+	if err != nil || len(b) != MaxLine {
+		t.Fatalf("%d bytes, %v; want %d", len(b), err, MaxLine)
+	}
+	if b, err := lr.Next(); err != nil || string(b) != "ok" {
+		t.Errorf("next: %q, %v", b, err)
+	}
+}
+
+func TestHeadLines(t *testing.T) {
+	head := []byte("\xef\xbb\xbf{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\":")
+	got := HeadLines(head, 8)
+	if len(got) != 2 || string(got[0]) != `{"a":1}` || string(got[1]) != `{"b":2}` {
+		t.Errorf("HeadLines = %q; the cut last line is left out", got)
+	}
+	if got := HeadLines([]byte(`{"only":"cut`), 8); len(got) != 1 {
+		t.Errorf("a lone cut line is kept: %q", got)
+	}
+	if got := HeadLines(head, 1); len(got) != 1 {
+		t.Errorf("n=1: %q", got)
+	}
+	if got := HeadLines(nil, 3); len(got) != 0 {
+		t.Errorf("empty: %q", got)
+	}
+}
+
+func TestTypeOfAndDetect(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"answer","content":"x"}`: "answer",
+		`{"content":"x"}`:                 "",
+		`{"type":3}`:                      "",
+		`[1]`:                             "",
+		`not json`:                        "",
+	} {
+		if got := TypeOf([]byte(in)); got != want {
+			t.Errorf("TypeOf(%s) = %q, want %q", in, got, want)
+		}
+	}
+	known := func(_ []byte, typ string) bool { return typ == "a" || typ == "b" }
+	for in, want := range map[string]int{
+		"{\"type\":\"a\"}\n{\"type\":\"b\"}\n": 100,
+		"{\"type\":\"a\"}\n{\"type\":\"z\"}\n": 50,
+		"{\"type\":\"a\"}\nplain text\n":       0,
+		"":                                     0,
+	} {
+		if got := DetectByTypes([]byte(in), known); got != want {
+			t.Errorf("DetectByTypes(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestUnmarshalError(t *testing.T) {
+	var v struct{ A int }
+	err := Unmarshal(7, []byte(`{"A": "x", "pad": "`+strings.Repeat("é", 40)+`"}`), &v)
+	if err == nil || err.Line != 7 || !strings.HasPrefix(err.Error(), "line 7: not valid JSON") {
+		t.Fatalf("got %v", err)
+	}
+	if !strings.Contains(err.Error(), "…") {
+		t.Errorf("a long record is quoted cut: %v", err)
+	}
+	if Unmarshal(1, []byte(`{"A":1}`), &v) != nil || v.A != 1 {
+		t.Errorf("valid JSON: %+v", v)
+	}
+}
+
+func TestSnippetKeepsRunesWhole(t *testing.T) {
+	s := Snippet([]byte(strings.Repeat("a", 59) + "é and more"))
+	if strings.Contains(s, `\x`) || !strings.HasSuffix(s, "…") {
+		t.Errorf("Snippet cut a rune: %s", s)
+	}
+}
+
+func TestWriteJSONLine(t *testing.T) {
+	var b bytes.Buffer
+	v := struct {
+		Z string `json:"z"`
+		A string `json:"a"`
+	}{"<b>&", "x"}
+	if err := WriteJSONLine(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != `{"z":"<b>&","a":"x"}`+"\n" {
+		t.Errorf("got %q: fields in order, no HTML escaping, one line", got)
+	}
+	b.Reset()
+	WriteRawLine(&b, []byte(`{"raw" : 1}`))
+	if b.String() != "{\"raw\" : 1}\n" {
+		t.Errorf("WriteRawLine: %q", b.String())
+	}
+}
