@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -206,5 +207,18 @@ func TestJSONStreamJSON(t *testing.T) {
 				t.Errorf("json → stream → json changed the objects:\n%s", diff(objs, back))
 			}
 		})
+	}
+}
+
+type fullDisk struct{}
+
+func (fullDisk) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+func TestFullDisk(t *testing.T) {
+	var errb strings.Builder
+	code := Run([]string{"agentconv", "--to", "adal-stream", filepath.Join("..", "testdata", "adal", "seed-stream.ndjson")},
+		Sys{Stdin: strings.NewReader(""), Stdout: fullDisk{}, Stderr: &errb})
+	if code != ExitOutput || !strings.Contains(errb.String(), "no space left on device") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
