@@ -244,6 +244,15 @@ func TestJSONReader(t *testing.T) {
 	if evs[0].Source.Line == nil || evs[1].Source.Line != nil || !evs[1].Source.Continued {
 		t.Errorf("the array is carried by the first event only")
 	}
+	// The --verbose array is the stream's messages: they go into
+	// claude-stream one per line, as they came.
+	stream, err := formatstest.WriteAll(Stream, evs, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(stream)), "\n"); len(lines) != 5 || !strings.Contains(string(fixture(t, "verbose-array.json")), lines[4]) {
+		t.Errorf("claude-json → claude-stream:\n%s", stream)
+	}
 	evs = read(t, JSON, fixture(t, "result-pretty.json"))
 	if got := kinds(evs); got != "run_start answer run_end" || evs[1].Text != "4" || evs[0].Run.SessionID != "5e55a008-0000-4000-8000-000000000008" {
 		t.Fatalf("result object: %s", got)

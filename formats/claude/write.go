@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"crypto/sha1"
 	"fmt"
 	"io"
@@ -373,7 +374,10 @@ func (s *streamWriter) line(v any) {
 }
 
 func (s *streamWriter) Write(e *formats.Event) error {
-	s.quiet = e.Source.From(s.opts.Dialect) && (e.Source.Line != nil || e.Source.Continued)
+	// Records of claude-stream, and the messages claude-json holds (the
+	// --verbose array, or result objects), go out as they came.
+	fromJSON := e.Source.From(JSON.Name)
+	s.quiet = (e.Source.From(s.opts.Dialect) || fromJSON) && (e.Source.Line != nil || e.Source.Continued)
 	same := isClaude(e)
 	lose := func(what string) {
 		if !same {
@@ -475,18 +479,52 @@ func (s *streamWriter) Write(e *formats.Event) error {
 			lose("subagent answers")
 		}
 	case formats.Raw:
-		if e.Source.From(JSON.Name) && e.Source.Line != nil {
-			s.line(json.RawMessage(e.Source.Line))
-		} else if !s.quiet {
+		if !s.quiet {
 			lose("unknown " + e.Source.Dialect + " events")
 		}
 	case formats.RunEnd:
 		s.end(e, lose)
 	}
-	if s.quiet && s.err == nil && e.Source.Line != nil {
+	switch {
+	case !s.quiet || s.err != nil || e.Source.Line == nil:
+	case fromJSON:
+		s.err = s.values(e)
+	default:
 		s.err = formats.WriteRawLine(s.w, e.Source.Line)
 	}
 	return s.err
+}
+
+// values writes the messages of a claude-json record one per line: the
+// elements of a --verbose array, or result objects, after an init line of
+// their own, which a stream always starts with.
+func (s *streamWriter) values(e *formats.Event) error {
+	if e.Kind == formats.RunStart && e.Source.Type == "result" {
+		s.quiet = false
+		s.start(e)
+		if s.err != nil {
+			return s.err
+		}
+	}
+	v := formats.NewValueReader(bytes.NewReader(e.Source.Line))
+	v.Elements = true
+	var buf bytes.Buffer
+	for {
+		b, _, err := v.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		buf.Reset()
+		if err := json.Compact(&buf, b); err != nil {
+			return err
+		}
+		if err := formats.WriteRawLine(s.w, buf.Bytes()); err != nil {
+			return err
+		}
+	}
 }
 
 func (s *streamWriter) start(e *formats.Event) {
