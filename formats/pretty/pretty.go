@@ -42,8 +42,7 @@ type writer struct {
 	// is the key of a call or permission line left open for its result.
 	atBOL bool
 	open  string
-	// The text block being printed: its kind and agent, and whether its
-	// next piece starts a line (and so needs the agent's prefix).
+	// The text block being printed: its kind and agent.
 	block      blockKind
 	blockAgent string
 	// lastAgent is whose line came last, so that an agent whose lines
@@ -82,7 +81,6 @@ type agent struct {
 	id, label string
 	parent    string
 	depth     int
-	prefix    string // what starts each of its lines
 	turns     int
 	// textInTurn: text was printed in the current turn; lastText is the
 	// text of its latest block (or message), so that an answer or report
@@ -375,8 +373,6 @@ func (w *writer) endRun(e *formats.Event) {
 		parts = append(parts, duration(d))
 	}
 	w.line(main, strings.Join(parts, w.paint(dim, " · ")))
-	w.run.text.Reset()
-	w.run.thinking.Reset()
 	w.run = runState{}
 	w.runs++
 }
@@ -427,26 +423,30 @@ func (w *writer) problem(a *agent, mark, text, code string) {
 }
 
 func (w *writer) agentStart(e *formats.Event) {
-	parent := e.AgentInfo.Parent
-	if c := w.run.calls[e.AgentInfo.ParentCall]; c != nil && e.AgentInfo.ParentCall != "" {
+	if e.Agent == "" {
+		return // the main agent is the run itself
+	}
+	parent, info := e.AgentInfo.Parent, []string{}
+	pc := e.AgentInfo.ParentCall
+	if c := w.run.calls[pc]; c != nil && pc != "" {
 		parent = c.agent
+		if w.open != "call:"+pc {
+			// Its call's line is not the one above: say which it is.
+			info = append(info, "for "+strings.TrimSpace(c.name+"  "+c.summary))
+		}
 	}
 	label := e.AgentInfo.Label
 	if label == "" {
 		label = e.Agent
 	}
-	if e.Agent == "" {
-		return // the main agent is the run itself
-	}
 	a := w.addAgent(e.Agent, label, parent)
 	w.endLine()
-	head := w.paint(blue, "  ┌ ") + w.paint(bold, a.label)
-	var info []string
 	for _, s := range []string{e.AgentInfo.Model, e.AgentInfo.Cwd} {
 		if s = oneLine(s); s != "" {
 			info = append(info, s)
 		}
 	}
+	head := w.paint(blue, "  ┌ ") + w.paint(bold, a.label)
 	if len(info) > 0 {
 		head += w.paint(dim, " · "+strings.Join(info, " · "))
 	}

@@ -145,8 +145,8 @@ func TestInterleaved(t *testing.T) {
 ▶ run · s1 · m1 · /src
 ▸ Task  one …
 ▸ Task  two …
-  ┌ one
-  ┌ two
+  ┌ one · for Task  one
+  ┌ two · for Task  two
   ├ one
   │ ▸ Read  a …
   ├ two
@@ -378,4 +378,37 @@ func TestFormats(t *testing.T) {
 	if got := tokens(formats.UsageInfo{CacheWriteTokens: formats.Some[int64](7)}); got != "tokens: 7 cache write" {
 		t.Errorf("tokens = %q", got)
 	}
+}
+
+// TestOddSequences: events a careless source may give still make a view:
+// an agent's events before its start, an agent that is its own parent, a
+// cycle, ends without starts, calls without ids.
+func TestOddSequences(t *testing.T) {
+	got, _ := render(t, false,
+		&formats.Event{Kind: formats.TextDelta, Agent: "ghost", Text: "boo"},
+		&formats.Event{Kind: formats.AgentStart, Agent: "self", AgentInfo: formats.AgentInfo{Parent: "self"}},
+		&formats.Event{Kind: formats.AgentStart, Agent: "x", AgentInfo: formats.AgentInfo{Parent: "y"}},
+		&formats.Event{Kind: formats.AgentStart, Agent: "y", AgentInfo: formats.AgentInfo{Parent: "x"}},
+		toolCall("y", "", "", ``),
+		result("y", "", formats.Completed, "", ""),
+		&formats.Event{Kind: formats.AgentEnd, Agent: "never-started", Status: formats.Completed},
+		&formats.Event{Kind: formats.AgentEnd, Agent: ""},
+		&formats.Event{Kind: formats.PermissionAnswer, Permission: formats.Permission{RequestID: "nope", Allowed: true}},
+		&formats.Event{Kind: formats.TurnEnd, Agent: "x", Status: formats.Failed, Text: "x's last words"},
+		&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: ""},
+	)
+	check(t, got, `
+  ├ ghost
+  │ boo
+  ┌ self
+  │   ┌ x
+  ┌ y
+  │ ▸ tool ✓ 1ms
+  └ never-started ✓
+? permission for tool → allowed
+  │   ├ x
+  │   │ x's last words
+  │   │ ✗ turn failed
+✗
+`)
 }
