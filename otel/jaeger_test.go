@@ -178,7 +178,7 @@ func TestJaegerSpanTree(t *testing.T) {
 				t.Errorf("task or root marked as errors")
 			}
 			for _, c := range []struct {
-				s               jaegerSpan
+				s              jaegerSpan
 				startMs, durMs int64
 			}{{root, 0, 9000}, {turn, 100, 7900}, {task, 1000, 3600}, {sub, 1050, 3450}, {bash, 1100, 2800}, {edit, 5000, 500}} {
 				if c.s.StartTime != at(int(c.startMs)).UnixMicro() || c.s.Duration != c.durMs*1000 {

@@ -216,7 +216,6 @@ func (b *builder) write(e *formats.Event) {
 	case formats.ModelChange:
 		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
 	case formats.Usage:
-		b.content(e.Agent, a, t)
 		a.usage.Add(e.Usage)
 	case formats.TextDelta, formats.Message:
 		b.content(e.Agent, a, t)

@@ -1,0 +1,175 @@
+package otel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+func opts(env map[string]string, params map[string]string) formats.WriteOptions {
+	return formats.WriteOptions{Params: params, Getenv: func(k string) string { return env[k] }}
+}
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		name           string
+		env, params    map[string]string
+		endpoint, prot string
+		insecure       bool
+		timeout        time.Duration
+		headers        string
+		service        string
+		err            string
+	}{
+		{name: "defaults", endpoint: "http://localhost:4317", prot: "grpc", insecure: true, timeout: 10 * time.Second},
+		{name: "http default", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, endpoint: "http://localhost:4318/v1/traces", prot: "http/protobuf", insecure: true, timeout: 10 * time.Second},
+		{name: "general endpoint gets the path", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT": "https://tempo:4318/otlp"},
+			endpoint: "https://tempo:4318/otlp/v1/traces", prot: "http/protobuf", timeout: 10 * time.Second},
+		{name: "traces endpoint as it is", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT": "https://x:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://tempo:4318/custom"},
+			endpoint: "https://tempo:4318/custom", prot: "http/protobuf", timeout: 10 * time.Second},
+		{name: "remote host gets TLS", params: map[string]string{ParamEndpoint: "collector.example.com:4317"}, endpoint: "https://collector.example.com:4317", prot: "grpc", timeout: 10 * time.Second},
+		{name: "insecure", params: map[string]string{ParamEndpoint: "collector:4317", ParamInsecure: "true"}, endpoint: "http://collector:4317", prot: "grpc", insecure: true, timeout: 10 * time.Second},
+		{name: "flag wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://a:1", "OTEL_EXPORTER_OTLP_TIMEOUT": "500"}, params: map[string]string{ParamEndpoint: "http://b:2", ParamTimeout: "3s"},
+			endpoint: "http://b:2", prot: "grpc", insecure: true, timeout: 3 * time.Second},
+		{name: "env timeout in ms, headers, service", env: map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "1500", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Basic%20abc,x-a=1",
+			"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attrs,deployment.environment=ci", "OTEL_SERVICE_NAME": "svc"}, params: map[string]string{ParamHeaders: "x-b=2"},
+			endpoint: "http://localhost:4317", prot: "grpc", insecure: true, timeout: 1500 * time.Millisecond, headers: "authorization=Basic abc,x-a=1,x-b=2", service: "svc"},
+		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, err: "http/json"},
+		{name: "bad timeout", params: map[string]string{ParamTimeout: "soon"}, err: "--otlp-timeout"},
+		{name: "bad endpoint", params: map[string]string{ParamEndpoint: "ftp://x"}, err: "not a URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := newConfig(opts(tc.env, tc.params))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one about %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var hs []string
+			for _, k := range []string{"authorization", "x-a", "x-b"} {
+				if v, ok := c.headers[k]; ok {
+					hs = append(hs, k+"="+v)
+				}
+			}
+			got := fmt.Sprintf("%s %s %v %v %s %s", c.endpoint, c.protocol, c.insecure, c.timeout, strings.Join(hs, ","), c.service)
+			want := fmt.Sprintf("%s %s %v %v %s %s", tc.endpoint, tc.prot, tc.insecure, tc.timeout, tc.headers, tc.service)
+			if got != want {
+				t.Errorf("got  %s\nwant %s", got, want)
+			}
+		})
+	}
+	c, _ := newConfig(opts(map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=from-attrs,deployment.environment=ci"}, nil))
+	if c.service != "from-attrs" || len(c.resource) != 1 || c.resource[0].Value.AsString() != "ci" {
+		t.Errorf("resource %v service %q", c.resource, c.service)
+	}
+}
+
+func TestBadConfigFailsAtFirstWrite(t *testing.T) {
+	w := OTLP.NewWriter(nil, opts(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}, nil))
+	if err := w.Write(&formats.Event{Kind: formats.RunStart}); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func readAll(t testing.TB, data []byte) []*formats.Event {
+	r := newReader(bytes.NewReader(data), formats.ReadOptions{Dialect: OTLPJSON.Name})
+	var evs []*formats.Event
+	for n := 0; n < 100000; n++ {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return evs
+		}
+		var le *formats.LineError
+		if errors.As(err, &le) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("fatal read error: %v", err)
+		}
+		evs = append(evs, ev)
+	}
+	t.Fatalf("the reader does not end")
+	return nil
+}
+
+// shape is what a round trip through otlp-json must keep of events.
+func shape(evs []*formats.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		switch e.Kind {
+		case formats.ToolCall, formats.ToolResult, formats.AgentStart, formats.AgentEnd, formats.RunEnd, formats.TurnEnd:
+			fmt.Fprintf(&b, "%s %s %s %s %s %s %s\n", e.Kind, e.Agent, e.Call.ID, e.Call.Name, e.Call.Status, e.Status, e.Run.SessionID)
+		}
+	}
+	return b.String()
+}
+
+func writeAll(t testing.TB, evs []*formats.Event) []byte {
+	var out bytes.Buffer
+	w := OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: OTLPJSON.Name, Report: formats.NewReport(io.Discard), Deterministic: true,
+		Params: map[string]string{ParamContent: "true", ParamContentLimit: "1000000"}})
+	for _, ev := range evs {
+		e := *ev
+		e.Source = formats.Source{}
+		if err := w.Write(&e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+func FuzzReader(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "otlp-json", "*"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"01","parentSpanId":"01","name":"x"}]}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		evs := readAll(t, data)
+		var clean []*formats.Event
+		for _, e := range evs {
+			if e.Kind != formats.Raw {
+				clean = append(clean, e)
+			}
+		}
+		out := writeAll(t, clean)
+		back := readAll(t, out)
+		if shape(back) != shape(clean) {
+			t.Fatalf("round trip changed the events:\nwant %s\ngot  %s\noutput %s", shape(clean), shape(back), out)
+		}
+	})
+}
+
+func TestFixturesRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "otlp-json", "*"))
+	for _, name := range files {
+		b, _ := os.ReadFile(name)
+		evs := readAll(t, b)
+		if len(evs) < 4 {
+			t.Errorf("%s: only %d events", name, len(evs))
+		}
+		if back := readAll(t, writeAll(t, evs)); shape(back) != shape(evs) {
+			t.Errorf("%s: round trip changed the events:\nwant %s\ngot  %s", name, shape(evs), shape(back))
+		}
+	}
+}
