@@ -43,6 +43,7 @@ type writerRun struct {
 	denied    string // the reason of the last declined call
 	usage     formats.UsageInfo
 	usageSeen bool
+	written   formats.UsageInfo // usage of the turns written
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -170,7 +171,19 @@ func (w *writer) Write(e *formats.Event) error {
 		return err
 	}
 	if e.Agent != "" {
-		return w.subagent(e)
+		// A flat thread holds a subagent's tool calls, notices and token
+		// usage; the rest is reported as lost.
+		switch e.Kind {
+		case formats.ToolCall, formats.ToolResult, formats.Notice, formats.Usage:
+			ev := *e
+			ev.Agent = ""
+			e = &ev
+		case formats.Todos:
+			w.lose("subagent todo lists")
+			return nil
+		default:
+			return nil
+		}
 	}
 	switch e.Kind {
 	case formats.TextDelta:
@@ -270,18 +283,6 @@ func (w *writer) follow(e *formats.Event) {
 	}
 }
 
-// subagent writes what a flat thread can hold of a subagent's events: its
-// tool calls and notices; the rest is reported in reportLosses.
-func (w *writer) subagent(e *formats.Event) error {
-	switch e.Kind {
-	case formats.ToolCall, formats.ToolResult, formats.Notice:
-		ev := *e
-		ev.Agent = ""
-		return w.Write(&ev)
-	}
-	return nil
-}
-
 func (w *writer) startRun(sessionID string) error {
 	w.reset()
 	w.run.open, w.run.sessionID = true, sessionID
@@ -322,14 +323,20 @@ func (w *writer) endTurn(failed bool, msg string) error {
 	w.run.turnOpen = false
 	w.run.turns++
 	w.run.turnFail = failed
+	seen := w.run.usageSeen
+	w.run.usageSeen = false
 	if failed {
+		if seen {
+			w.lose("token usage of failed turns")
+		}
 		return formats.WriteJSONLine(w.w, turnFailedLine{"turn.failed", message{msg}})
 	}
 	var u *usageLine
-	if w.run.usageSeen {
+	if seen {
 		u = &usageLine{w.run.usage.InputTokens.V, w.run.usage.CacheReadTokens.V, w.run.usage.OutputTokens.V}
+		w.run.written.Add(w.run.usage)
 	}
-	w.run.usage, w.run.usageSeen = formats.UsageInfo{}, false
+	w.run.usage = formats.UsageInfo{}
 	return formats.WriteJSONLine(w.w, turnCompletedLine{"turn.completed", u})
 }
 
@@ -522,16 +529,19 @@ func (w *writer) endRun(e *formats.Event) error {
 			msg = "the run failed"
 		}
 	}
-	if !w.run.usageSeen && !e.Usage.Empty() && (w.run.turnOpen || w.run.turns == 0) {
-		w.run.usage, w.run.usageSeen = e.Usage, true
-	} else if !w.run.usageSeen && !e.Usage.Empty() {
-		w.lose("token usage and cost")
-	}
 	if w.run.turnOpen || w.run.turns == 0 {
 		if err := w.ensureTurn(); err != nil {
 			return err
 		}
+		if !e.Usage.Empty() {
+			// The run's totals win: the last turn gets what the turns
+			// written before did not count, so that they sum to them.
+			w.run.usage, w.run.usageSeen = remainder(e.Usage, w.run.written), true
+		}
 		return w.endTurn(!ok, msg)
+	}
+	if !e.Usage.Empty() && w.run.written.Empty() {
+		w.lose("token usage and cost")
 	}
 	if !ok && !w.run.turnFail && !(w.run.errored && w.run.lastError == msg) {
 		return formats.WriteJSONLine(w.w, errorLine{"error", msg})
@@ -630,6 +640,19 @@ func (w *writer) report() *formats.Report {
 }
 
 func (w *writer) lose(what string) { w.report().Lose(what) }
+
+// remainder is the part of the run's token counts that the turns written
+// did not count.
+func remainder(total, written formats.UsageInfo) formats.UsageInfo {
+	sub := func(t, w formats.Opt[int64]) formats.Opt[int64] {
+		if !t.OK {
+			return t
+		}
+		return formats.Some(max(t.V-w.V, 0))
+	}
+	return formats.UsageInfo{InputTokens: sub(total.InputTokens, written.InputTokens),
+		CacheReadTokens: sub(total.CacheReadTokens, written.CacheReadTokens), OutputTokens: sub(total.OutputTokens, written.OutputTokens)}
+}
 
 func intPtr(v int) *int { return &v }
 
