@@ -96,7 +96,7 @@ func Compare(evs []*formats.Event, kinds ...formats.Kind) []Comparable {
 		name := e.Call.Name
 		if e.Kind == formats.ToolCall {
 			names[e.Call.ID] = name
-		} else if name == "" {
+		} else if name == "" && e.Call.ID != "" {
 			name = names[e.Call.ID]
 		}
 		if !keep[e.Kind] {

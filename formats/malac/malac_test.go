@@ -1,0 +1,364 @@
+package malac
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+func read(t *testing.T, in string) ([]*formats.Event, string) {
+	t.Helper()
+	var warn bytes.Buffer
+	r := newReader(strings.NewReader(in), formats.ReadOptions{Dialect: Dialect.Name, Report: formats.NewReport(&warn)})
+	var evs []*formats.Event
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return evs, warn.String()
+		}
+		if err != nil {
+			t.Fatalf("reading: %v", err)
+		}
+		evs = append(evs, ev)
+	}
+}
+
+func kinds(evs []*formats.Event) string {
+	var k []string
+	for _, e := range evs {
+		s := e.Kind.String()
+		if e.Agent != "" {
+			s += "@" + e.Agent
+		}
+		k = append(k, s)
+	}
+	return strings.Join(k, " ")
+}
+
+func fixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "malac", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+const start = `{"agent":"m","seq":1,"at":"2026-01-01T00:00:00Z","type":"agent_started","label":"malac","parent":null,"model":"m1","cwd":"/w"}` + "\n"
+
+func line(seq int, agent, rest string) string {
+	return `{"agent":"` + agent + `","seq":` + itoa(seq) + `,"at":"2026-01-01T00:00:0` + itoa(seq%10) + `Z",` + rest + "}\n"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestEveryType(t *testing.T) {
+	in := start +
+		line(2, "m", `"type":"model_changed","model":"m2"`) +
+		line(3, "m", `"type":"user_message","text":"hi"`) +
+		line(4, "m", `"type":"text_delta","text":"a"`) +
+		line(5, "m", `"type":"thinking_delta","text":"b"`) +
+		line(6, "m", `"type":"tool_call_streaming","tool":"bash"`) +
+		line(7, "m", `"type":"assistant_message","message":{"content":[{"type":"thinking","thinking":"t"},{"type":"text","text":"a"}]}`) +
+		line(8, "m", `"type":"tool_started","call_id":"c1","tool":"bash","summary":"ls","input":{"command":"ls"}`) +
+		line(9, "m", `"type":"permission_requested","request_id":"p1","call_id":"c1","tool":"bash","summary":"ls","input":{"command":"ls"}`) +
+		line(10, "m", `"type":"permission_resolved","request_id":"p1","allowed":true`) +
+		line(11, "m", `"type":"tool_finished","call_id":"c1","tool":"bash","output":"x","is_error":false,"millis":12`) +
+		line(12, "m", `"type":"todos","items":[{"content":"do","status":"pending"}]`) +
+		line(13, "m", `"type":"usage","turn":{"input_tokens":5,"output_tokens":2},"total":{"input_tokens":7,"output_tokens":3,"cost_usd":0.5},"context_tokens":9`) +
+		line(14, "m", `"type":"compacted","summary":"s"`) +
+		line(15, "m", `"type":"notice","level":"warning","message":"retry"`) +
+		line(16, "s", `"type":"agent_started","label":"sub","parent":"m","model":null,"cwd":null`) +
+		line(17, "s", `"type":"agent_finished","status":"failed","report":"r"`) +
+		line(18, "", `"type":"update","status":"installed"`) +
+		line(19, "m", `"type":"turn_finished","status":"completed","text":"done"`)
+	evs, warn := read(t, in)
+	if warn != "" {
+		t.Errorf("warnings: %s", warn)
+	}
+	want := "run_start model_change user_message text_delta thinking_delta raw message tool_call permission_request permission_answer tool_result todos usage compaction notice agent_start@s agent_end@s notice turn_end answer run_end"
+	if got := kinds(evs); got != want {
+		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
+	}
+	byKind := map[formats.Kind]*formats.Event{}
+	for _, e := range evs {
+		byKind[e.Kind] = e
+	}
+	if e := byKind[formats.RunStart]; e.Run.SessionID != "m" || e.Run.Model != "m1" || e.Run.Cwd != "/w" || e.Time.IsZero() {
+		t.Errorf("run start %+v", e)
+	}
+	if e := byKind[formats.Message]; e.Text != "a" || e.Thinking != "t" {
+		t.Errorf("message %q %q", e.Text, e.Thinking)
+	}
+	if e := byKind[formats.ToolResult]; e.Call.Status != formats.Completed || e.Call.Output != "x" || e.Duration.Milliseconds() != 12 || e.Call.Name != "bash" {
+		t.Errorf("result %+v", e)
+	}
+	if e := byKind[formats.Usage]; e.Usage.InputTokens.V != 5 || e.Usage.ContextTokens.V != 9 {
+		t.Errorf("usage %+v", e.Usage)
+	}
+	if e := byKind[formats.AgentStart]; e.AgentInfo.Parent != "" || e.AgentInfo.Label != "sub" {
+		t.Errorf("agent start %+v", e.AgentInfo)
+	}
+	if e := byKind[formats.AgentEnd]; e.Status != formats.Failed || e.Text != "r" {
+		t.Errorf("agent end %+v", e)
+	}
+	if e := byKind[formats.Todos]; len(e.Todos) != 1 || e.Todos[0].Content != "do" {
+		t.Errorf("todos %+v", e.Todos)
+	}
+	end := byKind[formats.RunEnd]
+	if end.Status != formats.Completed || end.Usage.CostUSD.V != 0.5 || end.Run.SessionID != "m" || !end.Source.Continued {
+		t.Errorf("run end %+v", end)
+	}
+	if byKind[formats.Answer].Text != "done" {
+		t.Errorf("answer %q", byKind[formats.Answer].Text)
+	}
+}
+
+func TestSeqGapsAndDisorderWarnAndKeep(t *testing.T) {
+	evs, warn := read(t, fixture(t, "failed-turn.jsonl"))
+	for _, w := range []string{"line 4: seq jumps from 3 to 5 (1 events missing)", "line 5: seq 4 comes after seq 5 (out of order)"} {
+		if !strings.Contains(warn, w) {
+			t.Errorf("no warning %q in %q", w, warn)
+		}
+	}
+	lines := 0
+	for _, e := range evs {
+		if e.Source.Line != nil {
+			lines++
+		}
+	}
+	if lines != 10 {
+		t.Errorf("%d records kept, want 10", lines)
+	}
+}
+
+func TestRunOutcomes(t *testing.T) {
+	tests := []struct {
+		file   string
+		status []formats.Status
+	}{
+		{"denied.jsonl", []formats.Status{formats.Denied}},
+		{"two-runs.jsonl", []formats.Status{formats.Cancelled, formats.Completed}},
+		{"failed-turn.jsonl", []formats.Status{formats.Failed}},
+		{"subagents.jsonl", []formats.Status{formats.Completed}},
+	}
+	for _, tc := range tests {
+		evs, _ := read(t, fixture(t, tc.file))
+		var got []formats.Status
+		for _, e := range evs {
+			if e.Kind == formats.RunEnd {
+				got = append(got, e.Status)
+			}
+		}
+		if len(got) != len(tc.status) {
+			t.Errorf("%s: runs %v, want %v", tc.file, got, tc.status)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.status[i] {
+				t.Errorf("%s: run %d is %s, want %s", tc.file, i, got[i], tc.status[i])
+			}
+		}
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	// A refusal the run went on after: the call is denied, the run is not.
+	evs, _ := read(t, fixture(t, "two-runs.jsonl"))
+	for _, e := range evs {
+		if e.Kind == formats.ToolResult && e.Call.ID == "r2c1" && (e.Call.Status != formats.Denied || e.Call.Error != "Permission denied by user") {
+			t.Errorf("refused call %+v", e.Call)
+		}
+	}
+	// A refusal with no tool_finished: the call ends at the run's end.
+	in := start +
+		line(2, "m", `"type":"tool_started","call_id":"c1","tool":"bash","input":{}`) +
+		line(3, "m", `"type":"permission_requested","request_id":"p","call_id":"c1","tool":"bash","input":{}`) +
+		line(4, "m", `"type":"permission_resolved","request_id":"p","allowed":false`) +
+		line(5, "m", `"type":"turn_finished","status":"failed","text":""`)
+	evs, _ = read(t, in)
+	if got := kinds(evs); got != "run_start tool_call permission_request permission_answer turn_end tool_result run_end" {
+		t.Fatalf("kinds %s", got)
+	}
+	if r := evs[5]; r.Call.Status != formats.Denied || r.Call.ID != "c1" || evs[6].Status != formats.Denied {
+		t.Errorf("refusal %+v, run %s", r.Call, evs[6].Status)
+	}
+}
+
+func TestSubagentsNestAndInterleave(t *testing.T) {
+	evs, _ := read(t, fixture(t, "subagents.jsonl"))
+	parents := map[string]formats.AgentInfo{}
+	for _, e := range evs {
+		if e.Kind == formats.AgentStart {
+			parents[e.Agent] = e.AgentInfo
+		}
+	}
+	if p := parents["ses_9Ab4sub"]; p.Parent != "" || p.ParentCall != "call_m1" {
+		t.Errorf("first subagent %+v", p)
+	}
+	if p := parents["ses_Cc81deep"]; p.Parent != "ses_9Ab4sub" || p.ParentCall != "call_s2" {
+		t.Errorf("nested subagent %+v", p)
+	}
+	for _, e := range evs {
+		if e.Kind == formats.ToolResult && e.Call.ID == "call_s1" && e.Agent != "ses_9Ab4sub" {
+			t.Errorf("call_s1 belongs to %q", e.Agent)
+		}
+		if e.Kind == formats.Answer && e.Text != "Fixed: total() in src/cart.ts now rounds with round2()." {
+			t.Errorf("answer %q", e.Text)
+		}
+	}
+}
+
+func TestStreamWithoutMainStart(t *testing.T) {
+	in := line(1, "x", `"type":"text_delta","text":"hi"`) + line(2, "y", `"type":"text_delta","text":"sub"`)
+	evs, warn := read(t, in)
+	if got := kinds(evs); got != "run_start text_delta agent_start@y text_delta@y run_end" {
+		t.Errorf("kinds %s", got)
+	}
+	if !strings.Contains(warn, `agent "x" is taken as the main agent`) || !strings.Contains(warn, `agent "y", which never started`) {
+		t.Errorf("warnings %q", warn)
+	}
+	if end := evs[len(evs)-1]; !end.Cut || end.Status != formats.Failed {
+		t.Errorf("a run without a turn_finished is cut: %+v", end)
+	}
+}
+
+func TestUsageShapes(t *testing.T) {
+	for in, want := range map[string]formats.UsageInfo{
+		`{"input":3,"cached":1,"output":2}`: {InputTokens: formats.Some[int64](3), CacheReadTokens: formats.Some[int64](1), OutputTokens: formats.Some[int64](2)},
+		`{"inputTokens":3,"cost":0.25}`:     {InputTokens: formats.Some[int64](3), CostUSD: formats.Some(0.25)},
+		`{"prompt_tokens":4,"completion_tokens":5,"total_tokens":9,"cache_creation_input_tokens":7}`: {InputTokens: formats.Some[int64](4), OutputTokens: formats.Some[int64](5), TotalTokens: formats.Some[int64](9), CacheWriteTokens: formats.Some[int64](7)},
+		`{"input_tokens":"many","output_tokens":2}`:                                                  {OutputTokens: formats.Some[int64](2)},
+		`42`:   {},
+		`null`: {},
+	} {
+		if got := parseUsage([]byte(in)); got != want {
+			t.Errorf("%s: got %+v want %+v", in, got, want)
+		}
+	}
+}
+
+// write converts events of another dialect into malac, through the writer
+// alone, with a fixed clock.
+func write(t *testing.T, evs []*formats.Event) (string, string) {
+	t.Helper()
+	var out, rep bytes.Buffer
+	report := formats.NewReport(&rep)
+	w := newWriter(&out, formats.WriteOptions{Dialect: Dialect.Name, Report: report, Deterministic: true})
+	for i, e := range evs {
+		e.Arrived = formats.FixedEpoch.Add(time.Duration(i) * time.Millisecond)
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report.Summary("malac")
+	return out.String(), rep.String()
+}
+
+func TestWriteAdalRefusal(t *testing.T) {
+	evs := []*formats.Event{
+		{Kind: formats.RunStart},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "read_file", Args: []byte(`{"p":1}`)}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "ok"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Name: "bash", Args: []byte(`{"command":"rm"}`), Status: formats.Denied, Error: "needs approval"}},
+		{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: "s1", ExitCode: formats.Some(2)}},
+	}
+	out, rep := write(t, evs)
+	for _, want := range []string{
+		`{"agent":"agent-1","seq":1,"at":"2000-01-01T00:00:00.000Z","type":"agent_started","label":"main","parent":null,"model":null,"cwd":null}`,
+		`"type":"tool_started","call_id":"c2","tool":"bash","summary":"","input":{"command":"rm"}}`,
+		`"type":"permission_requested","request_id":"perm-c2","call_id":"c2"`,
+		`"type":"permission_resolved","request_id":"perm-c2","allowed":false}`,
+		`"type":"tool_finished","call_id":"c2","tool":"bash","output":"needs approval","is_error":true,"millis":null}`,
+		`"seq":8,"at":"2000-01-01T00:00:00.004Z","type":"turn_finished","status":"cancelled","text":""}`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(rep, "session ids known only at the end of a run") {
+		t.Errorf("report %q", rep)
+	}
+	back, _ := read(t, out)
+	if end := back[len(back)-1]; end.Kind != formats.RunEnd || end.Status != formats.Denied {
+		t.Errorf("read back: %+v", end)
+	}
+}
+
+func TestWriteSubagentsAndStableIDs(t *testing.T) {
+	mk := func() []*formats.Event {
+		return []*formats.Event{
+			{Kind: formats.RunStart},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "t1", Name: "Task"}},
+			{Kind: formats.AgentStart, Agent: "toolu_1", AgentInfo: formats.AgentInfo{Label: "explore", ParentCall: "t1"}},
+			{Kind: formats.AgentStart, Agent: "toolu_2", AgentInfo: formats.AgentInfo{Label: "deep", Parent: "toolu_1"}},
+			{Kind: formats.TextDelta, Agent: "toolu_2", Text: "x"},
+			{Kind: formats.AgentEnd, Agent: "toolu_2", Status: formats.Completed, Text: "r2"},
+			{Kind: formats.AgentEnd, Agent: "toolu_1", Status: formats.Failed, Text: "r1"},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Completed}},
+			{Kind: formats.TextDelta, Text: "answer"},
+			{Kind: formats.RunEnd, Status: formats.Completed},
+			{Kind: formats.RunStart},
+			{Kind: formats.RunEnd, Status: formats.Failed, Text: "boom"},
+		}
+	}
+	out, rep := write(t, mk())
+	again, _ := write(t, mk())
+	if out != again {
+		t.Error("the same input gave different output")
+	}
+	for _, want := range []string{
+		`"agent":"toolu_1","seq":3,"at":"2000-01-01T00:00:00.002Z","type":"agent_started","label":"explore","parent":"agent-1"`,
+		`"agent":"toolu_2","seq":4,"at":"2000-01-01T00:00:00.003Z","type":"agent_started","label":"deep","parent":"toolu_1"`,
+		`"agent":"toolu_1","seq":7,"at":"2000-01-01T00:00:00.006Z","type":"agent_finished","status":"failed","report":"r1"}`,
+		`"agent":"agent-1","seq":10,"at":"2000-01-01T00:00:00.009Z","type":"turn_finished","status":"completed","text":"answer"}`,
+		`"agent":"agent-2","seq":12,"at":"2000-01-01T00:00:00.011Z","type":"notice","level":"error","message":"boom"}`,
+		`"agent":"agent-2","seq":13,"at":"2000-01-01T00:00:00.011Z","type":"turn_finished","status":"failed","text":""}`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(rep, "1 × links from subagents to the calls that started them") {
+		t.Errorf("report %q", rep)
+	}
+	back, _ := read(t, out)
+	if got := kinds(back); got != "run_start tool_call agent_start@toolu_1 agent_start@toolu_2 text_delta@toolu_2 agent_end@toolu_2 agent_end@toolu_1 tool_result text_delta turn_end answer run_end run_start notice turn_end run_end" {
+		t.Errorf("read back: %s", got)
+	}
+}
+
+func TestSameDialectKeepsHeldUpdate(t *testing.T) {
+	in := fixture(t, "subagents.jsonl")
+	evs, _ := read(t, in)
+	if evs[0].Kind != formats.RunStart || !bytes.HasPrefix(evs[0].Source.Line, []byte(`{"agent":"","seq":1,`)) {
+		t.Fatalf("first event %s %s", evs[0].Kind, evs[0].Source.Line)
+	}
+	out, err := formatstest.WriteAll(Dialect, evs, false)
+	if err != nil || string(out) != in {
+		t.Errorf("malac → malac changed the input (%v):\n%s", err, out)
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "malac", "*"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(start + line(2, "m", `"type":"tool_finished","call_id":"zz","is_error":true`)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		formatstest.RoundTrip(t, Dialect, data, formats.ToolResult, formats.TextDelta, formats.ThinkingDelta,
+			formats.UserMessage, formats.Compaction, formats.AgentStart, formats.AgentEnd)
+	})
+}
