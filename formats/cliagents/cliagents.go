@@ -38,8 +38,11 @@ func detect(head []byte) int {
 			ToolName *json.RawMessage `json:"toolName"`
 			Result   *json.RawMessage `json:"result"`
 			Provider *json.RawMessage `json:"provider"`
+			// Gemini's stream has error lines with a severity too, but
+			// every one of its lines has a timestamp.
+			Timestamp *json.RawMessage `json:"timestamp"`
 		}
-		if json.Unmarshal(line, &probe) != nil || probe.Seq != nil || probe.Agent != nil {
+		if json.Unmarshal(line, &probe) != nil || probe.Seq != nil || probe.Agent != nil || probe.Timestamp != nil {
 			return false
 		}
 		switch typ {
