@@ -284,7 +284,7 @@ func TestWriteAdalRefusal(t *testing.T) {
 			t.Errorf("output lacks %s:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(rep, "session ids known only at the end of a run") {
+	if !strings.Contains(rep, "session ids given only at the run's end") {
 		t.Errorf("report %q", rep)
 	}
 	back, _ := read(t, out)

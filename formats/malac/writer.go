@@ -416,11 +416,11 @@ func (m *writer) end(e *formats.Event) error {
 		}
 	}
 	if e.Run.SessionID != "" && e.Run.SessionID != r.main {
-		m.lose("session ids known only at the end of a run")
+		m.lose("session ids given only at the run's end")
 	}
 	status := m.outcome(e, r)
 	if e.Run.ExitCode.OK && e.Run.ExitCode.V != impliedExit(status) {
-		m.lose("exit codes")
+		m.lose("exit codes other than 0, 1 and 2")
 	}
 	if e.Duration > 0 && !r.timed {
 		m.lose("run durations")
