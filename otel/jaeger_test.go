@@ -87,7 +87,9 @@ func jaegerSpans(t *testing.T, service string, want int) map[string]jaegerSpan {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		got = map[string]jaegerSpan{}
-		resp, err := http.Get(jaegerQuery + "/api/traces?limit=100&service=" + url.QueryEscape(service))
+		// The runs happened at their source's times (or in 2000, with
+		// --deterministic): search all time, not the last hour.
+		resp, err := http.Get(jaegerQuery + "/api/traces?limit=100&start=1&end=4102444800000000&service=" + url.QueryEscape(service))
 		if err == nil {
 			var body struct {
 				Data []struct {
@@ -256,4 +258,31 @@ func decodeSpans(t *testing.T, out string) []jsonSpanRef {
 		}
 	}
 	return spans
+}
+
+// TestJaegerResendSpool: a dead collector leaves a spool file, and sending
+// that file on puts the very spans into Jaeger.
+func TestJaegerResendSpool(t *testing.T) {
+	needJaeger(t)
+	service := uniqueName("spool", "grpc")
+	env := map[string]string{"OTEL_SERVICE_NAME": service, "OTEL_EXPORTER_OTLP_TIMEOUT": "1000"}
+	spool := t.TempDir() + "/spool.jsonl"
+	code, _, stderr := runCLI(t, nil, env, "--to", "otlp", "--otlp-endpoint", "http://127.0.0.1:1", "--otlp-spool", spool, fixture("adal/multi-run-stream.ndjson"))
+	if code != convert.ExitOutput || !strings.Contains(stderr, spool) {
+		t.Fatalf("dead collector: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr = runCLI(t, nil, env, "--from", "otlp-json", "--to", "otlp", spool); code != 0 {
+		t.Fatalf("resend: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(spool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := decodeSpans(t, string(b))
+	got := jaegerSpans(t, service, len(want))
+	for _, w := range want {
+		if g, ok := got[w.SpanID]; !ok || g.OperationName != w.Name || g.parent() != w.ParentSpanID {
+			t.Errorf("span %s %q not resent as it was: %+v", w.SpanID, w.Name, g)
+		}
+	}
 }
