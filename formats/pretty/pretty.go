@@ -69,11 +69,13 @@ type runState struct {
 	model     string
 	usage     formats.UsageInfo // the sum of Usage events
 	lastError string            // the last error notice printed
-	agents    map[string]*agent
-	calls     map[string]*call
-	perms     map[string]*call
-	text      formats.TextTracker
-	thinking  formats.TextTracker
+	// outcomes counts the calls that ended: all, failed, denied, cancelled.
+	outcomes [4]int
+	agents   map[string]*agent
+	calls    map[string]*call
+	perms    map[string]*call
+	text     formats.TextTracker
+	thinking formats.TextTracker
 }
 
 // agent is one agent of the run; the main agent has id "" and depth 0.
@@ -347,6 +349,18 @@ func (w *writer) endRun(e *formats.Event) {
 	}
 	if e.Run.ExitCode.OK {
 		parts = append(parts, "exit "+itoa(e.Run.ExitCode.V))
+	}
+	if n := w.run.outcomes; n[0] > 0 {
+		s := itoa(n[0]) + " calls"
+		if n[0] == 1 {
+			s = "1 call"
+		}
+		for i, what := range []string{"", "failed", "denied", "cancelled"} {
+			if i > 0 && n[i] > 0 {
+				s += ", " + itoa(n[i]) + " " + what
+			}
+		}
+		parts = append(parts, s)
 	}
 	if s := oneLine(e.Run.SessionID); s != "" && s != w.run.session {
 		parts = append(parts, "session "+s)
@@ -657,6 +671,15 @@ func (w *writer) callEnd(e *formats.Event) {
 	}
 	w.open = ""
 	w.print(" ", w.status(e.Call.Status, dur(d)))
+	w.run.outcomes[0]++
+	switch e.Call.Status {
+	case formats.Failed:
+		w.run.outcomes[1]++
+	case formats.Denied:
+		w.run.outcomes[2]++
+	case formats.Cancelled:
+		w.run.outcomes[3]++
+	}
 
 	// A failed call shows why: its error, else its output, which is then
 	// the error. The output of a call that went well is not shown.

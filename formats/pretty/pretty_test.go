@@ -76,7 +76,7 @@ func TestRun(t *testing.T) {
 › fix the lint
 ▸ bash  npx eslint src/ ✓ 2.5s
 Fixed it.
-■ ✓ completed · exit 0 · 2,550 tokens (2,500 in, 50 out) · $0.7500 · 8ms
+■ ✓ completed · exit 0 · 1 call · 2,550 tokens (2,500 in, 50 out) · $0.7500 · 8ms
 `)
 	if lost[lostOutputs] != 1 || len(lost) != 1 {
 		t.Errorf("losses %v, want 1 × %s", lost, lostOutputs)
@@ -118,7 +118,7 @@ func TestNesting(t *testing.T) {
   │ ↳ Task  dig deeper ✓ 6ms
   └ explorer ✓ · all found
 ↳ Task  explore ✓ 12ms
-■ ✓ completed · exit 0 · 14ms
+■ ✓ completed · exit 0 · 3 calls · 14ms
 `)
 }
 
@@ -159,7 +159,7 @@ func TestInterleaved(t *testing.T) {
   └ two ✗ failed
 ↳ Task  one ✓ 10ms
 ↳ Task  two ✗ failed 10ms: subagent failed
-■ ✗ failed · exit 1 · 13ms
+■ ✗ failed · exit 1 · 4 calls, 1 failed · 13ms
 `)
 }
 
@@ -185,7 +185,7 @@ func TestDeniedAndFailed(t *testing.T) {
 ▸ bash  go vet ✗ failed 1ms: exit status 2
 ▸ bash  rm -rf / ⛔ denied: destructive command
 ✗ stopped on a refused call
-■ ✗ denied · exit 2 · 7ms
+■ ✗ denied · exit 2 · 3 calls, 2 failed, 1 denied · 7ms
 `)
 	if lost[lostOutputs] != 1 {
 		t.Errorf("losses %v: the output of go vet is not shown", lost)
@@ -205,7 +205,7 @@ func TestCutRun(t *testing.T) {
 ▶ run · s1 · m1 · /src
 ▸ bash  sleep 100 ⊘ cancelled 1ms: not completed: the stream was cut before the run completed
 ✗ the stream was cut before the run completed
-■ ✗ failed (cut short) · exit 1 · 3ms
+■ ✗ failed (cut short) · exit 1 · 1 call, 1 cancelled · 3ms
 `)
 }
 
