@@ -413,3 +413,29 @@ func TestDeadCollectorSpools(t *testing.T) {
 		})
 	}
 }
+
+// TestSpansLeaveAsTheyEnd: a live run shows up while it is still going.
+func TestSpansLeaveAsTheyEnd(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	rep := formats.NewReport(io.Discard)
+	w := otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }})
+	p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+	for _, e := range subagentRun("live")[:6] { // up to the end of the subagent's bash call
+		if err := p.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(exp.GetSpans()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := exp.GetSpans(); len(got) != 1 || got[0].Name != "execute_tool bash" {
+		t.Fatalf("while the run goes on, exported %d spans, want the ended bash call", len(got))
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(exp.GetSpans()); n != 5 {
+		t.Errorf("%d spans after Close, want 5 (the cut run's open spans closed)", n)
+	}
+}
