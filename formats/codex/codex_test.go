@@ -201,6 +201,48 @@ func TestReadMalformedAndUnknown(t *testing.T) {
 	}
 }
 
+func TestReadLegacy(t *testing.T) {
+	evs := read(t, string(fixture(t, "legacy-0.40.jsonl")))
+	want := "run_start user_message raw turn_start thinking_delta tool_call raw tool_result tool_call tool_result tool_call tool_result usage message turn_end answer run_end"
+	if got := kinds(evs); got != want {
+		t.Fatalf("kinds\n got %s\nwant %s", got, want)
+	}
+	if evs[0].Run.Model != "gpt-5" || evs[0].Run.SessionID != "5973b6c0-94b8-487b-a530-2aeb6098ae0e" || evs[1].Text != "Why does the checkout test fail?" {
+		t.Errorf("config and prompt read as %+v / %q", evs[0].Run, evs[1].Text)
+	}
+	if c := evs[5].Call; c.ID != "call_a1" || c.Name != "command_execution" || string(c.Args) != `{"command":"bash -lc npm test -- checkout"}` {
+		t.Errorf("exec begin read as %+v", c)
+	}
+	if c := evs[7].Call; c.Status != formats.Failed || c.Error != "exit code 1" || c.Output != "FAIL checkout.test.ts\n" {
+		t.Errorf("exec end read as %+v", c)
+	}
+	if c := evs[9].Call; c.Name != "mcp__docs__search" || c.Output != "Number.prototype.toFixed()" || c.Status != formats.Completed {
+		t.Errorf("mcp end read as %+v", c)
+	}
+	if c := evs[11].Call; c.Name != "file_change" || c.Status != formats.Completed {
+		t.Errorf("patch end read as %+v", c)
+	}
+	end := evs[len(evs)-1]
+	if end.Status != formats.Completed || end.Run.SessionID != "5973b6c0-94b8-487b-a530-2aeb6098ae0e" || end.Usage.InputTokens.V != 9000 || evs[15].Text != "The total was not rounded; cart.ts now rounds it." {
+		t.Errorf("run end %+v", end)
+	}
+	// Without a config summary, the first event opens the run; a failed
+	// patch and an MCP error fail their calls.
+	evs = read(t, `{"id":"0","msg":{"type":"session_configured","session_id":"s","model":"m"}}
+{"id":"0","msg":{"type":"patch_apply_end","call_id":"p","stdout":"","stderr":"conflict","success":false}}
+{"id":"0","msg":{"type":"mcp_tool_call_end","call_id":"q","invocation":{"server":"x","tool":"y","arguments":null},"result":{"Err":"timeout"}}}
+{"id":"0","msg":{"type":"error","message":"boom"}}`)
+	if got := kinds(evs); got != "run_start tool_call tool_result tool_call tool_result notice run_end" {
+		t.Fatalf("kinds %s", got)
+	}
+	if evs[0].Run.SessionID != "s" || evs[2].Call.Status != formats.Failed || evs[4].Call.Error != "timeout" || evs[6].Status != formats.Failed || evs[6].Text != "boom" {
+		t.Errorf("read as %+v %+v %+v", evs[0].Run, evs[4].Call, evs[6])
+	}
+	if s := detect(fixture(t, "legacy-0.40.jsonl")); s < 90 {
+		t.Errorf("legacy stream scores %d", s)
+	}
+}
+
 func TestFirstID(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"id":"item_7","type":"web_search","id":"ws_1"}`:               "item_7",
@@ -329,7 +371,7 @@ func TestWriterFailures(t *testing.T) {
 var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, formats.Message, formats.Answer, formats.Notice, formats.Todos, formats.RunEnd}
 
 func FuzzReader(f *testing.F) {
-	for _, n := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl", "two-threads.jsonl"} {
+	for _, n := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl", "two-threads.jsonl", "legacy-0.40.jsonl"} {
 		f.Add(fixture(f, n))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -48,6 +48,8 @@ func isToolItem(t string) bool {
 
 // detect wants every head line to be a codex event and at least one of them
 // to be specific to codex: a bare {"type":"error","message"} is AdaL too.
+// Lines of the protocol before 0.44 count, and its config summary and
+// prompt lines too.
 func detect(head []byte) int {
 	lines := formats.HeadLines(head, 8)
 	if len(lines) == 0 {
@@ -58,12 +60,21 @@ func detect(head []byte) int {
 		if l[0] != '{' {
 			return 0
 		}
-		t := formats.TypeOf(l)
+		var probe struct {
+			Type string `json:"type"`
+			// Codex before 0.44.
+			Msg    *struct{ Type string } `json:"msg"`
+			Prompt *json.RawMessage       `json:"prompt"`
+			Model  *json.RawMessage       `json:"model"`
+		}
+		json.Unmarshal(l, &probe)
+		t := probe.Type
 		switch {
-		case strings.HasPrefix(t, "thread.") || strings.HasPrefix(t, "turn.") || strings.HasPrefix(t, "item."):
+		case strings.HasPrefix(t, "thread.") || strings.HasPrefix(t, "turn.") || strings.HasPrefix(t, "item."),
+			t == "" && probe.Msg != nil && probe.Msg.Type != "":
 			hits++
 			specific = true
-		case t == "error":
+		case t == "error", t == "" && (probe.Prompt != nil || probe.Model != nil):
 			hits++
 		}
 	}
@@ -81,6 +92,11 @@ type line struct {
 	Error    *message        `json:"error"`
 	Message  string          `json:"message"`
 	Item     json.RawMessage `json:"item"`
+	// Codex before 0.44: {"id":…,"msg":{…}}, after a config summary and a
+	// {"prompt":…} line.
+	Msg    json.RawMessage `json:"msg"`
+	Prompt *string         `json:"prompt"`
+	Model  *string         `json:"model"`
 }
 
 type usage struct {
@@ -141,8 +157,11 @@ type reader struct {
 	lines   *formats.LineReader
 	opts    formats.ReadOptions
 	pending []*formats.Event
-	run     runState
-	ended   bool
+	// held: the config summary and prompt of a run of Codex before 0.44,
+	// kept until session_configured names the session of its RunStart.
+	held  []*formats.Event
+	run   runState
+	ended bool
 }
 
 // runState follows one run (one thread): a codex stream has no end event, so
@@ -177,6 +196,7 @@ func (r *reader) Next() (*formats.Event, error) {
 			// last turn ended (or a fatal error came); else it was cut, and
 			// the pipeline closes it.
 			r.ended = true
+			r.release("")
 			r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: r.run.lastLine, Continued: true})
 			continue
 		}
@@ -186,10 +206,53 @@ func (r *reader) Next() (*formats.Event, error) {
 		if err := r.record(b, r.lines.Line()); err != nil {
 			return nil, err
 		}
+		if len(r.held) > 0 || len(r.pending) > 0 && r.pending[0].Kind == formats.RunStart && r.pending[0].Source.Type == "" {
+			r.hold(b) // only lines of Codex before 0.44 have no type
+		}
 	}
 	ev := r.pending[0]
 	r.pending = r.pending[1:]
 	return ev, nil
+}
+
+// hold keeps the events of a legacy config summary or prompt line back
+// until the next line says the session; any other line releases them.
+func (r *reader) hold(b []byte) {
+	var l struct {
+		Type   string          `json:"type"`
+		Msg    json.RawMessage `json:"msg"`
+		Prompt *string         `json:"prompt"`
+		Model  *string         `json:"model"`
+	}
+	json.Unmarshal(b, &l)
+	opening := len(r.pending) > 0 && r.pending[0].Kind == formats.RunStart
+	if l.Type == "" && len(l.Msg) == 0 && (l.Model != nil || l.Prompt != nil) && (opening || len(r.held) > 0) {
+		r.held = append(r.held, r.pending...)
+		r.pending = r.pending[:0]
+		return
+	}
+	var m struct {
+		Type      string `json:"type"`
+		SessionID string `json:"session_id"`
+	}
+	if l.Type == "" && json.Unmarshal(l.Msg, &m) == nil && m.Type == "session_configured" {
+		r.release(m.SessionID)
+		return
+	}
+	r.release("")
+}
+
+// release queues the held events before the current ones, with the
+// session id when one came.
+func (r *reader) release(sessionID string) {
+	if len(r.held) == 0 {
+		return
+	}
+	if sessionID != "" && r.held[0].Kind == formats.RunStart {
+		r.held[0].Run.SessionID, r.run.sessionID = sessionID, sessionID
+	}
+	r.pending = append(r.held, r.pending...)
+	r.held = nil
 }
 
 // record turns one line into events.
@@ -257,10 +320,42 @@ func (r *reader) record(b []byte, n int) error {
 		if err := r.item(l.Type, l.Item, n, emit); err != nil {
 			return err
 		}
-	default:
-		if l.Type == "" {
-			r.opts.Report.Warn(n, "an event without a \"type\"; kept as an unknown event")
+	case "":
+		// Codex before 0.44: a config summary (with the model) starts a
+		// run, as thread.started does now; its events and prompt belong to
+		// the run open, or open one.
+		legacyRun := len(l.Msg) > 0 && l.Msg[0] == '{' || l.Prompt != nil || l.Model != nil
+		if legacyRun && (!r.run.open || l.Model != nil && l.Prompt == nil && len(l.Msg) == 0) {
+			if r.run.open {
+				r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: n, Continued: true})
+			}
+			r.run = runState{open: true, lastLine: n}
+			start := &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{Provider: Provider, AgentName: AgentName}}
+			if l.Model != nil {
+				start.Run.Model = *l.Model
+			}
+			if len(l.Msg) > 0 {
+				// Opened by session_configured, which names the session.
+				var m legacyMsg
+				json.Unmarshal(l.Msg, &m)
+				if m.Type == "session_configured" {
+					start.Run.SessionID, start.Run.Model, r.run.sessionID = m.SessionID, m.Model, m.SessionID
+					emit(start)
+					return nil
+				}
+			}
+			emit(start)
 		}
+		switch {
+		case len(l.Msg) > 0 && l.Msg[0] == '{':
+			return r.legacy(l.Msg, n, emit)
+		case l.Prompt != nil:
+			emit(&formats.Event{Kind: formats.UserMessage, Text: *l.Prompt})
+		case l.Model == nil:
+			r.opts.Report.Warn(n, "an event without a \"type\"; kept as an unknown event")
+			emit(&formats.Event{Kind: formats.Raw})
+		}
+	default:
 		emit(&formats.Event{Kind: formats.Raw})
 	}
 	return nil
