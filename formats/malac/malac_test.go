@@ -220,14 +220,13 @@ func TestSubagentsNestAndInterleave(t *testing.T) {
 func TestStreamWithoutMainStart(t *testing.T) {
 	in := line(1, "x", `"type":"text_delta","text":"hi"`) + line(2, "y", `"type":"text_delta","text":"sub"`)
 	evs, warn := read(t, in)
-	if got := kinds(evs); got != "run_start text_delta agent_start@y text_delta@y run_end" {
+	// No turn_finished of the main agent: no RunEnd, the pipeline closes
+	// the run as cut.
+	if got := kinds(evs); got != "run_start text_delta agent_start@y text_delta@y" {
 		t.Errorf("kinds %s", got)
 	}
 	if !strings.Contains(warn, `agent "x" is taken as the main agent`) || !strings.Contains(warn, `agent "y", which never started`) {
 		t.Errorf("warnings %q", warn)
-	}
-	if end := evs[len(evs)-1]; !end.Cut || end.Status != formats.Failed {
-		t.Errorf("a run without a turn_finished is cut: %+v", end)
 	}
 }
 

@@ -453,8 +453,10 @@ func (r *reader) endRun(fin *formats.Event, n int) []*formats.Event {
 	case fin != nil && run.agentFinStatus != formats.StatusUnknown:
 		end.Status = run.agentFinStatus
 	default:
-		end.Status, end.Cut, end.Text = formats.Failed, true, "the stream ended before the main agent finished a turn"
-		r.opts.Report.Warn(n, "run of agent %q: %s; closing it as failed", run.main, end.Text)
+		// The main agent never finished a turn: the stream was cut. The
+		// pipeline closes such a run, its open calls and subagents.
+		r.run = runState{}
+		return evs
 	}
 	if !end.Status.OK() && run.lastDenied {
 		// The run stopped at a refused call: AdaL's exit 2.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -130,11 +131,12 @@ type agentFinishedLine struct {
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 type writer struct {
-	w    io.Writer
-	opts formats.WriteOptions
-	seq  int64
-	runs int
-	run  writerRun
+	w      io.Writer
+	opts   formats.WriteOptions
+	seq    int64
+	lastAt time.Time
+	runs   int
+	run    writerRun
 }
 
 // writerRun is what the writer follows of one run.
@@ -175,6 +177,9 @@ func (m *writer) Write(e *formats.Event) error {
 		// Same dialect: the record goes out as it came; the state still
 		// follows, in case the pipeline closes a cut run.
 		m.follow(e)
+		if e.Time.After(m.lastAt) {
+			m.lastAt = e.Time
+		}
 		if e.Source.Continued {
 			return nil
 		}
@@ -310,7 +315,21 @@ func (m *writer) follow(e *formats.Event) {
 // env makes the envelope of the next line.
 func (m *writer) env(e *formats.Event, typ string) envelope {
 	m.seq++
-	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: e.TimeOf().UTC().Format(timeLayout), Type: typ}
+	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: m.at(e).UTC().Format(timeLayout), Type: typ}
+}
+
+// at is the event's time: the source's, else its arrival, but never before
+// a time already written, so that the lines the writer adds to a timed
+// source (a cut run's end) do not go back in time.
+func (m *writer) at(e *formats.Event) time.Time {
+	t := e.TimeOf()
+	if e.Time.IsZero() && t.Before(m.lastAt) {
+		t = m.lastAt
+	}
+	if t.After(m.lastAt) {
+		m.lastAt = t
+	}
+	return t
 }
 
 func (m *writer) agentID(agent string) string {
@@ -369,7 +388,11 @@ func (m *writer) result(e *formats.Event) error {
 		}
 		out = joinText(e.Call.Output, e.Call.Error)
 	case formats.Cancelled:
-		m.lose("cancelled tool calls (written as failed)")
+		// The pipeline cancels the calls of a cut run (no source dialect);
+		// their output says they did not complete, so nothing is lost.
+		if e.Source.Dialect != "" {
+			m.lose("cancelled tool calls (written as failed)")
+		}
 		fallthrough
 	default:
 		if e.Call.Error != "" && e.Call.Output != "" {
