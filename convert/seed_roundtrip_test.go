@@ -125,7 +125,7 @@ func TestRoundTripThroughEachDialect(t *testing.T) {
 // losses table.
 func TestLossTableMatchesStderr(t *testing.T) {
 	readme := readFixture(t, "../README.md")
-	for _, target := range []string{"malac", "cli-agents"} {
+	for _, target := range []string{"malac", "cli-agents", "claude-stream", "claude-json"} {
 		row := ""
 		for _, l := range strings.Split(readme, "\n") {
 			if strings.HasPrefix(l, "| `"+target+"` |") {
