@@ -434,3 +434,36 @@ func TestFromAdaLReadsBack(t *testing.T) {
 		})
 	}
 }
+
+// Text that only deltas carried is gathered into messages, and the last of
+// it answers the run.
+func TestWriteFromDeltas(t *testing.T) {
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.TextDelta, Text: "Let me "},
+		{Kind: formats.TextDelta, Text: "look."},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "Read", Args: []byte(`{"file_path":"a"}`)}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "x"}},
+		{Kind: formats.TextDelta, Text: "Done."},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	for _, d := range []formats.Dialect{Stream, JSON} {
+		out, err := formatstest.WriteAll(d, evs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := read(t, d, out)
+		if a := ofKind(back, formats.Answer); len(a) != 1 || a[0].Text != "Done." {
+			t.Errorf("%s: answer %+v\n%s", d.Name, a, out)
+		}
+		if d.Name == Stream.Name {
+			var texts []string
+			for _, m := range ofKind(back, formats.Message) {
+				texts = append(texts, m.Text)
+			}
+			if strings.Join(texts, "|") != "Let me look.|Done." {
+				t.Errorf("messages %q\n%s", texts, out)
+			}
+		}
+	}
+}

@@ -21,6 +21,7 @@ type runState struct {
 	answered       bool
 	answer         string
 	lastText       string
+	streamed       string // main agent text streamed since its last message
 	errors         []string
 	reasons        []string // why calls that never ran were refused
 	denials        []denialOut
@@ -33,6 +34,9 @@ type runState struct {
 // observe keeps what the result object needs from any event.
 func (r *runState) observe(e *formats.Event) {
 	main := e.Agent == ""
+	if main {
+		r.streamedText(e)
+	}
 	switch e.Kind {
 	case formats.RunStart:
 		*r = runState{session: e.Run.SessionID, model: e.Run.Model, started: e.TimeOf()}
@@ -74,6 +78,21 @@ func (r *runState) observe(e *formats.Event) {
 		}
 		if e.Run.Model != "" {
 			r.model = e.Run.Model
+		}
+	}
+}
+
+// streamedText gathers the main agent's streamed text, which is its last
+// text when no whole message follows it.
+func (r *runState) streamedText(e *formats.Event) {
+	switch e.Kind {
+	case formats.TextDelta:
+		r.streamed += e.Text
+	case formats.Message:
+		r.streamed = ""
+	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.TurnEnd, formats.RunEnd:
+		if r.streamed != "" {
+			r.lastText, r.streamed = r.streamed, ""
 		}
 	}
 }
