@@ -467,3 +467,16 @@ func TestWriteFromDeltas(t *testing.T) {
 		}
 	}
 }
+
+// Server tools (web search) put their result in the assistant message.
+func TestServerToolResult(t *testing.T) {
+	data := `{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://go.dev","title":"Go"}]},{"type":"text","text":"Found it."}]},"parent_tool_use_id":null,"session_id":"s"}
+`
+	evs := read(t, Stream, []byte(data))
+	if got := kinds(evs); got != "run_start tool_call tool_result message" {
+		t.Fatalf("kinds: %s", got)
+	}
+	if r := evs[2].Call; r.ID != "srvtoolu_1" || r.Name != "web_search" || r.Status != formats.Completed || !strings.Contains(r.Output, "https://go.dev") {
+		t.Errorf("result: %+v", r)
+	}
+}

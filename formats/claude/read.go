@@ -445,6 +445,13 @@ func (d *decoder) assistant(r *record) {
 		case "tool_use", "server_tool_use":
 			d.flushContent()
 			d.toolUse(agent, &b)
+		default:
+			// A server tool's result (web_search_tool_result, …) comes in
+			// the assistant message itself.
+			if strings.HasSuffix(b.Type, "_tool_result") && b.ToolUseID != "" {
+				d.flushContent()
+				d.toolResult(agent, &b)
+			}
 		}
 	}
 }
@@ -525,6 +532,10 @@ func (d *decoder) user(r *record) {
 
 func (d *decoder) toolResult(agent string, b *block) {
 	out := contentText(b.Content)
+	if c := bytes.TrimSpace(b.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
+		// Results without text blocks (search results, …) keep their JSON.
+		out = string(c)
+	}
 	c := d.calls[b.ToolUseID]
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
 	if b.IsError != nil && *b.IsError {
