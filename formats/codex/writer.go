@@ -197,6 +197,10 @@ func (w *writer) Write(e *formats.Event) error {
 		w.run.usageSeen = true
 		return nil
 	}
+	if e.Kind == formats.Message && e.Thinking != "" {
+		// The message repeats the reasoning that streamed before it.
+		w.run.thinking.Reset()
+	}
 	if err := w.flush(e.Kind == formats.Message); err != nil {
 		return err
 	}
@@ -214,7 +218,13 @@ func (w *writer) Write(e *formats.Event) error {
 		}
 		return w.endTurn(e.Status == formats.Failed || e.Status == formats.Cancelled, w.failure(""))
 	case formats.Message:
-		w.text.Whole("")
+		// Deltas that carried this very text were its stream; other
+		// streamed text was a message of its own.
+		if t := w.text.Flush(""); t != "" && t != e.Text {
+			if err := w.message(t); err != nil {
+				return err
+			}
+		}
 		if e.Thinking != "" {
 			if err := w.writeItem("item.completed", textItem{w.newID(), "reasoning", e.Thinking}); err != nil {
 				return err

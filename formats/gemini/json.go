@@ -231,6 +231,9 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 	}
 	r := &j.run
 	main := e.Agent == ""
+	if main && e.Kind != formats.TextDelta && e.Kind != formats.Message {
+		j.text.Flush("") // a message streamed before this event has ended
+	}
 	switch e.Kind {
 	case formats.RunStart:
 		j.run = writeRun{sessionID: e.Run.SessionID, model: e.Run.Model}
@@ -243,7 +246,8 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 			r.answer.delta(e.Text)
 		}
 	case formats.Message:
-		if main && !j.text.Whole("") && e.Text != "" {
+		// Deltas that carried this very text were its stream.
+		if streamed := j.text.Flush(""); main && (streamed == "" || streamed != e.Text) && e.Text != "" {
 			r.messages++
 			r.answer.whole(e.Text)
 		}

@@ -120,6 +120,9 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	}
 	r := &s.run
 	main := e.Agent == ""
+	if main && e.Kind != formats.TextDelta && e.Kind != formats.Message {
+		s.text.Flush("") // a message streamed before this event has ended
+	}
 	switch e.Kind {
 	case formats.UserMessage:
 		if main {
