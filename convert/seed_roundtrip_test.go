@@ -76,6 +76,10 @@ func TestRoundTripThroughEachDialect(t *testing.T) {
 		// cancelled run is exit 1 in AdaL, a failure.
 		{"malac/two-runs.jsonl", "cli-agents", []string{"call statuses", "call errors", "sessions"}},
 		{"malac/two-runs.jsonl", "adal-json", []string{"call outputs", "call errors", "run statuses"}},
+		// A refusal the run went on after, then failed for another reason:
+		// a failure (exit 1), not a stop at the refusal (exit 2).
+		{"malac/refused-then-failed.jsonl", "adal-stream", []string{"sessions"}},
+		{"malac/refused-then-failed.jsonl", "adal-json", []string{"call outputs", "call errors"}},
 		{"malac/failed-turn.jsonl", "cli-agents", []string{"sessions"}},
 		{"malac/failed-turn.jsonl", "adal-stream", []string{"sessions"}},
 		// cli-agents keeps a tool's error apart from its output; malac and

@@ -16,6 +16,10 @@ type runSummary struct {
 	errored   bool   // an error was written already
 	lastError string // the last error notice
 	denied    *formats.TrackedCall
+	// stopped: the last call to end was refused, so a run that then ends
+	// without success stopped there (exit 2); a run that went on after a
+	// refusal and failed later failed for its own reason (exit 1).
+	stopped   bool
 	sessionID string
 	modelName string
 	usageSeen bool
@@ -46,6 +50,7 @@ func (r *runSummary) observe(e *formats.Event, calls *formats.CallTracker, text 
 		if e.Call.Status == formats.Denied {
 			r.denied = c
 		}
+		r.stopped = e.Call.Status == formats.Denied
 		if e.Duration > 0 {
 			lose("tool call durations")
 		}
@@ -177,7 +182,7 @@ func (r *runSummary) exitCode(e *formats.Event) int {
 	case formats.Denied:
 		return 2
 	case formats.StatusUnknown:
-		if r.denied != nil {
+		if r.stopped {
 			return 2
 		}
 		if r.errored {
@@ -185,7 +190,7 @@ func (r *runSummary) exitCode(e *formats.Event) int {
 		}
 		return 0
 	}
-	if r.denied != nil {
+	if r.stopped {
 		return 2
 	}
 	return 1
