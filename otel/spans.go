@@ -110,23 +110,24 @@ type builder struct {
 	emit func(sdktrace.ReadOnlySpan)
 
 	// The run.
-	open      bool
-	session   string
-	anchor    []byte // what the run's ids derive from
-	anchorSet bool
-	startLine int
-	traceID   trace.TraceID
-	traceSet  bool
-	name      string // the agent program's name
-	res       *resource.Resource
-	agents    map[string]*agent
-	order     []string       // agent ids in the order they started
-	calls     []*span        // open tool calls, oldest first
-	callUses  map[string]int // how often each call id was used, for unique keys
-	requests  map[string]string
-	timed     bool      // the source gives times
-	last      time.Time // the latest source time
-	turnsSeen bool      // the source ends turns, so content opens one
+	open       bool
+	session    string
+	anchor     []byte // what the run's ids derive from
+	anchorSet  bool
+	startLine  int
+	traceID    trace.TraceID
+	traceSet   bool
+	name       string // the agent program's name
+	res        *resource.Resource
+	agents     map[string]*agent
+	order      []string       // agent ids in the order they started
+	calls      []*span        // open tool calls, oldest first
+	callUses   map[string]int // how often each call id was used, for unique keys
+	requests   map[string]string
+	timed      bool      // the source gives times
+	last       time.Time // the latest source time
+	turnsSeen  bool      // the source ends turns, so content opens one
+	startsSeen bool      // the source starts turns itself
 }
 
 func newBuilder(cfg *config, rep *formats.Report, emit func(sdktrace.ReadOnlySpan)) *builder {
@@ -178,15 +179,22 @@ func (b *builder) write(e *formats.Event) {
 	case formats.AgentEnd:
 		b.endAgent(e.Agent, a, t, e.Status, e.Text)
 	case formats.TurnStart:
+		b.startsSeen = true
 		b.endTurn(a, t, formats.StatusUnknown)
 		b.startTurn(e.Agent, a, t)
 	case formats.TurnEnd:
-		b.turnsSeen = true
+		if !b.turnsSeen && !b.startsSeen {
+			// The first sign that the dialect has turns (it only ends
+			// them): the agents working now are in a turn too.
+			b.turnsSeen = true
+			for _, id := range append([]string{""}, b.order...) {
+				if other := b.agents[id]; other != a && b.busy(other) {
+					b.implicitTurn(id, other, t)
+				}
+			}
+		}
 		if a.turn == nil {
-			// A dialect that only ends turns: the turn began with the
-			// agent's first event after the last one ended, or after the
-			// spans already given to the agent itself.
-			b.startTurn(e.Agent, a, b.turnStart(a, t))
+			b.implicitTurn(e.Agent, a, t)
 		}
 		b.endTurn(a, t, e.Status)
 		a.hasIdle = false
@@ -402,9 +410,38 @@ func (b *builder) event(s *span, name string, t time.Time, attrs ...attribute.Ke
 // content: the agent is working; in a dialect that only ends turns, this
 // opens its next turn.
 func (b *builder) content(agentID string, a *agent, t time.Time) {
-	if b.turnsSeen && a.turn == nil && !a.done {
-		b.startTurn(agentID, a, b.turnStart(a, t))
+	if b.turnsSeen && !b.startsSeen && a.turn == nil && !a.done {
+		b.implicitTurn(agentID, a, t)
 	}
+}
+
+// implicitTurn opens the turn of a dialect that only ends turns. It began
+// with the agent's first event since its last turn, or after the spans
+// already given to the agent itself; the agent's calls still open move
+// into it.
+func (b *builder) implicitTurn(agentID string, a *agent, t time.Time) {
+	b.startTurn(agentID, a, b.turnStart(a, t))
+	for _, c := range b.calls {
+		if c.parent == a.span {
+			c.parent = a.turn
+			if c.start.Before(a.turn.start) {
+				a.turn.start = c.start
+			}
+		}
+	}
+}
+
+// busy: an agent has calls open and no turn.
+func (b *builder) busy(a *agent) bool {
+	if a == nil || a.done || a.turn != nil {
+		return false
+	}
+	for _, c := range b.calls {
+		if c.parent == a.span {
+			return true
+		}
+	}
+	return false
 }
 
 // turnStart is when an implicit turn began: at the agent's first event
