@@ -213,3 +213,20 @@ func FuzzReader(f *testing.F) {
 			formats.ThinkingDelta, formats.TurnEnd)
 	})
 }
+
+func TestWriteMessageAfterItsToolCall(t *testing.T) {
+	// Some sources end a message after the tool calls it holds: the
+	// message repeats text that deltas already carried.
+	out, _ := write(t, []*formats.Event{
+		{Kind: formats.RunStart},
+		{Kind: formats.ThinkingDelta, Text: "hm"},
+		{Kind: formats.TextDelta, Text: "Reading it."},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c", Name: "Read"}},
+		{Kind: formats.Message, Text: "Reading it.", Thinking: "hm"},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c", Status: formats.Completed}},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	})
+	if n := strings.Count(out, "Reading it."); n != 2 || strings.Count(out, `"hm"`) != 1 {
+		t.Errorf("text written %d times (want once, and once in done):\n%s", n, out)
+	}
+}

@@ -72,19 +72,21 @@ type writer struct {
 
 // writerRun is what the writer follows of one run, for its done line.
 type writerRun struct {
-	calls     formats.CallTracker
-	text      formats.TextTracker
-	thinking  formats.TextTracker
-	session   string
-	usage     formats.UsageInfo
-	nUsage    int
-	answered  bool
-	answer    string
-	lastText  string // the main agent's last assistant text
-	turnText  bool   // the main agent wrote text in the current turn
-	lastError string
-	refusal   string // the reason of the last refused call
-	nCalls    int64
+	calls formats.CallTracker
+	text  formats.TextTracker
+	// Deltas came since the last whole message: it repeats them (a tool
+	// call between them does not change that).
+	streamedText, streamedThinking bool
+	session                        string
+	usage                          formats.UsageInfo
+	nUsage                         int
+	answered                       bool
+	answer                         string
+	lastText                       string // the main agent's last assistant text
+	turnText                       bool   // the main agent wrote text in the current turn
+	lastError                      string
+	refusal                        string // the reason of the last refused call
+	nCalls                         int64
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -120,10 +122,10 @@ func (c *writer) Write(e *formats.Event) error {
 		}
 	case formats.TextDelta:
 		r.text.Delta("", e.Text)
-		r.turnText = true
+		r.turnText, r.streamedText = true, true
 		return c.line(textLine{"text_delta", e.Text})
 	case formats.ThinkingDelta:
-		r.thinking.Delta("", e.Text)
+		r.streamedThinking = true
 		return c.line(textLine{"thinking_delta", e.Text})
 	case formats.Message:
 		return c.message(e)
@@ -239,7 +241,10 @@ func (c *writer) line(v any) error { return formats.WriteJSONLine(c.w, v) }
 // message writes a whole message as deltas unless deltas carried it.
 func (c *writer) message(e *formats.Event) error {
 	r := &c.run
-	if e.Thinking != "" && !r.thinking.Whole("") {
+	streamedText, streamedThinking := r.streamedText, r.streamedThinking
+	r.streamedText, r.streamedThinking = false, false
+	r.text.Whole("")
+	if e.Thinking != "" && !streamedThinking {
 		if err := c.line(textLine{"thinking_delta", e.Thinking}); err != nil {
 			return err
 		}
@@ -247,7 +252,7 @@ func (c *writer) message(e *formats.Event) error {
 	if e.Text != "" {
 		r.lastText = e.Text
 	}
-	if r.text.Whole("") || e.Text == "" {
+	if streamedText || e.Text == "" {
 		return nil
 	}
 	r.turnText = true
@@ -258,7 +263,6 @@ func (c *writer) endText() {
 	if t := c.run.text.Flush(""); t != "" {
 		c.run.lastText = t
 	}
-	c.run.thinking.Flush("")
 }
 
 func (c *writer) toolStart(call *formats.Call) error {
