@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -229,4 +230,27 @@ func TestWriteMessageAfterItsToolCall(t *testing.T) {
 	if n := strings.Count(out, "Reading it."); n != 2 || strings.Count(out, `"hm"`) != 1 {
 		t.Errorf("text written %d times (want once, and once in done):\n%s", n, out)
 	}
+}
+
+// TestLive: on a pipe, each event comes as soon as its line does.
+func TestLive(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := newReader(pr, formats.ReadOptions{Dialect: Dialect.Name, Report: formats.NewReport(io.Discard)})
+	for _, l := range []string{`{"type":"text_delta","text":"a"}`, `{"type":"tool_start","toolName":"Bash","toolId":"t"}`, `{"type":"turn_end"}`} {
+		go pw.Write([]byte(l + "\n"))
+		done := make(chan *formats.Event)
+		go func() {
+			ev, _ := r.Next()
+			done <- ev
+		}()
+		select {
+		case ev := <-done:
+			if ev == nil || ev.Source.Line == nil {
+				t.Fatalf("no event for %s", l)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the reader waits for more than %s", l)
+		}
+	}
+	pw.Close()
 }
