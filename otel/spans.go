@@ -594,6 +594,9 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if e.Run.Model != "" {
 		root.attrs = setAttr(root.attrs, attribute.String(keyModel, e.Run.Model))
 	}
+	if e.Run.Provider != "" {
+		root.attrs = setAttr(root.attrs, attribute.String(keyProvider, e.Run.Provider))
+	}
 	usage := main.usage
 	if !e.Usage.Empty() {
 		usage = e.Usage
