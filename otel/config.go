@@ -171,18 +171,27 @@ func (c *config) endpointURL(ep string, specific bool) (string, error) {
 // parseList reads k=v,k2=v2 with URL-encoded values, as the OTEL_* lists are.
 func parseList(s string) map[string]string {
 	m := map[string]string{}
+	for _, kv := range parsePairs(s) {
+		m[kv[0]] = kv[1]
+	}
+	return m
+}
+
+// parsePairs reads k=v,k2=v2 in order.
+func parsePairs(s string) [][2]string {
+	var out [][2]string
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" {
 			continue
 		}
-		if dv, err := url.QueryUnescape(strings.TrimSpace(v)); err == nil {
+		if dv, err := url.QueryUnescape(v); err == nil {
 			v = dv
 		}
-		m[k] = strings.TrimSpace(v)
+		out = append(out, [2]string{k, v})
 	}
-	return m
+	return out
 }
 
 // resourceAttrs reads OTEL_RESOURCE_ATTRIBUTES in their order, and the
@@ -190,22 +199,14 @@ func parseList(s string) map[string]string {
 func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string) {
 	service := o.Param(ParamServiceName, o.Env("OTEL_SERVICE_NAME"))
 	var attrs []attribute.KeyValue
-	for _, kv := range strings.Split(o.Env("OTEL_RESOURCE_ATTRIBUTES"), ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			continue
-		}
-		if dv, err := url.QueryUnescape(strings.TrimSpace(v)); err == nil {
-			v = dv
-		}
-		if k == "service.name" {
+	for _, kv := range parsePairs(o.Env("OTEL_RESOURCE_ATTRIBUTES")) {
+		if kv[0] == "service.name" {
 			if service == "" {
-				service = v
+				service = kv[1]
 			}
 			continue
 		}
-		attrs = append(attrs, attribute.String(k, v))
+		attrs = append(attrs, attribute.String(kv[0], kv[1]))
 	}
 	return attrs, service
 }
