@@ -398,3 +398,16 @@ func TestLive(t *testing.T) {
 		t.Fatalf("at the end: %s", ev.Kind)
 	}
 }
+
+func TestMainAgentFinishedEndsTheRun(t *testing.T) {
+	in := start +
+		line(2, "m", `"type":"agent_finished","status":"failed","report":"gave up"`) +
+		line(3, "m", `"type":"text_delta","text":"late"`)
+	evs, _ := read(t, in)
+	if got := kinds(evs); got != "run_start run_end run_start text_delta" {
+		t.Fatalf("kinds %s", got)
+	}
+	if end := evs[1]; end.Status != formats.Failed || end.Text != "gave up" || end.Source.Line == nil {
+		t.Errorf("run end %+v", end)
+	}
+}

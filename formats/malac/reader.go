@@ -3,6 +3,7 @@ package malac
 import (
 	"bytes"
 	"io"
+	"sort"
 	"strconv"
 	"time"
 
@@ -80,9 +81,8 @@ type runState struct {
 		status formats.Status
 		text   string
 	}
-	lastDenied     bool // the last call result of the run was a refusal
-	first, last    time.Time
-	agentFinStatus formats.Status
+	lastDenied  bool // the last call result of the run was a refusal
+	first, last time.Time
 }
 
 type callState struct {
@@ -110,7 +110,7 @@ func (r *reader) Next() (*formats.Event, error) {
 			if r.run.open {
 				// The input ended: so does the run. Its events carry no
 				// record of their own.
-				for _, e := range r.endRun(nil, 0) {
+				for _, e := range r.endRun(nil) {
 					e.Source.Dialect, e.Source.Continued = r.opts.Dialect, true
 					r.queue = append(r.queue, e)
 				}
@@ -243,7 +243,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	run := &r.run
 	if rec.Type == "agent_started" && (rec.Parent == nil || *rec.Parent == "") {
 		if run.open {
-			evs = append(evs, r.endRun(nil, n)...)
+			evs = append(evs, r.endRun(nil)...)
 		}
 		r.startRun(rec.Agent)
 		add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{
@@ -267,8 +267,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		ev.AgentInfo = formats.AgentInfo{Label: rec.Label, Parent: parent, ParentCall: r.spawningCall(*rec.Parent), Model: rec.Model, Cwd: rec.Cwd}
 	case "agent_finished":
 		if agent == "" {
-			run.agentFinStatus = formats.ParseStatus(rec.Status)
-			return append(evs, r.endRun(&formats.Event{Text: rec.Report}, n)...)
+			return append(evs, r.endRun(rec)...)
 		}
 		evs = append(evs, r.closeDenied(agent)...)
 		ev.Kind, ev.Status, ev.Text = formats.AgentEnd, formats.ParseStatus(rec.Status), rec.Report
@@ -434,8 +433,8 @@ func (r *reader) closeDenied(agent string) []*formats.Event {
 
 // endRun closes the run: refused calls left open, the answer (the main
 // agent's last turn text), and RunEnd with the outcome of the main agent's
-// last turn. fin carries the main agent's agent_finished, if that ended it.
-func (r *reader) endRun(fin *formats.Event, n int) []*formats.Event {
+// last turn. fin is the main agent's agent_finished, if that ended it.
+func (r *reader) endRun(fin *record) []*formats.Event {
 	run := &r.run
 	var evs []*formats.Event
 	for id := range run.subs {
@@ -450,8 +449,8 @@ func (r *reader) endRun(fin *formats.Event, n int) []*formats.Event {
 	switch {
 	case run.turn.seen:
 		end.Status = run.turn.status
-	case fin != nil && run.agentFinStatus != formats.StatusUnknown:
-		end.Status = run.agentFinStatus
+	case fin != nil && formats.ParseStatus(fin.Status) != formats.StatusUnknown:
+		end.Status = formats.ParseStatus(fin.Status)
 	default:
 		// The main agent never finished a turn: the stream was cut. The
 		// pipeline closes such a run, its open calls and subagents.
@@ -462,8 +461,8 @@ func (r *reader) endRun(fin *formats.Event, n int) []*formats.Event {
 		// The run stopped at a refused call: AdaL's exit 2.
 		end.Status = formats.Denied
 	}
-	if fin != nil && !end.Status.OK() && end.Text == "" {
-		end.Text = fin.Text
+	if fin != nil && !end.Status.OK() {
+		end.Text = fin.Report
 	}
 	for _, t := range run.totals {
 		end.Usage.Add(t)
@@ -475,12 +474,10 @@ func (r *reader) endRun(fin *formats.Event, n int) []*formats.Event {
 	return append(evs, end)
 }
 
+// sortByCallID orders the events made from a map, so that the same input
+// always gives the same output.
 func sortByCallID(evs []*formats.Event) {
-	for i := 1; i < len(evs); i++ {
-		for j := i; j > 0 && evs[j].Call.ID < evs[j-1].Call.ID; j-- {
-			evs[j], evs[j-1] = evs[j-1], evs[j]
-		}
-	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Call.ID < evs[j].Call.ID })
 }
 
 // stringOf reads a JSON string; anything else gives its JSON text.
