@@ -96,6 +96,9 @@ type readRun struct {
 	sessionID, model string
 	names            map[string]string // tool id -> tool name
 	answer           answerTracker
+	// lastError and denied give a failed result without an error object
+	// its message, as the writers choose it (see outcome).
+	lastError, denied string
 }
 
 // answerTracker follows the main agent's last assistant message: a run of
@@ -184,11 +187,17 @@ func (r *streamReader) Next() (*formats.Event, error) {
 			r.opts.Report.Warn(n, "tool_result status %q is not success or error; kept as failed", l.Status)
 			ev.Call.Status = formats.Failed
 		}
+		if ev.Call.Status == formats.Denied {
+			run.denied = ev.Call.Error
+		}
 	case "error":
 		run.answer.other()
 		ev.Kind = formats.Notice
 		ev.Severity = formats.ParseSeverity(l.Severity)
 		ev.Text = l.Message
+		if ev.Severity == formats.Error {
+			run.lastError = l.Message
+		}
 	case "result":
 		r.result(ev, &l)
 	default:
@@ -209,8 +218,13 @@ func (r *streamReader) result(ev *formats.Event, l *streamLine) {
 	if l.Status != "success" {
 		end.Status = formats.Failed
 	}
-	if l.Error != nil {
+	switch {
+	case l.Error != nil && l.Error.Message != "":
 		end.Text = l.Error.Message
+	case end.Status == formats.Failed && r.run.lastError != "":
+		end.Text = r.run.lastError
+	case end.Status == formats.Failed:
+		end.Text = r.run.denied
 	}
 	end.Run.ExitCode = exitCode(end.Status, l.Error)
 	if s := l.Stats; s != nil {
