@@ -120,7 +120,7 @@ func Run(args []string, sys Sys) int {
 			},
 		}},
 	}
-	if err := app.Run(args); err != nil {
+	if err := app.Run(flagsFirst(args, app.Flags)); err != nil {
 		fmt.Fprintf(sys.Stderr, "agentconv: %v\n", err)
 		return ExitUsage
 	}
@@ -173,6 +173,50 @@ func otlpParams(c *cli.Context, params map[string]string) {
 		params["otlp.content"] = "true"
 	}
 	params["otlp.content_limit"] = fmt.Sprint(c.Int("otlp-content-limit"))
+}
+
+// flagsFirst moves the flags of the main command before its file names, so
+// that `agentconv run.ndjson --to malac` works as users expect (urfave/cli
+// stops reading flags at the first argument). A subcommand, or "--", stops it.
+func flagsFirst(args []string, flags []cli.Flag) []string {
+	if len(args) < 2 {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var opts, files []string
+	rest := args[1:]
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			files = append(files, rest[i:]...)
+			i = len(rest)
+		case len(a) > 1 && a[0] == '-':
+			opts = append(opts, a)
+			name := strings.TrimLeft(a, "-")
+			if j := strings.IndexByte(name, '='); j >= 0 {
+				name = name[:j]
+			} else if takesValue[name] && i+1 < len(rest) {
+				i++
+				opts = append(opts, rest[i])
+			}
+		case len(files) == 0 && len(opts) == 0 && (a == "formats" || a == "generate" || a == "help"):
+			return args // a subcommand parses its own flags
+		default:
+			files = append(files, a)
+		}
+	}
+	out := append([]string{args[0]}, opts...)
+	if len(files) > 0 && files[0] != "--" {
+		out = append(out, "--")
+	}
+	return append(out, files...)
 }
 
 // PrintFormats writes the table of dialects.

@@ -222,3 +222,16 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }
+
+func TestFlagsAfterFiles(t *testing.T) {
+	f := filepath.Join("..", "testdata", "adal", "seed-stream.ndjson")
+	code, out, stderr := runCLI("", f, "--to", "adal-json", "--exit-status")
+	if code != 0 || !strings.Contains(out, `"success":true`) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// "--" ends the flags: a file may start with a dash.
+	code, _, stderr = runCLI("", "--to", "adal-json", "--", "-no-such-file")
+	if code != ExitInput || !strings.Contains(stderr, "-no-such-file") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
