@@ -2,6 +2,7 @@ package cliagents
 
 import (
 	"io"
+	"strings"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -241,5 +242,5 @@ func stringOf(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	return string(raw)
+	return strings.ToValidUTF8(string(raw), "\uFFFD")
 }

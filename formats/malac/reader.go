@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -489,7 +490,7 @@ func stringOf(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	return string(raw)
+	return strings.ToValidUTF8(string(raw), "\uFFFD")
 }
 
 // messageText reads the text and reasoning of an assistant_message, whose
