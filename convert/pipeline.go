@@ -85,6 +85,8 @@ type Pipeline struct {
 	res    Result
 	run    runState
 	events int
+	// rawOutput: the writer takes tool outputs as undecoded JSON.
+	rawOutput bool
 }
 
 // NewPipeline makes a pipeline writing into w, the writer of dialect target.
@@ -92,7 +94,8 @@ func NewPipeline(w formats.Writer, target string, opts Options) *Pipeline {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
-	return &Pipeline{opts: opts, w: w, target: target}
+	_, raw := w.(formats.RawOutputWriter)
+	return &Pipeline{opts: opts, w: w, target: target, rawOutput: raw}
 }
 
 // Result returns what the conversion did so far.
@@ -222,6 +225,9 @@ func (p *Pipeline) Write(ev *formats.Event) error {
 }
 
 func (p *Pipeline) emit(ev *formats.Event) error {
+	if !p.rawOutput {
+		ev.DecodeOutput()
+	}
 	p.run.observe(ev, p.opts.Report)
 	before := p.opts.Report.Losses()
 	if err := p.w.Write(ev); err != nil {

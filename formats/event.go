@@ -277,9 +277,52 @@ type Call struct {
 	Summary string
 	Status  Status
 	Output  string
-	Error   string
+	// OutputJSON, when set, is the output as the source's JSON string
+	// literal, quotes included, not yet decoded into Output. Decoding and
+	// re-encoding megabytes of tool output is most of a conversion's work,
+	// so a reader may leave it to the writer: a JSON writer that declares
+	// RawOutputWriter copies the literal as it is, and for every other
+	// writer the pipeline calls Event.DecodeOutput first.
+	OutputJSON []byte
+	Error      string
 	// Truncated: Output is a preview of a longer result.
 	Truncated bool
+}
+
+// RawOutputWriter is implemented by writers that take Call.OutputJSON as it
+// is, so that the pipeline need not decode it for them.
+type RawOutputWriter interface {
+	TakesRawOutput()
+}
+
+// DecodeOutput fills Call.Output from Call.OutputJSON, if that is set and
+// Output is not, and clears OutputJSON.
+func (e *Event) DecodeOutput() {
+	if len(e.Call.OutputJSON) == 0 {
+		return
+	}
+	if e.Call.Output == "" {
+		var s string
+		if json.Unmarshal(e.Call.OutputJSON, &s) == nil {
+			e.Call.Output = s
+		} else {
+			e.Call.Output = string(e.Call.OutputJSON)
+		}
+	}
+	e.Call.OutputJSON = nil
+}
+
+// AppendOutputJSON appends the call's output as a JSON string literal:
+// the source's literal when it is kept, else Output encoded.
+func (c *Call) AppendOutputJSON(dst []byte) []byte {
+	if len(c.OutputJSON) > 0 {
+		return append(dst, c.OutputJSON...)
+	}
+	b, err := Marshal(c.Output)
+	if err != nil {
+		return append(dst, `""`...)
+	}
+	return append(dst, b...)
 }
 
 // Permission is a request for approval and its answer.

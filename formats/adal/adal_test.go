@@ -43,6 +43,7 @@ func TestStreamReaderSeed(t *testing.T) {
 	if got, want := kinds(evs), "tool_call tool_result tool_call tool_result answer run_end"; got != want {
 		t.Fatalf("kinds %q, want %q", got, want)
 	}
+	evs[1].DecodeOutput()
 	if c := evs[1].Call; c.ID != "3f9c..." || c.Name != "bash" || c.Status != formats.Completed || !strings.HasPrefix(c.Output, "src/app.ts") {
 		t.Errorf("tool_result read as %+v", c)
 	}

@@ -50,7 +50,7 @@ type streamLine struct {
 	Name      string          `json:"name"`
 	Args      json.RawMessage `json:"args"`
 	Status    string          `json:"status"`
-	Output    *string         `json:"output"`
+	Output    json.RawMessage `json:"output"`
 	Reason    string          `json:"reason"`
 	Content   string          `json:"content"`
 	Message   string          `json:"message"`
@@ -79,11 +79,14 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		return nil, err
 	}
 	n := r.lines.Line()
+	// Decode from the event's own copy of the line: the output is kept as a
+	// slice of it.
+	line = append([]byte(nil), line...)
 	var l streamLine
 	if err := formats.Unmarshal(n, line, &l); err != nil {
 		return nil, err
 	}
-	ev := &formats.Event{Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: append([]byte(nil), line...), LineNo: n}}
+	ev := &formats.Event{Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: line, LineNo: n}}
 	switch l.Type {
 	case "tool_call":
 		ev.Kind = formats.ToolCall
@@ -91,8 +94,12 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	case "tool_result":
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: formats.ParseStatus(l.Status)}
-		if l.Output != nil {
-			ev.Call.Output = *l.Output
+		switch {
+		case len(l.Output) > 0 && l.Output[0] == '"':
+			ev.Call.OutputJSON = l.Output
+		case len(l.Output) > 0 && string(l.Output) != "null":
+			r.opts.Report.Warn(n, "tool_result output is not a string; kept as its JSON text")
+			ev.Call.Output = string(l.Output)
 		}
 		if ev.Call.Status == formats.StatusUnknown {
 			r.opts.Report.Warn(n, "tool_result status %q is not completed, failed or cancelled; kept as failed", l.Status)
@@ -183,11 +190,11 @@ type toolCallLine struct {
 }
 
 type toolResultLine struct {
-	Type   string `json:"type"`
-	ID     string `json:"id"`
-	Name   string `json:"name"`
-	Status string `json:"status"`
-	Output string `json:"output"`
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
 }
 
 type deniedLine struct {
@@ -232,7 +239,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		if e.Call.Status == formats.Denied {
 			return formats.WriteJSONLine(s.w, deniedLine{"permission_denied", e.Call.ID, name, args(c.Args), e.Call.Error})
 		}
-		return formats.WriteJSONLine(s.w, toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), outputOf(&e.Call)})
+		return formats.WriteJSONLine(s.w, toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), outputJSON(e)})
 	case formats.Answer:
 		if e.Agent == "" {
 			return formats.WriteJSONLine(s.w, textLine{Type: "answer", Content: e.Text})
@@ -274,6 +281,20 @@ func (s *streamWriter) end(e *formats.Event) error {
 }
 
 func (s *streamWriter) Close() error { return nil }
+
+// TakesRawOutput: tool outputs are copied as JSON, undecoded.
+func (s *streamWriter) TakesRawOutput() {}
+
+// outputJSON is the call's output as a JSON string, merged with its error
+// text when it has one.
+func outputJSON(e *formats.Event) json.RawMessage {
+	if e.Call.Error != "" {
+		e.DecodeOutput()
+		b, _ := formats.Marshal(outputOf(&e.Call))
+		return b
+	}
+	return e.Call.AppendOutputJSON(nil)
+}
 
 func args(a json.RawMessage) json.RawMessage {
 	if len(a) == 0 {

@@ -56,6 +56,9 @@ func WriteAll(d formats.Dialect, evs []*formats.Event, strip bool) ([]byte, erro
 	w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
 	for i, ev := range evs {
 		e := *ev
+		if _, raw := w.(formats.RawOutputWriter); !raw {
+			e.DecodeOutput()
+		}
 		if strip {
 			e.Source = formats.Source{}
 		}
@@ -102,8 +105,14 @@ func Compare(evs []*formats.Event, kinds ...formats.Kind) []Comparable {
 		if !keep[e.Kind] {
 			continue
 		}
+		output := e.Call.Output
+		if len(e.Call.OutputJSON) > 0 {
+			d := *e
+			d.DecodeOutput()
+			output = d.Call.Output
+		}
 		out = append(out, Comparable{Kind: e.Kind, Agent: e.Agent, Text: e.Text, CallID: e.Call.ID,
-			Name: name, Status: e.Call.Status, Output: e.Call.Output, Session: e.Run.SessionID})
+			Name: name, Status: e.Call.Status, Output: output, Session: e.Run.SessionID})
 	}
 	return out
 }
