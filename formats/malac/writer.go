@@ -67,9 +67,9 @@ type toolFinishedLine struct {
 	envelope
 	CallID  string `json:"call_id"`
 	Tool    string `json:"tool"`
-	Output  string `json:"output"`
-	IsError bool   `json:"is_error"`
-	Millis  *int64 `json:"millis"`
+	Output  json.RawMessage `json:"output"`
+	IsError bool            `json:"is_error"`
+	Millis  *int64          `json:"millis"`
 }
 
 type permissionRequestedLine struct {
@@ -364,6 +364,9 @@ func (m *writer) endText(agent string) {
 // refusal) is announced first; a refused call is asked and refused, as
 // malac shows a refusal, unless the source already said so.
 func (m *writer) result(e *formats.Event) error {
+	if e.Call.Error != "" {
+		e.DecodeOutput() // the error text is merged into it
+	}
 	c, started := m.run.calls.Finish(e)
 	if !started {
 		if err := m.line(toolStartedLine{m.env(e, "tool_started"), c.ID, c.Name, c.Summary, args(c.Args)}); err != nil {
@@ -409,8 +412,17 @@ func (m *writer) result(e *formats.Event) error {
 	if name == "" {
 		name = c.Name
 	}
-	return m.line(toolFinishedLine{m.env(e, "tool_finished"), c.ID, name, out, !e.Call.Status.OK(), millis})
+	var outJSON json.RawMessage
+	if e.Call.Error == "" {
+		outJSON = e.Call.AppendOutputJSON(nil) // the source's JSON, when kept
+	} else {
+		outJSON, _ = formats.Marshal(out)
+	}
+	return m.line(toolFinishedLine{m.env(e, "tool_finished"), c.ID, name, outJSON, !e.Call.Status.OK(), millis})
 }
+
+// TakesRawOutput: tool outputs are copied as JSON, undecoded.
+func (m *writer) TakesRawOutput() {}
 
 // usage writes a usage line: the request's counts, and the agent's running
 // total.
