@@ -65,8 +65,8 @@ type toolStartedLine struct {
 
 type toolFinishedLine struct {
 	envelope
-	CallID  string `json:"call_id"`
-	Tool    string `json:"tool"`
+	CallID  string          `json:"call_id"`
+	Tool    string          `json:"tool"`
 	Output  json.RawMessage `json:"output"`
 	IsError bool            `json:"is_error"`
 	Millis  *int64          `json:"millis"`
