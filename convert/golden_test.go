@@ -14,7 +14,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 
 // fixtures lists every input fixture: the files under testdata/ outside
 // golden/ and the fuzz corpora.
-func fixtures(t *testing.T) []string {
+func fixtures(t testing.TB) []string {
 	t.Helper()
 	var out []string
 	root := filepath.Join("..", "testdata")

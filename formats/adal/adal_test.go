@@ -208,3 +208,14 @@ func FuzzJSONReader(f *testing.F) {
 		formatstest.RoundTrip(t, JSON, data, formats.ToolCall, formats.ToolResult, formats.Answer)
 	})
 }
+
+func FuzzTextReader(f *testing.F) {
+	f.Add([]byte("Fixed 3 lint errors.\n"))
+	f.Add([]byte("\ufeffline\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// The reader turns CRLF into LF by design, so a CR does not
+		// survive a round trip; check the rest.
+		data = bytes.ReplaceAll(data, []byte("\r"), nil)
+		formatstest.RoundTrip(t, Text, data, formats.Answer)
+	})
+}

@@ -136,10 +136,9 @@ func (t *textWriter) end(e *formats.Event) error {
 	if a == "" {
 		return nil
 	}
-	if !strings.HasSuffix(a, "\n") {
-		a += "\n"
-	}
-	_, err := io.WriteString(t.w, a)
+	// One newline ends the answer, as the reader expects: an answer that
+	// ends in a newline itself keeps it.
+	_, err := io.WriteString(t.w, a+"\n")
 	return err
 }
 
