@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -145,6 +146,8 @@ func flags() []cli.Flag {
 		&cli.StringFlag{Name: "otlp-service-name", Category: "OpenTelemetry", Usage: "service.name of the spans (default: OTEL_SERVICE_NAME, else the agent's name)"},
 		&cli.BoolFlag{Name: "otlp-content", Category: "OpenTelemetry", Usage: "record tool call arguments and results on the spans (sensitive and large: off by default)"},
 		&cli.IntFlag{Name: "otlp-content-limit", Category: "OpenTelemetry", Value: 4096, Usage: "with --otlp-content, keep at most `BYTES` of each argument list and result"},
+		&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
+		&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write an allocation profile to `FILE` at the end"},
 		&cli.StringFlag{Name: "otlp-spool", Category: "OpenTelemetry", Usage: "write spans that cannot be delivered to `FILE` (default: a new agentconv-undelivered-*.otlp.jsonl here)"},
 	}
 }
@@ -243,6 +246,11 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	fail := func(code int, format string, args ...any) int {
 		fmt.Fprintf(sys.Stderr, "agentconv: "+format+"\n", args...)
 		return code
+	}
+	if stop, err := startProfiles(c.String("cpuprofile"), c.String("memprofile")); err != nil {
+		return fail(ExitUsage, "%v", err)
+	} else {
+		defer stop()
 	}
 	if c.String("to") == "" {
 		if c.NArg() == 0 && !c.IsSet("from") {
@@ -435,6 +443,35 @@ func generateCmd(c *cli.Context, sys Sys) int {
 		return exitFor(&OutputError{err}, sys.Stderr)
 	}
 	return ExitOK
+}
+
+// startProfiles starts the profiles that --cpuprofile and --memprofile ask
+// for; the returned function writes them.
+func startProfiles(cpu, mem string) (func(), error) {
+	var cpuFile *os.File
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err != nil {
+			return nil, err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return nil, err
+		}
+		cpuFile = f
+	}
+	return func() {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			cpuFile.Close()
+		}
+		if mem != "" {
+			if f, err := os.Create(mem); err == nil {
+				pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+	}, nil
 }
 
 // exitFor prints an error and maps it to an exit status.
