@@ -65,9 +65,9 @@ func detectJSON(head []byte) int {
 }
 
 type jsonReader struct {
-	values  *formats.ValueReader
-	opts    formats.ReadOptions
-	pending []*formats.Event
+	values *formats.ValueReader
+	opts   formats.ReadOptions
+	queue  formats.EventQueue
 }
 
 func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -75,10 +75,8 @@ func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 }
 
 func (r *jsonReader) Next() (*formats.Event, error) {
-	if len(r.pending) > 0 {
-		ev := r.pending[0]
-		r.pending = r.pending[1:]
-		return ev, nil
+	if r.queue.Len() > 0 {
+		return r.queue.Pop(), nil
 	}
 	b, n, err := r.values.Next()
 	if err != nil {
@@ -88,15 +86,8 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 	if err := formats.Unmarshal(n, b, &o); err != nil {
 		return nil, err
 	}
-	src := formats.Source{Dialect: r.opts.Dialect, Type: "object", LineNo: n, Continued: true}
-	first := src
-	first.Line, first.Continued = append([]byte(nil), b...), false
-	evs := []*formats.Event{{Kind: formats.RunStart, Source: first,
-		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model)}}}
-	add := func(e *formats.Event) {
-		e.Source = src
-		evs = append(evs, e)
-	}
+	r.queue.Begin(formats.Source{Dialect: r.opts.Dialect, Type: "object", Line: append([]byte(nil), b...), LineNo: n})
+	r.queue.Add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model)}})
 	for i, c := range o.ToolCalls {
 		call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Output: deref(c.Output), Truncated: c.OutputTruncated}
 		if call.ID == "" {
@@ -105,10 +96,10 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 		call.Status = formats.ParseStatus(c.Status)
 		if call.Status == formats.Denied {
 			call.Error = deref(o.Error)
-			add(&formats.Event{Kind: formats.ToolResult, Call: call})
+			r.queue.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
 			continue
 		}
-		add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
+		r.queue.Add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
 		if call.Status == formats.Running || call.Status == formats.StatusUnknown {
 			if c.Status != "running" {
 				r.opts.Report.Warn(n, "tool call %q has status %q, which AdaL does not define; kept as failed", call.ID, c.Status)
@@ -117,10 +108,10 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 				continue
 			}
 		}
-		add(&formats.Event{Kind: formats.ToolResult, Call: call})
+		r.queue.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
 	}
 	if o.Answer != nil {
-		add(&formats.Event{Kind: formats.Answer, Text: *o.Answer})
+		r.queue.Add(&formats.Event{Kind: formats.Answer, Text: *o.Answer})
 	}
 	status, code := formats.Completed, o.ExitCode
 	if !o.Success {
@@ -131,13 +122,12 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 		}
 		status = statusOfExit(&code)
 		if o.Error != nil && status != formats.Denied {
-			add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: *o.Error})
+			r.queue.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: *o.Error})
 		}
 	}
-	add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: deref(o.Error),
+	r.queue.Add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: deref(o.Error),
 		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model), ExitCode: formats.Some(code)}})
-	r.pending = evs[1:]
-	return evs[0], nil
+	return r.queue.Pop(), nil
 }
 
 func deref(s *string) string {

@@ -65,7 +65,7 @@ const cancelledText = "Cancelled."
 type reader struct {
 	lines *formats.LineReader
 	opts  formats.ReadOptions
-	queue []*formats.Event
+	queue formats.EventQueue
 	// open: an event of the current run was read (runs end with done).
 	open    bool
 	session string
@@ -77,14 +77,12 @@ func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 }
 
 func (r *reader) Next() (*formats.Event, error) {
-	for len(r.queue) == 0 {
+	for r.queue.Len() == 0 {
 		if err := r.readRecord(); err != nil {
 			return nil, err
 		}
 	}
-	ev := r.queue[0]
-	r.queue = r.queue[1:]
-	return ev, nil
+	return r.queue.Pop(), nil
 }
 
 func (r *reader) readRecord() error {
@@ -100,12 +98,8 @@ func (r *reader) readRecord() error {
 	if line[0] != '{' {
 		return formats.Errorf(n, "not a JSON object: %s", formats.Snippet(line))
 	}
-	evs := r.events(&rec, n)
-	for i, ev := range evs {
-		ev.Source = formats.Source{Dialect: r.opts.Dialect, Type: rec.Type, LineNo: n, Continued: i > 0}
-	}
-	evs[0].Source.Line = append([]byte(nil), line...)
-	r.queue = append(r.queue, evs...)
+	r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: rec.Type, Line: append([]byte(nil), line...), LineNo: n},
+		r.events(&rec, n)...)
 	return nil
 }
 

@@ -78,9 +78,9 @@ func detectJSON(head []byte) int {
 }
 
 type jsonReader struct {
-	values  *formats.ValueReader
-	opts    formats.ReadOptions
-	pending []*formats.Event
+	values *formats.ValueReader
+	opts   formats.ReadOptions
+	queue  formats.EventQueue
 }
 
 func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -88,10 +88,8 @@ func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 }
 
 func (r *jsonReader) Next() (*formats.Event, error) {
-	if len(r.pending) > 0 {
-		ev := r.pending[0]
-		r.pending = r.pending[1:]
-		return ev, nil
+	if r.queue.Len() > 0 {
+		return r.queue.Pop(), nil
 	}
 	b, n, err := r.values.Next()
 	if err != nil {
@@ -104,29 +102,22 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 	if len(b) == 0 || b[0] != '{' {
 		return nil, formats.Errorf(n, "not a JSON object: %s", formats.Snippet(b))
 	}
-	src := formats.Source{Dialect: r.opts.Dialect, Type: "object", LineNo: n, Continued: true}
-	first := src
-	first.Line, first.Continued = append([]byte(nil), b...), false
+	r.queue.Begin(formats.Source{Dialect: r.opts.Dialect, Type: "object", Line: append([]byte(nil), b...), LineNo: n})
 	info := formats.RunInfo{SessionID: deref(o.SessionID), Model: mainModel(o.Stats), Provider: Provider, AgentName: AgentName}
-	evs := []*formats.Event{{Kind: formats.RunStart, Source: first, Run: info}}
-	add := func(e *formats.Event) {
-		e.Source = src
-		evs = append(evs, e)
-	}
+	r.queue.Add(&formats.Event{Kind: formats.RunStart, Run: info})
 	for _, w := range o.Warnings {
-		add(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: warningText(w)})
+		r.queue.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: warningText(w)})
 	}
 	if o.Response != nil && *o.Response != "" {
-		add(&formats.Event{Kind: formats.Answer, Text: *o.Response})
+		r.queue.Add(&formats.Event{Kind: formats.Answer, Text: *o.Response})
 	}
 	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: info, Usage: usageOf(o.Stats)}
 	if o.Error != nil {
 		end.Status, end.Text = formats.Failed, o.Error.Message
 	}
 	end.Run.ExitCode = exitCode(end.Status, o.Error)
-	add(end)
-	r.pending = evs[1:]
-	return evs[0], nil
+	r.queue.Add(end)
+	return r.queue.Pop(), nil
 }
 
 // mainModel is the model of the run: the one in the stats, or of several

@@ -50,7 +50,7 @@ const maxHeld = 16
 type reader struct {
 	lines *formats.LineReader
 	opts  formats.ReadOptions
-	queue []*formats.Event
+	queue formats.EventQueue
 	// held are agent-less records met before any run, with their events.
 	held []heldRecord
 	eof  bool
@@ -98,7 +98,7 @@ func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 }
 
 func (r *reader) Next() (*formats.Event, error) {
-	for len(r.queue) == 0 {
+	for r.queue.Len() == 0 {
 		if r.eof {
 			return nil, io.EOF
 		}
@@ -113,14 +113,12 @@ func (r *reader) Next() (*formats.Event, error) {
 				// record of their own.
 				for _, e := range r.endRun(nil) {
 					e.Source.Dialect, e.Source.Continued = r.opts.Dialect, true
-					r.queue = append(r.queue, e)
+					r.queue.Push(e)
 				}
 			}
 		}
 	}
-	ev := r.queue[0]
-	r.queue = r.queue[1:]
-	return ev, nil
+	return r.queue.Pop(), nil
 }
 
 // readRecord reads one line and queues its events: the first carries the
@@ -166,7 +164,7 @@ func (r *reader) readRecord() error {
 		r.checkEnvelope(&rec, n)
 		evs = r.events(&rec, n)
 	}
-	r.queueRecord(evs, line, rec.Type, n)
+	r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: rec.Type, Line: line, LineNo: n}, evs...)
 	return nil
 }
 
@@ -175,23 +173,8 @@ func (r *reader) releaseHeld() {
 	held := r.held
 	r.held = nil
 	for _, h := range held {
-		r.queueRecord(h.evs, h.line, formats.TypeOf(h.line), h.n)
+		r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: formats.TypeOf(h.line), Line: h.line, LineNo: h.n}, h.evs...)
 	}
-}
-
-func (r *reader) queueRecord(evs []*formats.Event, line []byte, typ string, n int) {
-	for i, ev := range evs {
-		ev.Source.Dialect, ev.Source.LineNo = r.opts.Dialect, n
-		if ev.Source.Type == "" {
-			ev.Source.Type = typ
-		}
-		if i == 0 {
-			ev.Source.Line, ev.Source.Continued = line, false
-		} else {
-			ev.Source.Continued = true
-		}
-	}
-	r.queue = append(r.queue, evs...)
 }
 
 // checkEnvelope warns about seq out of order or with gaps, and bad times.
