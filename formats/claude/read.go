@@ -175,7 +175,7 @@ type pendingMsg struct {
 // record at a time.
 type decoder struct {
 	opts formats.ReadOptions
-	out  []*formats.Event
+	out  formats.EventQueue
 
 	// The record being decoded: its bytes to pass through (nil when an
 	// earlier event carried them), line and type.
@@ -230,7 +230,7 @@ func (d *decoder) emit(ev *formats.Event) {
 	} else {
 		ev.Source.Continued = true
 	}
-	d.out = append(d.out, ev)
+	d.out.Push(ev)
 }
 
 // decode reads one record. data is the JSON object; carrier is the input
@@ -661,7 +661,7 @@ func newReader(src recordSource, o formats.ReadOptions) *reader {
 }
 
 func (r *reader) Next() (*formats.Event, error) {
-	for len(r.dec.out) == 0 {
+	for r.dec.out.Len() == 0 {
 		if r.eof {
 			return nil, io.EOF
 		}
@@ -678,10 +678,7 @@ func (r *reader) Next() (*formats.Event, error) {
 			return nil, le
 		}
 	}
-	ev := r.dec.out[0]
-	r.dec.out[0] = nil
-	r.dec.out = r.dec.out[1:]
-	return ev, nil
+	return r.dec.out.Pop(), nil
 }
 
 // lineSource reads NDJSON (claude-stream).

@@ -154,9 +154,9 @@ type todoItem struct {
 }
 
 type reader struct {
-	lines   *formats.LineReader
-	opts    formats.ReadOptions
-	pending []*formats.Event
+	lines *formats.LineReader
+	opts  formats.ReadOptions
+	queue formats.EventQueue
 	// held: the config summary and prompt of a run of Codex before 0.44,
 	// kept until session_configured names the session of its RunStart.
 	held  []*formats.Event
@@ -186,7 +186,7 @@ func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 }
 
 func (r *reader) Next() (*formats.Event, error) {
-	for len(r.pending) == 0 {
+	for r.queue.Len() == 0 {
 		if r.ended {
 			return nil, io.EOF
 		}
@@ -206,13 +206,11 @@ func (r *reader) Next() (*formats.Event, error) {
 		if err := r.record(b, r.lines.Line()); err != nil {
 			return nil, err
 		}
-		if len(r.held) > 0 || len(r.pending) > 0 && r.pending[0].Kind == formats.RunStart && r.pending[0].Source.Type == "" {
+		if e := r.queue.Peek(); len(r.held) > 0 || e != nil && e.Kind == formats.RunStart && e.Source.Type == "" {
 			r.hold(b) // only lines of Codex before 0.44 have no type
 		}
 	}
-	ev := r.pending[0]
-	r.pending = r.pending[1:]
-	return ev, nil
+	return r.queue.Pop(), nil
 }
 
 // hold keeps the events of a legacy config summary or prompt line back
@@ -225,10 +223,10 @@ func (r *reader) hold(b []byte) {
 		Model  *string         `json:"model"`
 	}
 	json.Unmarshal(b, &l)
-	opening := len(r.pending) > 0 && r.pending[0].Kind == formats.RunStart
+	e := r.queue.Peek()
+	opening := e != nil && e.Kind == formats.RunStart
 	if l.Type == "" && len(l.Msg) == 0 && (l.Model != nil || l.Prompt != nil) && (opening || len(r.held) > 0) {
-		r.held = append(r.held, r.pending...)
-		r.pending = r.pending[:0]
+		r.held = append(r.held, r.queue.Take()...)
 		return
 	}
 	var m struct {
@@ -251,7 +249,9 @@ func (r *reader) release(sessionID string) {
 	if sessionID != "" && r.held[0].Kind == formats.RunStart {
 		r.held[0].Run.SessionID, r.run.sessionID = sessionID, sessionID
 	}
-	r.pending = append(r.held, r.pending...)
+	current := r.queue.Take()
+	r.queue.Push(r.held...)
+	r.queue.Push(current...)
 	r.held = nil
 }
 
@@ -261,17 +261,9 @@ func (r *reader) record(b []byte, n int) error {
 	if err := formats.Unmarshal(n, b, &l); err != nil {
 		return err
 	}
-	src := formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: append([]byte(nil), b...), LineNo: n}
+	r.queue.Begin(formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: append([]byte(nil), b...), LineNo: n})
 	r.run.lastLine = n
-	first := true
-	emit := func(e *formats.Event) {
-		e.Source = src
-		if !first {
-			e.Source.Line, e.Source.Continued = nil, true
-		}
-		first = false
-		r.pending = append(r.pending, e)
-	}
+	emit := r.queue.Add
 	switch l.Type {
 	case "thread.started":
 		if r.run.open {
@@ -375,14 +367,14 @@ func (r *reader) endRun(src formats.Source) {
 		return // cut: the pipeline closes it
 	}
 	if s.answered {
-		r.pending = append(r.pending, &formats.Event{Kind: formats.Answer, Text: s.answer, Source: src})
+		r.queue.Push(&formats.Event{Kind: formats.Answer, Text: s.answer, Source: src})
 	}
 	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Source: src, Usage: s.usage,
 		Run: formats.RunInfo{SessionID: s.sessionID, Provider: Provider, AgentName: AgentName}}
 	if s.failed {
 		end.Status, end.Text = formats.Failed, s.fatal
 	}
-	r.pending = append(r.pending, end)
+	r.queue.Push(end)
 	s.open = false
 }
 

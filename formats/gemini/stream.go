@@ -85,10 +85,10 @@ type streamStats struct {
 }
 
 type streamReader struct {
-	lines   *formats.LineReader
-	opts    formats.ReadOptions
-	pending []*formats.Event
-	run     readRun
+	lines *formats.LineReader
+	opts  formats.ReadOptions
+	queue formats.EventQueue
+	run   readRun
 }
 
 // readRun is what the reader keeps of the open run.
@@ -127,10 +127,8 @@ func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 }
 
 func (r *streamReader) Next() (*formats.Event, error) {
-	if len(r.pending) > 0 {
-		ev := r.pending[0]
-		r.pending = r.pending[1:]
-		return ev, nil
+	if r.queue.Len() > 0 {
+		return r.queue.Pop(), nil
 	}
 	b, err := r.lines.Next()
 	if err != nil {
@@ -237,7 +235,7 @@ func (r *streamReader) result(ev *formats.Event, l *streamLine) {
 	if a := r.run.answer.text; a != "" {
 		*ev = formats.Event{Kind: formats.Answer, Text: a, Time: ev.Time, Source: ev.Source}
 		end.Source.Line, end.Source.Continued = nil, true
-		r.pending = append(r.pending, end)
+		r.queue.Push(end)
 	} else {
 		*ev = *end
 	}
