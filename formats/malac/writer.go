@@ -63,15 +63,6 @@ type toolStartedLine struct {
 	Input   json.RawMessage `json:"input"`
 }
 
-type toolFinishedLine struct {
-	envelope
-	CallID  string          `json:"call_id"`
-	Tool    string          `json:"tool"`
-	Output  json.RawMessage `json:"output"`
-	IsError bool            `json:"is_error"`
-	Millis  *int64          `json:"millis"`
-}
-
 type permissionRequestedLine struct {
 	envelope
 	RequestID string          `json:"request_id"`
@@ -131,6 +122,7 @@ type agentFinishedLine struct {
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 type writer struct {
+	buf    formats.JSONLine
 	w      io.Writer
 	opts   formats.WriteOptions
 	seq    int64
@@ -412,13 +404,24 @@ func (m *writer) result(e *formats.Event) error {
 	if name == "" {
 		name = c.Name
 	}
-	var outJSON json.RawMessage
-	if e.Call.Error == "" {
-		outJSON = e.Call.AppendOutputJSON(nil) // the source's JSON, when kept
+	// Built by hand: this line carries the tool output, most of the bytes
+	// of a conversion, and the kept source JSON is copied as it is.
+	env := m.env(e, "tool_finished")
+	j := m.buf.Begin().Str("agent", env.Agent).Int("seq", env.Seq).Str("at", env.At).Str("type", env.Type).
+		Str("call_id", c.ID).Str("tool", name)
+	if e.Call.Error == "" && len(e.Call.OutputJSON) > 0 {
+		j.Raw("output", e.Call.OutputJSON)
 	} else {
-		outJSON, _ = formats.Marshal(out)
+		j.Str("output", out)
 	}
-	return m.line(toolFinishedLine{m.env(e, "tool_finished"), c.ID, name, outJSON, !e.Call.Status.OK(), millis})
+	j.Bool("is_error", !e.Call.Status.OK())
+	if millis != nil {
+		j.Int("millis", *millis)
+	} else {
+		j.Null("millis")
+	}
+	_, err := j.WriteTo(m.w)
+	return err
 }
 
 // TakesRawOutput: tool outputs are copied as JSON, undecoded.
