@@ -3,8 +3,6 @@ package adal
 import (
 	"bytes"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,35 +10,9 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "adal", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func read(t *testing.T, d formats.Dialect, in string) []*formats.Event {
-	t.Helper()
-	evs, bad, err := formatstest.ReadAll(d, []byte(in))
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("read: %v %v", err, bad)
-	}
-	return evs
-}
-
-func kinds(evs []*formats.Event) string {
-	var s []string
-	for _, e := range evs {
-		s = append(s, e.Kind.String())
-	}
-	return strings.Join(s, " ")
-}
-
 func TestStreamReaderSeed(t *testing.T) {
-	evs := read(t, Stream, string(fixture(t, "seed-stream.ndjson")))
-	if got, want := kinds(evs), "tool_call tool_result tool_call tool_result answer run_end"; got != want {
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "adal", "seed-stream.ndjson"))
+	if got, want := formatstest.Kinds(evs), "tool_call tool_result tool_call tool_result answer run_end"; got != want {
 		t.Fatalf("kinds %q, want %q", got, want)
 	}
 	evs[1].DecodeOutput()
@@ -62,7 +34,7 @@ func TestStreamReaderSeed(t *testing.T) {
 }
 
 func TestStreamReaderRefusalAndOldVariant(t *testing.T) {
-	evs := read(t, Stream, string(fixture(t, "refused-stream.ndjson")))
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "adal", "refused-stream.ndjson"))
 	d := evs[2]
 	if d.Kind != formats.ToolResult || d.Call.Status != formats.Denied || d.Call.Name != "bash" || !strings.Contains(d.Call.Error, "needs approval") || string(d.Call.Args) != `{"command":"rm -rf build/"}` {
 		t.Errorf("permission_denied read as %+v", d)
@@ -71,7 +43,7 @@ func TestStreamReaderRefusalAndOldVariant(t *testing.T) {
 		t.Errorf("complete with exit 2 read as %+v", end)
 	}
 
-	evs = read(t, Stream, string(fixture(t, "old-variant-stream.ndjson")))
+	evs = formatstest.Read(t, Stream, formatstest.Fixture(t, "adal", "old-variant-stream.ndjson"))
 	// Results without ids pair with their calls by name.
 	if evs[0].Call.ID != "call_1" || evs[1].Call.ID != "call_2" || evs[2].Call.ID != "call_1" || evs[3].Call.ID != "call_2" {
 		t.Errorf("ids %q %q %q %q", evs[0].Call.ID, evs[1].Call.ID, evs[2].Call.ID, evs[3].Call.ID)
@@ -94,7 +66,7 @@ not json
 	if len(bad) != 1 || !strings.Contains(bad[0].Error(), "line 3") {
 		t.Errorf("malformed lines: %v", bad)
 	}
-	if got := kinds(evs); got != "tool_call raw run_end" {
+	if got := formatstest.Kinds(evs); got != "tool_call raw run_end" {
 		t.Errorf("kinds %q", got)
 	}
 	if evs[1].Source.Type != "progress" {
@@ -109,8 +81,8 @@ func TestJSONReader(t *testing.T) {
   "tool_calls": []
 }
 `
-	evs := read(t, JSON, in)
-	if got, want := kinds(evs), "run_start tool_call tool_result tool_result run_end run_start answer run_end"; got != want {
+	evs := formatstest.Read(t, JSON, in)
+	if got, want := formatstest.Kinds(evs), "run_start tool_call tool_result tool_result run_end run_start answer run_end"; got != want {
 		t.Fatalf("kinds %q, want %q", got, want)
 	}
 	if d := evs[3]; d.Call.Status != formats.Denied || d.Call.Error != "bash needs approval" {
@@ -139,7 +111,7 @@ func TestJSONWriterPreview(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	back := read(t, JSON, out.String())
+	back := formatstest.Read(t, JSON, out.String())
 	c := back[2].Call
 	if !c.Truncated || len(c.Output) > DefaultPreviewBytes || !strings.HasPrefix(big, c.Output) {
 		t.Errorf("preview: truncated=%v len=%d", c.Truncated, len(c.Output))
@@ -152,7 +124,7 @@ func TestJSONWriterPreview(t *testing.T) {
 func TestTextWriterAndReader(t *testing.T) {
 	var out, errb bytes.Buffer
 	w := Text.NewWriter(&out, formats.WriteOptions{Dialect: Text.Name, Report: formats.NewReport(io.Discard), Stderr: &errb})
-	for _, e := range read(t, Stream, string(fixture(t, "multi-run-stream.ndjson"))) {
+	for _, e := range formatstest.Read(t, Stream, formatstest.Fixture(t, "adal", "multi-run-stream.ndjson")) {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +136,7 @@ func TestTextWriterAndReader(t *testing.T) {
 	if errb.String() != want {
 		t.Errorf("stderr %q, want %q", errb.String(), want)
 	}
-	evs := read(t, Text, "\ufeffline one\r\nline two\n")
+	evs := formatstest.Read(t, Text, "\ufeffline one\r\nline two\n")
 	if len(evs) != 2 || evs[0].Kind != formats.Answer || evs[0].Text != "line one\nline two" {
 		t.Errorf("text read as %+v", evs)
 	}
@@ -176,11 +148,11 @@ func TestDetect(t *testing.T) {
 		head string
 		want bool
 	}{
-		{Stream, string(fixture(t, "seed-stream.ndjson")), true},
+		{Stream, string(formatstest.Fixture(t, "adal", "seed-stream.ndjson")), true},
 		{Stream, `{"agent":"a","seq":1,"at":"2025-01-01T00:00:00Z","type":"error"}`, false},
 		{Stream, `{"type":"tool_start","toolId":"t"}`, false},
 		{JSON, `{"success":true,"answer":"x","exit_code":0}`, true},
-		{JSON, string(fixture(t, "seed-stream.ndjson")), false},
+		{JSON, string(formatstest.Fixture(t, "adal", "seed-stream.ndjson")), false},
 		{Text, "hello", true},
 		{Text, `{"a":1}`, false},
 	} {
@@ -194,7 +166,7 @@ var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, format
 
 func FuzzStreamReader(f *testing.F) {
 	for _, n := range []string{"seed-stream.ndjson", "refused-stream.ndjson", "error-stream.ndjson", "old-variant-stream.ndjson", "cut-stream.ndjson"} {
-		f.Add(fixture(f, n))
+		f.Add(formatstest.Fixture(f, "adal", n))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, Stream, data, roundTripKinds...)

@@ -14,45 +14,9 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "claude", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func read(t *testing.T, d formats.Dialect, data []byte) []*formats.Event {
-	t.Helper()
-	evs, bad, err := formatstest.ReadAll(d, data)
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("reading: %v %v", err, bad)
-	}
-	return evs
-}
-
-func ofKind(evs []*formats.Event, k formats.Kind) []*formats.Event {
-	var out []*formats.Event
-	for _, e := range evs {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func kinds(evs []*formats.Event) string {
-	var s []string
-	for _, e := range evs {
-		s = append(s, e.Kind.String())
-	}
-	return strings.Join(s, " ")
-}
-
 func TestRunInfoAndResult(t *testing.T) {
-	evs := read(t, Stream, fixture(t, "gleam-basic-query.ndjson"))
-	if got := kinds(evs); got != "run_start usage message answer run_end" {
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "gleam-basic-query.ndjson"))
+	if got := formatstest.Kinds(evs); got != "run_start usage message answer run_end" {
 		t.Fatalf("kinds: %s", got)
 	}
 	run := evs[0].Run
@@ -72,8 +36,8 @@ func TestRunInfoAndResult(t *testing.T) {
 }
 
 func TestSubagent(t *testing.T) {
-	evs := read(t, Stream, fixture(t, "subagent-stream.jsonl"))
-	starts := ofKind(evs, formats.AgentStart)
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "subagent-stream.jsonl"))
+	starts := formatstest.OfKind(evs, formats.AgentStart)
 	if len(starts) != 1 {
 		t.Fatalf("agent starts: %d", len(starts))
 	}
@@ -86,11 +50,11 @@ func TestSubagent(t *testing.T) {
 			t.Errorf("subagent call on agent %q", e.Agent)
 		}
 	}
-	ends := ofKind(evs, formats.AgentEnd)
+	ends := formatstest.OfKind(evs, formats.AgentEnd)
 	if len(ends) != 1 || ends[0].Status != formats.Completed || ends[0].Text != "Retries are in src/net.go, line 42." {
 		t.Errorf("agent end: %+v", ends)
 	}
-	if a := ofKind(evs, formats.Answer); len(a) != 1 || a[0].Agent != "" || a[0].Text != "The retry logic is in src/net.go at line 42." {
+	if a := formatstest.OfKind(evs, formats.Answer); len(a) != 1 || a[0].Agent != "" || a[0].Text != "The retry logic is in src/net.go at line 42." {
 		t.Errorf("answer: %+v", a)
 	}
 }
@@ -98,16 +62,16 @@ func TestSubagent(t *testing.T) {
 // Deltas stream the text, and the whole message repeats it once: a writer
 // that prints deltas and skips streamed wholes prints it once.
 func TestPartialMessagesDoNotDuplicate(t *testing.T) {
-	evs := read(t, Stream, fixture(t, "partial-messages-stream.jsonl"))
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "partial-messages-stream.jsonl"))
 	var deltas string
-	for _, e := range ofKind(evs, formats.TextDelta) {
+	for _, e := range formatstest.OfKind(evs, formats.TextDelta) {
 		deltas += e.Text
 	}
-	msgs := ofKind(evs, formats.Message)
+	msgs := formatstest.OfKind(evs, formats.Message)
 	if deltas != "The answer is 4." || len(msgs) != 1 || msgs[0].Text != deltas || msgs[0].Thinking != "Two plus two." {
 		t.Fatalf("deltas %q, messages %+v", deltas, msgs)
 	}
-	if u := ofKind(evs, formats.Usage); len(u) != 1 {
+	if u := formatstest.OfKind(evs, formats.Usage); len(u) != 1 {
 		t.Errorf("usage events: %d", len(u))
 	}
 	// The stripped stream written back holds the text once.
@@ -124,8 +88,8 @@ func TestPartialMessagesDoNotDuplicate(t *testing.T) {
 }
 
 func TestSplitMessages(t *testing.T) {
-	evs := read(t, Stream, fixture(t, "split-messages-stream.jsonl"))
-	if got := kinds(evs); got != "run_start usage message tool_call todos tool_call tool_result tool_result usage message answer run_end" {
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "split-messages-stream.jsonl"))
+	if got := formatstest.Kinds(evs); got != "run_start usage message tool_call todos tool_call tool_result tool_result usage message answer run_end" {
 		t.Fatalf("kinds: %s", got)
 	}
 	m := evs[2]
@@ -141,13 +105,13 @@ func TestSplitMessages(t *testing.T) {
 }
 
 func TestFailuresDenialsAndSessions(t *testing.T) {
-	evs := read(t, Stream, fixture(t, "failures-stream.jsonl"))
-	ends := ofKind(evs, formats.RunEnd)
-	if len(ofKind(evs, formats.RunStart)) != 3 || len(ends) != 3 {
-		t.Fatalf("runs: %s", kinds(evs))
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "failures-stream.jsonl"))
+	ends := formatstest.OfKind(evs, formats.RunEnd)
+	if len(formatstest.OfKind(evs, formats.RunStart)) != 3 || len(ends) != 3 {
+		t.Fatalf("runs: %s", formatstest.Kinds(evs))
 	}
 	var failed, denied []formats.Call
-	for _, e := range ofKind(evs, formats.ToolResult) {
+	for _, e := range formatstest.OfKind(evs, formats.ToolResult) {
 		switch e.Call.Status {
 		case formats.Failed:
 			failed = append(failed, e.Call)
@@ -175,7 +139,7 @@ func TestFailuresDenialsAndSessions(t *testing.T) {
 	if ends[2].Status != formats.Failed || ends[2].Text != "the run ended with error_max_turns" {
 		t.Errorf("run 3: %+v", ends[2])
 	}
-	for _, e := range ofKind(evs, formats.Answer) {
+	for _, e := range formatstest.OfKind(evs, formats.Answer) {
 		if e.Text != "The tests fail, and I may not write /etc/hosts." {
 			t.Errorf("answer of a failed run: %q", e.Text)
 		}
@@ -184,9 +148,9 @@ func TestFailuresDenialsAndSessions(t *testing.T) {
 
 // A denial whose call never appeared, as in a stopped run.
 func TestDenialWithoutCall(t *testing.T) {
-	evs := read(t, Stream, fixture(t, "takopi-session.jsonl"))
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "takopi-session.jsonl"))
 	var d []*formats.Event
-	for _, e := range ofKind(evs, formats.ToolResult) {
+	for _, e := range formatstest.OfKind(evs, formats.ToolResult) {
 		if e.Call.Status == formats.Denied {
 			d = append(d, e)
 		}
@@ -197,16 +161,16 @@ func TestDenialWithoutCall(t *testing.T) {
 }
 
 func TestUnknownTypesKeptRaw(t *testing.T) {
-	evs := read(t, Stream, fixture(t, "unknown-types-stream.jsonl"))
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "unknown-types-stream.jsonl"))
 	var raws []string
-	for _, e := range ofKind(evs, formats.Raw) {
+	for _, e := range formatstest.OfKind(evs, formats.Raw) {
 		raws = append(raws, e.Source.Type)
 	}
 	if strings.Join(raws, ",") != "system,rate_limit_event,conversation_reset" {
 		t.Errorf("raw: %v", raws)
 	}
-	if len(ofKind(evs, formats.Compaction)) != 1 || len(ofKind(evs, formats.Notice)) != 1 {
-		t.Errorf("kinds: %s", kinds(evs))
+	if len(formatstest.OfKind(evs, formats.Compaction)) != 1 || len(formatstest.OfKind(evs, formats.Notice)) != 1 {
+		t.Errorf("kinds: %s", formatstest.Kinds(evs))
 	}
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
@@ -225,7 +189,7 @@ func TestPassthrough(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
 	for _, f := range files {
 		data, _ := os.ReadFile(f)
-		evs := read(t, Stream, data)
+		evs := formatstest.Read(t, Stream, data)
 		out, err := formatstest.WriteAll(Stream, evs, false)
 		if err != nil {
 			t.Fatal(err)
@@ -237,8 +201,8 @@ func TestPassthrough(t *testing.T) {
 }
 
 func TestJSONReader(t *testing.T) {
-	evs := read(t, JSON, fixture(t, "verbose-array.json"))
-	if got := kinds(evs); got != "run_start usage tool_call tool_result usage message answer run_end" {
+	evs := formatstest.Read(t, JSON, formatstest.Fixture(t, "claude", "verbose-array.json"))
+	if got := formatstest.Kinds(evs); got != "run_start usage tool_call tool_result usage message answer run_end" {
 		t.Fatalf("kinds: %s", got)
 	}
 	if evs[0].Source.Line == nil || evs[1].Source.Line != nil || !evs[1].Source.Continued {
@@ -250,15 +214,15 @@ func TestJSONReader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Split(strings.TrimSpace(string(stream)), "\n"); len(lines) != 5 || !strings.Contains(string(fixture(t, "verbose-array.json")), lines[4]) {
+	if lines := strings.Split(strings.TrimSpace(string(stream)), "\n"); len(lines) != 5 || !strings.Contains(string(formatstest.Fixture(t, "claude", "verbose-array.json")), lines[4]) {
 		t.Errorf("claude-json → claude-stream:\n%s", stream)
 	}
-	evs = read(t, JSON, fixture(t, "result-pretty.json"))
-	if got := kinds(evs); got != "run_start answer run_end" || evs[1].Text != "4" || evs[0].Run.SessionID != "5e55a008-0000-4000-8000-000000000008" {
+	evs = formatstest.Read(t, JSON, formatstest.Fixture(t, "claude", "result-pretty.json"))
+	if got := formatstest.Kinds(evs); got != "run_start answer run_end" || evs[1].Text != "4" || evs[0].Run.SessionID != "5e55a008-0000-4000-8000-000000000008" {
 		t.Fatalf("result object: %s", got)
 	}
 	out, _ := formatstest.WriteAll(JSON, evs, false)
-	if string(out) != string(fixture(t, "result-pretty.json")) {
+	if string(out) != string(formatstest.Fixture(t, "claude", "result-pretty.json")) {
 		t.Errorf("claude-json passthrough:\n%s", out)
 	}
 }
@@ -284,7 +248,7 @@ func TestDetect(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"takopi-session.jsonl", "partial-messages-stream.jsonl", "unknown-types-stream.jsonl"} {
-		if s, j := Stream.Detect(fixture(t, f)), JSON.Detect(fixture(t, f)); s != 100 || j >= s {
+		if s, j := Stream.Detect(formatstest.Fixture(t, "claude", f)), JSON.Detect(formatstest.Fixture(t, "claude", f)); s != 100 || j >= s {
 			t.Errorf("%s: stream %d, json %d", f, s, j)
 		}
 	}
@@ -293,7 +257,7 @@ func TestDetect(t *testing.T) {
 // Written from events alone, a stream reads back to the same events.
 func TestWriteReadsBack(t *testing.T) {
 	for _, f := range []string{"subagent-stream.jsonl", "split-messages-stream.jsonl", "failures-stream.jsonl", "takopi-session.jsonl", "partial-messages-stream.jsonl"} {
-		t.Run(f, func(t *testing.T) { formatstest.RoundTrip(t, Stream, fixture(t, f), compared...) })
+		t.Run(f, func(t *testing.T) { formatstest.RoundTrip(t, Stream, formatstest.Fixture(t, "claude", f), compared...) })
 	}
 }
 
@@ -306,21 +270,21 @@ func TestRoundTripThroughAdaL(t *testing.T) {
 	for _, via := range []formats.Dialect{adal.Stream, adal.JSON} {
 		for _, f := range []string{"takopi-session.jsonl", "failures-stream.jsonl", "subagent-stream.jsonl"} {
 			t.Run(via.Name+"/"+f, func(t *testing.T) {
-				evs := read(t, Stream, fixture(t, f))
+				evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", f))
 				mid, err := formatstest.WriteAll(via, evs, true)
 				if err != nil {
 					t.Fatal(err)
 				}
-				out, err := formatstest.WriteAll(Stream, read(t, via, mid), true)
+				out, err := formatstest.WriteAll(Stream, formatstest.Read(t, via, mid), true)
 				if err != nil {
 					t.Fatal(err)
 				}
-				back := read(t, Stream, out)
+				back := formatstest.Read(t, Stream, out)
 				want, got := survivors(evs), survivors(back)
 				if !reflect.DeepEqual(want, got) {
 					t.Errorf("calls and answers changed:\nwant %+v\ngot  %+v\nvia:\n%s\nback:\n%s", want, got, mid, out)
 				}
-				we, ge := ofKind(evs, formats.RunEnd), ofKind(back, formats.RunEnd)
+				we, ge := formatstest.OfKind(evs, formats.RunEnd), formatstest.OfKind(back, formats.RunEnd)
 				if len(we) != len(ge) {
 					t.Fatalf("runs: %d → %d", len(we), len(ge))
 				}
@@ -369,7 +333,7 @@ func FuzzJSONReader(f *testing.F) {
 		b, _ := os.ReadFile(p)
 		f.Add(b)
 	}
-	f.Add(fixture(f, "takopi-session.jsonl"))
+	f.Add(formatstest.Fixture(f, "claude", "takopi-session.jsonl"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		evs, _, err := formatstest.ReadAll(JSON, data)
 		if err != nil {
@@ -397,8 +361,8 @@ func TestSessionChangeStartsRun(t *testing.T) {
 	data := `{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"text","text":"one"}]},"parent_tool_use_id":null,"session_id":"s1"}
 {"type":"assistant","message":{"id":"m2","model":"x","content":[{"type":"text","text":"two"}]},"parent_tool_use_id":null,"session_id":"s2"}
 `
-	evs := read(t, Stream, []byte(data))
-	if got := kinds(evs); got != "run_start message run_start message" {
+	evs := formatstest.Read(t, Stream, []byte(data))
+	if got := formatstest.Kinds(evs); got != "run_start message run_start message" {
 		t.Fatalf("kinds: %s", got)
 	}
 	if evs[0].Run.SessionID != "s1" || evs[2].Run.SessionID != "s2" || evs[1].Text != "one" {
@@ -413,16 +377,16 @@ func TestFromAdaLReadsBack(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			data, _ := os.ReadFile(f)
-			evs := read(t, adal.Stream, data)
+			evs := formatstest.Read(t, adal.Stream, data)
 			out, err := formatstest.WriteAll(Stream, evs, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			back := read(t, Stream, out)
+			back := formatstest.Read(t, Stream, out)
 			if w, g := survivors(evs), survivors(back); !reflect.DeepEqual(w, g) {
 				t.Errorf("changed:\nwant %+v\ngot  %+v\n%s", w, g, out)
 			}
-			we, ge := ofKind(evs, formats.RunEnd), ofKind(back, formats.RunEnd)
+			we, ge := formatstest.OfKind(evs, formats.RunEnd), formatstest.OfKind(back, formats.RunEnd)
 			if len(we) != len(ge) {
 				t.Fatalf("runs %d → %d\n%s", len(we), len(ge), out)
 			}
@@ -452,13 +416,13 @@ func TestWriteFromDeltas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		back := read(t, d, out)
-		if a := ofKind(back, formats.Answer); len(a) != 1 || a[0].Text != "Done." {
+		back := formatstest.Read(t, d, out)
+		if a := formatstest.OfKind(back, formats.Answer); len(a) != 1 || a[0].Text != "Done." {
 			t.Errorf("%s: answer %+v\n%s", d.Name, a, out)
 		}
 		if d.Name == Stream.Name {
 			var texts []string
-			for _, m := range ofKind(back, formats.Message) {
+			for _, m := range formatstest.OfKind(back, formats.Message) {
 				texts = append(texts, m.Text)
 			}
 			if strings.Join(texts, "|") != "Let me look.|Done." {
@@ -472,8 +436,8 @@ func TestWriteFromDeltas(t *testing.T) {
 func TestServerToolResult(t *testing.T) {
 	data := `{"type":"assistant","message":{"id":"m1","model":"x","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}},{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://go.dev","title":"Go"}]},{"type":"text","text":"Found it."}]},"parent_tool_use_id":null,"session_id":"s"}
 `
-	evs := read(t, Stream, []byte(data))
-	if got := kinds(evs); got != "run_start tool_call tool_result message" {
+	evs := formatstest.Read(t, Stream, []byte(data))
+	if got := formatstest.Kinds(evs); got != "run_start tool_call tool_result message" {
 		t.Fatalf("kinds: %s", got)
 	}
 	if r := evs[2].Call; r.ID != "srvtoolu_1" || r.Name != "web_search" || r.Status != formats.Completed || !strings.Contains(r.Output, "https://go.dev") {

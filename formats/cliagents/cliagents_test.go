@@ -13,47 +13,13 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-func read(t *testing.T, in string) ([]*formats.Event, string) {
-	t.Helper()
-	var warn bytes.Buffer
-	r := newReader(strings.NewReader(in), formats.ReadOptions{Dialect: Dialect.Name, Report: formats.NewReport(&warn)})
-	var evs []*formats.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return evs, warn.String()
-		}
-		if err != nil {
-			t.Fatalf("reading: %v", err)
-		}
-		evs = append(evs, ev)
-	}
-}
-
-func kinds(evs []*formats.Event) string {
-	var k []string
-	for _, e := range evs {
-		k = append(k, e.Kind.String())
-	}
-	return strings.Join(k, " ")
-}
-
-func fixture(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "cli-agents", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 func TestReadClaudeRun(t *testing.T) {
-	evs, warn := read(t, fixture(t, "claude-run.jsonl"))
+	evs, warn := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "cli-agents", "claude-run.jsonl"))
 	if warn != "" {
 		t.Errorf("warnings %q", warn)
 	}
 	want := "run_start thinking_delta text_delta tool_call tool_result tool_call tool_result raw text_delta text_delta turn_end answer run_end"
-	if got := kinds(evs); got != want {
+	if got := formatstest.Kinds(evs); got != want {
 		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
 	}
 	start := evs[0]
@@ -75,18 +41,18 @@ func TestReadClaudeRun(t *testing.T) {
 }
 
 func TestReadProviders(t *testing.T) {
-	evs, _ := read(t, fixture(t, "codex-run.jsonl"))
+	evs, _ := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "cli-agents", "codex-run.jsonl"))
 	if s := evs[0]; s.Kind != formats.RunStart || s.Run.SessionID != "019a2d7b-7fb8-78e1-8cfa-5bdbe274a3aa" || s.Run.Provider != "openai" {
 		t.Errorf("codex start %+v", s)
 	}
 	if evs[1].Kind != formats.Raw {
 		t.Errorf("turn.started is %s", evs[1].Kind)
 	}
-	evs, _ = read(t, fixture(t, "gemini-failed.jsonl"))
+	evs, _ = formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "cli-agents", "gemini-failed.jsonl"))
 	if s := evs[0]; s.Kind != formats.RunStart || s.Run.Model != "gemini-2.5-pro" || s.Run.Provider != "gcp.gemini" {
 		t.Errorf("gemini start %+v", s)
 	}
-	if got := kinds(evs); got != "run_start text_delta tool_call tool_result notice notice notice run_end" {
+	if got := formatstest.Kinds(evs); got != "run_start text_delta tool_call tool_result notice notice notice run_end" {
 		t.Errorf("kinds %s", got)
 	}
 	if w := evs[4]; w.Severity != formats.Warning {
@@ -102,7 +68,7 @@ func TestReadProviders(t *testing.T) {
 }
 
 func TestReadCancelledAndNextRun(t *testing.T) {
-	evs, _ := read(t, fixture(t, "cancelled.jsonl"))
+	evs, _ := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "cli-agents", "cancelled.jsonl"))
 	var ends []*formats.Event
 	for _, e := range evs {
 		if e.Kind == formats.RunEnd {
@@ -116,8 +82,8 @@ func TestReadCancelledAndNextRun(t *testing.T) {
 
 func TestReadOddRecords(t *testing.T) {
 	in := `{"type":"tool_end","toolId":"x"}` + "\n" + `{"type":"error","message":"m"}` + "\n" + `{"type":"mystery","a":1}` + "\n" + `{"type":"done"}` + "\n"
-	evs, warn := read(t, in)
-	if got := kinds(evs); got != "tool_result notice raw run_end" {
+	evs, warn := formatstest.ReadWarnings(t, Dialect, in)
+	if got := formatstest.Kinds(evs); got != "tool_result notice raw run_end" {
 		t.Errorf("kinds %s", got)
 	}
 	if evs[0].Call.Status != formats.Failed || evs[1].Severity != formats.Error || evs[3].Status != formats.Failed {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -15,46 +13,10 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "codex", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func read(t *testing.T, in string) []*formats.Event {
-	t.Helper()
-	evs, bad, err := formatstest.ReadAll(Dialect, []byte(in))
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("read: %v %v", err, bad)
-	}
-	return evs
-}
-
-func kinds(evs []*formats.Event) string {
-	var s []string
-	for _, e := range evs {
-		s = append(s, e.Kind.String())
-	}
-	return strings.Join(s, " ")
-}
-
-func find(evs []*formats.Event, k formats.Kind) []*formats.Event {
-	var out []*formats.Event
-	for _, e := range evs {
-		if e.Kind == k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 func TestReadCapture(t *testing.T) {
-	evs := read(t, string(fixture(t, "agentcmd-stream-output-5.jsonl")))
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "codex", "agentcmd-stream-output-5.jsonl"))
 	want := "run_start turn_start thinking_delta tool_call tool_result thinking_delta message usage turn_end answer run_end"
-	if got := kinds(evs); got != want {
+	if got := formatstest.Kinds(evs); got != want {
 		t.Fatalf("kinds\n got %s\nwant %s", got, want)
 	}
 	start := evs[0]
@@ -84,8 +46,8 @@ func TestReadCapture(t *testing.T) {
 }
 
 func TestReadToolsAndTodos(t *testing.T) {
-	evs := read(t, string(fixture(t, "tools-and-todos.jsonl")))
-	results := find(evs, formats.ToolResult)
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "codex", "tools-and-todos.jsonl"))
+	results := formatstest.OfKind(evs, formats.ToolResult)
 	byID := map[string]formats.Call{}
 	for _, r := range results {
 		byID[r.Call.ID] = r.Call
@@ -107,37 +69,37 @@ func TestReadToolsAndTodos(t *testing.T) {
 		t.Errorf("web search %+v (results %v)", c, byID)
 	}
 	calls := map[string]bool{}
-	for _, c := range find(evs, formats.ToolCall) {
+	for _, c := range formatstest.OfKind(evs, formats.ToolCall) {
 		calls[c.Call.ID] = true
 	}
 	if !calls["item_4"] || calls["item_5"] {
 		t.Errorf("a completed-only file change must start a call, a declined command must not: %v", calls)
 	}
-	todos := find(evs, formats.Todos)
+	todos := formatstest.OfKind(evs, formats.Todos)
 	if len(todos) != 3 || todos[1].Todos[0].Status != "completed" || todos[1].Todos[1].Status != "pending" || todos[0].Todos[0].Content != "Run the tests" {
 		t.Errorf("todos %+v", todos)
 	}
-	if n := find(evs, formats.Notice); len(n) != 1 || n[0].Severity != formats.Warning || !strings.HasPrefix(n[0].Text, "model rerouted") {
+	if n := formatstest.OfKind(evs, formats.Notice); len(n) != 1 || n[0].Severity != formats.Warning || !strings.HasPrefix(n[0].Text, "model rerouted") {
 		t.Errorf("notices %+v", n)
 	}
-	if r := find(evs, formats.Raw); len(r) != 1 || r[0].Source.LineNo != 21 {
+	if r := formatstest.OfKind(evs, formats.Raw); len(r) != 1 || r[0].Source.LineNo != 21 {
 		t.Errorf("unknown item %+v", r)
 	}
-	end := find(evs, formats.RunEnd)
+	end := formatstest.OfKind(evs, formats.RunEnd)
 	if len(end) != 1 || end[0].Status != formats.Completed || end[0].Usage.InputTokens.V != 15000 || end[0].Usage.OutputTokens.V != 1000 {
 		t.Errorf("run end (usage summed over two turns) %+v", end)
 	}
-	if a := find(evs, formats.Answer); len(a) != 1 || a[0].Text != "Opened PR #12 with the fix." {
+	if a := formatstest.OfKind(evs, formats.Answer); len(a) != 1 || a[0].Text != "Opened PR #12 with the fix." {
 		t.Errorf("answer %+v", a)
 	}
-	if n := len(find(evs, formats.TurnEnd)); n != 2 {
+	if n := len(formatstest.OfKind(evs, formats.TurnEnd)); n != 2 {
 		t.Errorf("%d turn ends", n)
 	}
 }
 
 func TestReadFailures(t *testing.T) {
-	evs := read(t, string(fixture(t, "turn-failed.jsonl")))
-	if got, want := kinds(evs), "run_start turn_start thinking_delta tool_call tool_result notice turn_end run_end"; got != want {
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "codex", "turn-failed.jsonl"))
+	if got, want := formatstest.Kinds(evs), "run_start turn_start thinking_delta tool_call tool_result notice turn_end run_end"; got != want {
 		t.Fatalf("kinds\n got %s\nwant %s", got, want)
 	}
 	end := evs[len(evs)-1]
@@ -148,8 +110,8 @@ func TestReadFailures(t *testing.T) {
 		t.Errorf("exit code 2: %+v", c)
 	}
 
-	evs = read(t, string(fixture(t, "fatal-error.jsonl")))
-	if got, want := kinds(evs), "run_start notice run_end"; got != want {
+	evs = formatstest.Read(t, Dialect, formatstest.Fixture(t, "codex", "fatal-error.jsonl"))
+	if got, want := formatstest.Kinds(evs), "run_start notice run_end"; got != want {
 		t.Fatalf("fatal error kinds %s", got)
 	}
 	if end := evs[2]; end.Status != formats.Failed || !strings.Contains(end.Text, "401") {
@@ -157,14 +119,14 @@ func TestReadFailures(t *testing.T) {
 	}
 
 	// turn.failed alone gives a notice too.
-	evs = read(t, `{"type":"thread.started","thread_id":"t"}
+	evs = formatstest.Read(t, Dialect, `{"type":"thread.started","thread_id":"t"}
 {"type":"turn.started"}
 {"type":"turn.failed","error":{"message":"boom"}}`)
-	if got := kinds(evs); got != "run_start turn_start notice turn_end run_end" || evs[4].Text != "boom" {
+	if got := formatstest.Kinds(evs); got != "run_start turn_start notice turn_end run_end" || evs[4].Text != "boom" {
 		t.Errorf("turn.failed alone: %s %+v", got, evs[len(evs)-1])
 	}
 	// A later turn that completes makes the run a success again.
-	evs = read(t, `{"type":"turn.started"}
+	evs = formatstest.Read(t, Dialect, `{"type":"turn.started"}
 {"type":"error","message":"Reconnecting... 1/5"}
 {"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":2}}`)
 	if end := evs[len(evs)-1]; end.Kind != formats.RunEnd || end.Status != formats.Completed {
@@ -173,16 +135,16 @@ func TestReadFailures(t *testing.T) {
 }
 
 func TestReadRunsAndCuts(t *testing.T) {
-	evs := read(t, string(fixture(t, "two-threads.jsonl")))
-	if got, want := kinds(evs), "run_start turn_start message usage turn_end answer run_end run_start turn_start tool_call"; got != want {
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "codex", "two-threads.jsonl"))
+	if got, want := formatstest.Kinds(evs), "run_start turn_start message usage turn_end answer run_end run_start turn_start tool_call"; got != want {
 		t.Fatalf("kinds\n got %s\nwant %s", got, want)
 	}
 	if evs[6].Run.SessionID != "0199c001-aaaa-7000-8000-000000000001" || evs[7].Run.SessionID != "0199c001-bbbb-7000-8000-000000000002" {
 		t.Errorf("sessions %q %q", evs[6].Run.SessionID, evs[7].Run.SessionID)
 	}
 	// A stream cut before a turn ends has no RunEnd: the pipeline closes it.
-	if evs := read(t, `{"type":"thread.started","thread_id":"t"}`); kinds(evs) != "run_start" {
-		t.Errorf("thread alone: %s", kinds(evs))
+	if evs := formatstest.Read(t, Dialect, `{"type":"thread.started","thread_id":"t"}`); formatstest.Kinds(evs) != "run_start" {
+		t.Errorf("thread alone: %s", formatstest.Kinds(evs))
 	}
 }
 
@@ -196,15 +158,15 @@ func TestReadMalformedAndUnknown(t *testing.T) {
 	if !errors.As(bad[0], &le) || le.Line != 2 {
 		t.Errorf("first error %v", bad[0])
 	}
-	if got := kinds(evs); got != "turn_start raw turn_end run_end" {
+	if got := formatstest.Kinds(evs); got != "turn_start raw turn_end run_end" {
 		t.Errorf("kinds %s", got)
 	}
 }
 
 func TestReadLegacy(t *testing.T) {
-	evs := read(t, string(fixture(t, "legacy-0.40.jsonl")))
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "codex", "legacy-0.40.jsonl"))
 	want := "run_start user_message raw turn_start thinking_delta tool_call raw tool_result tool_call tool_result tool_call tool_result usage message turn_end answer run_end"
-	if got := kinds(evs); got != want {
+	if got := formatstest.Kinds(evs); got != want {
 		t.Fatalf("kinds\n got %s\nwant %s", got, want)
 	}
 	if evs[0].Run.Model != "gpt-5" || evs[0].Run.SessionID != "5973b6c0-94b8-487b-a530-2aeb6098ae0e" || evs[1].Text != "Why does the checkout test fail?" {
@@ -228,17 +190,17 @@ func TestReadLegacy(t *testing.T) {
 	}
 	// Without a config summary, the first event opens the run; a failed
 	// patch and an MCP error fail their calls.
-	evs = read(t, `{"id":"0","msg":{"type":"session_configured","session_id":"s","model":"m"}}
+	evs = formatstest.Read(t, Dialect, `{"id":"0","msg":{"type":"session_configured","session_id":"s","model":"m"}}
 {"id":"0","msg":{"type":"patch_apply_end","call_id":"p","stdout":"","stderr":"conflict","success":false}}
 {"id":"0","msg":{"type":"mcp_tool_call_end","call_id":"q","invocation":{"server":"x","tool":"y","arguments":null},"result":{"Err":"timeout"}}}
 {"id":"0","msg":{"type":"error","message":"boom"}}`)
-	if got := kinds(evs); got != "run_start tool_call tool_result tool_call tool_result notice run_end" {
+	if got := formatstest.Kinds(evs); got != "run_start tool_call tool_result tool_call tool_result notice run_end" {
 		t.Fatalf("kinds %s", got)
 	}
 	if evs[0].Run.SessionID != "s" || evs[2].Call.Status != formats.Failed || evs[4].Call.Error != "timeout" || evs[6].Status != formats.Failed || evs[6].Text != "boom" {
 		t.Errorf("read as %+v %+v %+v", evs[0].Run, evs[4].Call, evs[6])
 	}
-	if s := detect(fixture(t, "legacy-0.40.jsonl")); s < 90 {
+	if s := detect(formatstest.Fixture(t, "codex", "legacy-0.40.jsonl")); s < 90 {
 		t.Errorf("legacy stream scores %d", s)
 	}
 }
@@ -261,7 +223,7 @@ func TestFirstID(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	for _, n := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl", "two-threads.jsonl"} {
-		if s := detect(fixture(t, n)); s < 90 {
+		if s := detect(formatstest.Fixture(t, "codex", n)); s < 90 {
 			t.Errorf("%s scores %d", n, s)
 		}
 	}
@@ -326,11 +288,11 @@ func TestWriter(t *testing.T) {
 		}
 	}
 	// And it reads back.
-	back := read(t, out.String())
-	if a := find(back, formats.Answer); len(a) != 1 || a[0].Text != "Done." {
+	back := formatstest.Read(t, Dialect, out.String())
+	if a := formatstest.OfKind(back, formats.Answer); len(a) != 1 || a[0].Text != "Done." {
 		t.Errorf("answer read back %+v", a)
 	}
-	if r := find(back, formats.ToolResult); len(r) != 2 || r[1].Call.Status != formats.Denied || r[1].Call.Error != "not allowed" || r[0].Call.Name != "bash" {
+	if r := formatstest.OfKind(back, formats.ToolResult); len(r) != 2 || r[1].Call.Status != formats.Denied || r[1].Call.Error != "not allowed" || r[0].Call.Name != "bash" {
 		t.Errorf("results read back %+v", r)
 	}
 }
@@ -359,11 +321,11 @@ func TestWriterFailures(t *testing.T) {
 		&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "quota"},
 		&formats.Event{Kind: formats.RunEnd, Status: formats.Failed},
 	)
-	evs := read(t, got)
-	if r := find(evs, formats.ToolResult); len(r) != 1 || r[0].Call.Error != "exit code 2" || !strings.Contains(got, `"exit_code":2`) {
+	evs := formatstest.Read(t, Dialect, got)
+	if r := formatstest.OfKind(evs, formats.ToolResult); len(r) != 1 || r[0].Call.Error != "exit code 2" || !strings.Contains(got, `"exit_code":2`) {
 		t.Errorf("exit code lost:\n%s", got)
 	}
-	if end := find(evs, formats.RunEnd); len(end) != 1 || end[0].Status != formats.Failed || end[0].Text != "quota" || len(find(evs, formats.Notice)) != 1 {
+	if end := formatstest.OfKind(evs, formats.RunEnd); len(end) != 1 || end[0].Status != formats.Failed || end[0].Text != "quota" || len(formatstest.OfKind(evs, formats.Notice)) != 1 {
 		t.Errorf("failure read back as %+v from\n%s", end, got)
 	}
 }
@@ -372,7 +334,7 @@ var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, format
 
 func FuzzReader(f *testing.F) {
 	for _, n := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl", "two-threads.jsonl", "legacy-0.40.jsonl"} {
-		f.Add(fixture(f, n))
+		f.Add(formatstest.Fixture(f, "codex", n))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		roundTrip(t, data)

@@ -1,5 +1,5 @@
 // Package formatstest has checks that every dialect package's tests share:
-// reading a whole input, and the round trip of fuzz targets.
+// reading fixtures and whole inputs, and the round trip of fuzz targets.
 package formatstest
 
 import (
@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +49,65 @@ func ReadAll(d formats.Dialect, data []byte) (evs []*formats.Event, bad []error,
 		}
 		evs = append(evs, ev)
 	}
+}
+
+// Fixture reads testdata/<dir>/<name> from the test of a package under
+// formats/ (its working directory is the package's).
+func Fixture(t testing.TB, dir, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Read reads every event of data with the dialect's reader, and fails the
+// test on any error, malformed records included.
+func Read[T ~string | ~[]byte](t testing.TB, d formats.Dialect, data T) []*formats.Event {
+	t.Helper()
+	evs, _ := ReadWarnings(t, d, data)
+	return evs
+}
+
+// ReadWarnings is Read that also returns the warnings the reader reported.
+func ReadWarnings[T ~string | ~[]byte](t testing.TB, d formats.Dialect, data T) ([]*formats.Event, string) {
+	t.Helper()
+	var warn bytes.Buffer
+	r := d.NewReader(bytes.NewReader([]byte(data)), formats.ReadOptions{Dialect: d.Name, Report: formats.NewReport(&warn)})
+	var evs []*formats.Event
+	for len(evs) <= MaxEvents {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return evs, warn.String()
+		}
+		if err != nil {
+			t.Fatalf("reading: %v", err)
+		}
+		evs = append(evs, ev)
+	}
+	t.Fatalf("more than %d events from %d bytes: the reader does not end", MaxEvents, len(data))
+	return nil, ""
+}
+
+// Kinds lists the kinds of events, separated by spaces.
+func Kinds(evs []*formats.Event) string {
+	k := make([]string, len(evs))
+	for i, e := range evs {
+		k[i] = e.Kind.String()
+	}
+	return strings.Join(k, " ")
+}
+
+// OfKind returns the events of kind k.
+func OfKind(evs []*formats.Event, k formats.Kind) []*formats.Event {
+	var out []*formats.Event
+	for _, e := range evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // WriteAll writes events with the dialect's writer, with a fixed clock, and

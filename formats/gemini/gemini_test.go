@@ -3,8 +3,6 @@ package gemini
 import (
 	"bytes"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,36 +11,10 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gemini", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func read(t *testing.T, d formats.Dialect, in string) []*formats.Event {
-	t.Helper()
-	evs, bad, err := formatstest.ReadAll(d, []byte(in))
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("read: %v %v", err, bad)
-	}
-	return evs
-}
-
-func kinds(evs []*formats.Event) string {
-	var s []string
-	for _, e := range evs {
-		s = append(s, e.Kind.String())
-	}
-	return strings.Join(s, " ")
-}
-
 func TestStreamReader(t *testing.T) {
-	evs := read(t, Stream, string(fixture(t, "tools-stream.jsonl")))
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "gemini", "tools-stream.jsonl"))
 	want := "run_start user_message text_delta text_delta tool_call tool_result tool_call tool_result notice tool_call tool_result text_delta text_delta answer run_end"
-	if got := kinds(evs); got != want {
+	if got := formatstest.Kinds(evs); got != want {
 		t.Fatalf("kinds\n got %s\nwant %s", got, want)
 	}
 	start := evs[0]
@@ -75,8 +47,8 @@ func TestStreamReader(t *testing.T) {
 }
 
 func TestStreamReaderErrors(t *testing.T) {
-	evs := read(t, Stream, string(fixture(t, "error-result-stream.jsonl")))
-	if got := kinds(evs); got != "run_start user_message message tool_call tool_result notice run_end" {
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "gemini", "error-result-stream.jsonl"))
+	if got := formatstest.Kinds(evs); got != "run_start user_message message tool_call tool_result notice run_end" {
 		t.Fatalf("kinds %s", got)
 	}
 	if n := evs[5]; n.Severity != formats.Error {
@@ -98,7 +70,7 @@ func TestStreamReaderErrors(t *testing.T) {
 	if err != nil || len(bad) != 1 {
 		t.Fatalf("%v %v", bad, err)
 	}
-	if got := kinds(evs); got != "tool_call tool_result raw run_end" {
+	if got := formatstest.Kinds(evs); got != "tool_call tool_result raw run_end" {
 		t.Fatalf("kinds %s", got)
 	}
 	if c := evs[1].Call; c.Status != formats.Denied || c.Error != "no" || c.Name != "rm" {
@@ -113,8 +85,8 @@ func TestStreamReaderErrors(t *testing.T) {
 }
 
 func TestJSONReader(t *testing.T) {
-	evs := read(t, JSON, string(fixture(t, "response.json")))
-	if got := kinds(evs); got != "run_start answer run_end" {
+	evs := formatstest.Read(t, JSON, formatstest.Fixture(t, "gemini", "response.json"))
+	if got := formatstest.Kinds(evs); got != "run_start answer run_end" {
 		t.Fatalf("kinds %s", got)
 	}
 	end := evs[2]
@@ -122,22 +94,22 @@ func TestJSONReader(t *testing.T) {
 		end.Run.ExitCode.V != 0 || end.Usage.InputTokens.V != 8300 || end.Usage.CacheReadTokens.V != 3100 || end.Usage.OutputTokens.V != 9 {
 		t.Errorf("read as %+v / %+v", evs[0].Run, end)
 	}
-	if !bytes.Equal(evs[0].Source.Line, bytes.TrimSpace(fixture(t, "response.json"))) {
+	if !bytes.Equal(evs[0].Source.Line, bytes.TrimSpace(formatstest.Fixture(t, "gemini", "response.json"))) {
 		t.Errorf("the object must be carried whole")
 	}
-	evs = read(t, JSON, string(fixture(t, "input-error.json")))
+	evs = formatstest.Read(t, JSON, formatstest.Fixture(t, "gemini", "input-error.json"))
 	if end := evs[len(evs)-1]; end.Status != formats.Failed || end.Run.ExitCode.V != 42 || !strings.HasPrefix(end.Text, "No input") {
 		t.Errorf("error object read as %+v", end)
 	}
-	evs = read(t, JSON, `{"response":"a","warnings":["w1",{"message":"w2"}],"stats":{"models":{"m1":{"tokens":{"total":5}},"m2":{"tokens":{"total":9}}}}}`)
-	if got := kinds(evs); got != "run_start notice notice answer run_end" || evs[2].Text != "w2" || evs[0].Run.Model != "m2" || evs[4].Usage.TotalTokens.V != 14 {
+	evs = formatstest.Read(t, JSON, `{"response":"a","warnings":["w1",{"message":"w2"}],"stats":{"models":{"m1":{"tokens":{"total":5}},"m2":{"tokens":{"total":9}}}}}`)
+	if got := formatstest.Kinds(evs); got != "run_start notice notice answer run_end" || evs[2].Text != "w2" || evs[0].Run.Model != "m2" || evs[4].Usage.TotalTokens.V != 14 {
 		t.Errorf("warnings and models: %s %+v", got, evs[0].Run)
 	}
 }
 
 func TestDetect(t *testing.T) {
 	for n, d := range map[string]formats.Dialect{"tools-stream.jsonl": Stream, "error-result-stream.jsonl": Stream, "response.json": JSON, "input-error.json": JSON} {
-		if s := d.Detect(fixture(t, n)); s < 80 {
+		if s := d.Detect(formatstest.Fixture(t, "gemini", n)); s < 80 {
 			t.Errorf("%s scores %d as %s", n, s, d.Name)
 		}
 	}
@@ -224,7 +196,7 @@ func TestStreamWriter(t *testing.T) {
 	if losses["thinking text"] != 1 || losses["todo lists"] != 1 || len(losses) != 2 {
 		t.Errorf("losses %v", losses)
 	}
-	back := read(t, Stream, got)
+	back := formatstest.Read(t, Stream, got)
 	end := back[len(back)-1]
 	if end.Run.ExitCode.V != 53 || end.Text != "too many turns" || end.Duration != 2*time.Second || back[len(back)-2].Text != "Done." {
 		t.Errorf("read back %+v", end)
@@ -262,7 +234,7 @@ func TestJSONWriter(t *testing.T) {
 			t.Errorf("loss %q not reported: %v", l, losses)
 		}
 	}
-	back := read(t, JSON, got)
+	back := formatstest.Read(t, JSON, got)
 	if end := back[len(back)-1]; end.Run.ExitCode.V != 53 || end.Run.Model != "m" || end.Usage.InputTokens.V != 10 {
 		t.Errorf("read back %+v", end)
 	}
@@ -271,16 +243,16 @@ func TestJSONWriter(t *testing.T) {
 var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.TextDelta, formats.Message, formats.Answer, formats.Notice, formats.RunEnd}
 
 func FuzzStreamReader(f *testing.F) {
-	f.Add(fixture(f, "tools-stream.jsonl"))
-	f.Add(fixture(f, "error-result-stream.jsonl"))
+	f.Add(formatstest.Fixture(f, "gemini", "tools-stream.jsonl"))
+	f.Add(formatstest.Fixture(f, "gemini", "error-result-stream.jsonl"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, Stream, data, roundTripKinds...)
 	})
 }
 
 func FuzzJSONReader(f *testing.F) {
-	f.Add(fixture(f, "response.json"))
-	f.Add(fixture(f, "input-error.json"))
+	f.Add(formatstest.Fixture(f, "gemini", "response.json"))
+	f.Add(formatstest.Fixture(f, "gemini", "input-error.json"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, JSON, data, formats.Answer, formats.Notice, formats.RunEnd)
 	})

@@ -14,23 +14,7 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-func read(t *testing.T, in string) ([]*formats.Event, string) {
-	t.Helper()
-	var warn bytes.Buffer
-	r := newReader(strings.NewReader(in), formats.ReadOptions{Dialect: Dialect.Name, Report: formats.NewReport(&warn)})
-	var evs []*formats.Event
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return evs, warn.String()
-		}
-		if err != nil {
-			t.Fatalf("reading: %v", err)
-		}
-		evs = append(evs, ev)
-	}
-}
-
+// kinds lists the kinds of events, each with its agent if any.
 func kinds(evs []*formats.Event) string {
 	var k []string
 	for _, e := range evs {
@@ -41,15 +25,6 @@ func kinds(evs []*formats.Event) string {
 		k = append(k, s)
 	}
 	return strings.Join(k, " ")
-}
-
-func fixture(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "malac", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 const start = `{"agent":"m","seq":1,"at":"2026-01-01T00:00:00Z","type":"agent_started","label":"malac","parent":null,"model":"m1","cwd":"/w"}` + "\n"
@@ -80,7 +55,7 @@ func TestEveryType(t *testing.T) {
 		line(17, "s", `"type":"agent_finished","status":"failed","report":"r"`) +
 		line(18, "", `"type":"update","status":"installed"`) +
 		line(19, "m", `"type":"turn_finished","status":"completed","text":"done"`)
-	evs, warn := read(t, in)
+	evs, warn := formatstest.ReadWarnings(t, Dialect, in)
 	if warn != "" {
 		t.Errorf("warnings: %s", warn)
 	}
@@ -123,7 +98,7 @@ func TestEveryType(t *testing.T) {
 }
 
 func TestSeqGapsAndDisorderWarnAndKeep(t *testing.T) {
-	evs, warn := read(t, fixture(t, "failed-turn.jsonl"))
+	evs, warn := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "malac", "failed-turn.jsonl"))
 	for _, w := range []string{"line 4: seq jumps from 3 to 5 (1 events missing)", "line 5: seq 4 comes after seq 5 (out of order)"} {
 		if !strings.Contains(warn, w) {
 			t.Errorf("no warning %q in %q", w, warn)
@@ -151,7 +126,7 @@ func TestRunOutcomes(t *testing.T) {
 		{"subagents.jsonl", []formats.Status{formats.Completed}},
 	}
 	for _, tc := range tests {
-		evs, _ := read(t, fixture(t, tc.file))
+		evs, _ := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "malac", tc.file))
 		var got []formats.Status
 		for _, e := range evs {
 			if e.Kind == formats.RunEnd {
@@ -172,7 +147,7 @@ func TestRunOutcomes(t *testing.T) {
 
 func TestRefusals(t *testing.T) {
 	// A refusal the run went on after: the call is denied, the run is not.
-	evs, _ := read(t, fixture(t, "two-runs.jsonl"))
+	evs, _ := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "malac", "two-runs.jsonl"))
 	for _, e := range evs {
 		if e.Kind == formats.ToolResult && e.Call.ID == "r2c1" && (e.Call.Status != formats.Denied || e.Call.Error != "Permission denied by user") {
 			t.Errorf("refused call %+v", e.Call)
@@ -184,7 +159,7 @@ func TestRefusals(t *testing.T) {
 		line(3, "m", `"type":"permission_requested","request_id":"p","call_id":"c1","tool":"bash","input":{}`) +
 		line(4, "m", `"type":"permission_resolved","request_id":"p","allowed":false`) +
 		line(5, "m", `"type":"turn_finished","status":"failed","text":""`)
-	evs, _ = read(t, in)
+	evs, _ = formatstest.ReadWarnings(t, Dialect, in)
 	if got := kinds(evs); got != "run_start tool_call permission_request permission_answer turn_end tool_result run_end" {
 		t.Fatalf("kinds %s", got)
 	}
@@ -194,7 +169,7 @@ func TestRefusals(t *testing.T) {
 }
 
 func TestSubagentsNestAndInterleave(t *testing.T) {
-	evs, _ := read(t, fixture(t, "subagents.jsonl"))
+	evs, _ := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "malac", "subagents.jsonl"))
 	parents := map[string]formats.AgentInfo{}
 	for _, e := range evs {
 		if e.Kind == formats.AgentStart {
@@ -219,7 +194,7 @@ func TestSubagentsNestAndInterleave(t *testing.T) {
 
 func TestStreamWithoutMainStart(t *testing.T) {
 	in := line(1, "x", `"type":"text_delta","text":"hi"`) + line(2, "y", `"type":"text_delta","text":"sub"`)
-	evs, warn := read(t, in)
+	evs, warn := formatstest.ReadWarnings(t, Dialect, in)
 	// No turn_finished of the main agent: no RunEnd, the pipeline closes
 	// the run as cut.
 	if got := kinds(evs); got != "run_start text_delta agent_start@y text_delta@y" {
@@ -286,7 +261,7 @@ func TestWriteAdalRefusal(t *testing.T) {
 	if !strings.Contains(rep, "session ids given only at the run's end") {
 		t.Errorf("report %q", rep)
 	}
-	back, _ := read(t, out)
+	back, _ := formatstest.ReadWarnings(t, Dialect, out)
 	if end := back[len(back)-1]; end.Kind != formats.RunEnd || end.Status != formats.Denied {
 		t.Errorf("read back: %+v", end)
 	}
@@ -329,15 +304,15 @@ func TestWriteSubagentsAndStableIDs(t *testing.T) {
 	if !strings.Contains(rep, "1 × links from subagents to the calls that started them") {
 		t.Errorf("report %q", rep)
 	}
-	back, _ := read(t, out)
+	back, _ := formatstest.ReadWarnings(t, Dialect, out)
 	if got := kinds(back); got != "run_start tool_call agent_start@toolu_1 agent_start@toolu_2 text_delta@toolu_2 agent_end@toolu_2 agent_end@toolu_1 tool_result text_delta turn_end answer run_end run_start notice turn_end run_end" {
 		t.Errorf("read back: %s", got)
 	}
 }
 
 func TestSameDialectKeepsHeldUpdate(t *testing.T) {
-	in := fixture(t, "subagents.jsonl")
-	evs, _ := read(t, in)
+	in := string(formatstest.Fixture(t, "malac", "subagents.jsonl"))
+	evs, _ := formatstest.ReadWarnings(t, Dialect, in)
 	if evs[0].Kind != formats.RunStart || !bytes.HasPrefix(evs[0].Source.Line, []byte(`{"agent":"","seq":1,`)) {
 		t.Fatalf("first event %s %s", evs[0].Kind, evs[0].Source.Line)
 	}
@@ -403,7 +378,7 @@ func TestMainAgentFinishedEndsTheRun(t *testing.T) {
 	in := start +
 		line(2, "m", `"type":"agent_finished","status":"failed","report":"gave up"`) +
 		line(3, "m", `"type":"text_delta","text":"late"`)
-	evs, _ := read(t, in)
+	evs, _ := formatstest.ReadWarnings(t, Dialect, in)
 	if got := kinds(evs); got != "run_start run_end run_start text_delta" {
 		t.Fatalf("kinds %s", got)
 	}
