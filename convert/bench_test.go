@@ -34,7 +34,7 @@ func BenchmarkRead(b *testing.B) {
 			continue // no way to make its input here
 		}
 		var in bytes.Buffer
-		if err := Generate(&in, d, benchSize, 1); err != nil {
+		if err := Generate(&in, d, benchSize, 1, 0); err != nil {
 			b.Fatalf("%s: %v", d.Name, err)
 		}
 		data := in.Bytes()
@@ -103,7 +103,7 @@ func BenchmarkConvert(b *testing.B) {
 			continue
 		}
 		var in bytes.Buffer
-		if err := Generate(&in, from, benchSize, 1); err != nil {
+		if err := Generate(&in, from, benchSize, 1, 0); err != nil {
 			b.Fatal(err)
 		}
 		data := in.Bytes()

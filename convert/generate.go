@@ -143,11 +143,14 @@ func (g *Generator) Run() []*formats.Event {
 }
 
 // Generate writes runs in dialect d to w until at least size bytes are
-// written.
-func Generate(w io.Writer, d formats.Dialect, size int64, seed uint64) error {
+// written, with tool outputs of at most maxOutput bytes (0: the default).
+func Generate(w io.Writer, d formats.Dialect, size int64, seed uint64, maxOutput int) error {
 	cw := &countingWriter{w: w}
 	fw := d.NewWriter(cw, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
 	g := NewGenerator(seed)
+	if maxOutput > 0 {
+		g.MaxOutput = maxOutput
+	}
 	for cw.n < size {
 		for _, e := range g.Run() {
 			e.Arrived = e.Time

@@ -28,8 +28,9 @@ type Options struct {
 	Strict bool
 	// Clock stamps Event.Arrived; nil means time.Now.
 	Clock func() time.Time
-	// Flush is called after each event is written, so that a live pipe
-	// sees it at once; nil when the output is a file.
+	// Flush is called whenever the events read so far are written and the
+	// input has nothing more buffered, so that a live pipe sees each event
+	// at once; nil when the output is a file.
 	Flush func() error
 	// Report receives warnings and losses.
 	Report *formats.Report
@@ -126,62 +127,63 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	r := d.NewReader(br, ropts)
 
 	// The reader runs in its own goroutine so that a signal can stop the
-	// conversion while a live pipe is silent.
-	items := make(chan item, 64)
+	// conversion while a live pipe is silent. It hands over events in
+	// batches: a batch ends when it is full or when no more input is
+	// buffered, so that a live pipe still sees each event at once while a
+	// file goes through without a handover and a flush per event.
+	batches := make(chan []item, 1)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		defer close(items)
+		defer close(batches)
+		var batch []item
+		bytes := 0
 		for {
 			ev, err := safeNext(r)
 			if ev != nil {
 				ev.Arrived = p.opts.Clock()
+				bytes += len(ev.Source.Line)
 			}
-			select {
-			case items <- item{ev, err}:
-			case <-done:
-				return
-			}
-			if err != nil {
-				var le *formats.LineError
-				if errors.As(err, &le) && p.opts.Lenient {
-					continue
+			batch = append(batch, item{ev, err})
+			var le *formats.LineError
+			last := err != nil && !(errors.As(err, &le) && p.opts.Lenient)
+			if last || len(batch) == batchSize || bytes >= batchBytes || br.Buffered() == 0 {
+				select {
+				case batches <- batch:
+				case <-done:
+					return
 				}
+				batch, bytes = make([]item, 0, batchSize), 0
+			}
+			if last {
 				return
 			}
 		}
 	}()
 
 	for {
-		var it item
+		var batch []item
 		var ok bool
 		select {
 		case <-ctx.Done():
 			p.closeRun(formats.Cancelled, "interrupted by a signal")
 			return ErrInterrupted
-		case it, ok = <-items:
+		case batch, ok = <-batches:
 		}
 		if !ok {
 			break
 		}
-		if it.err == io.EOF {
-			break
-		}
-		if it.err != nil {
-			var le *formats.LineError
-			if errors.As(it.err, &le) {
-				if p.opts.Lenient {
-					p.res.Skipped = append(p.res.Skipped, fmt.Sprintf("%s:%d", in.Name, le.Line))
-					continue
-				}
-				p.closeRun(formats.Failed, "the input had a malformed line")
-				return &InputError{File: in.Name, Line: le.Line, Msg: le.Msg + "; fix the line, or pass --lenient to skip malformed lines"}
-			}
-			p.closeRun(formats.Failed, "reading the input failed")
-			return &InputError{File: in.Name, Msg: it.err.Error()}
-		}
-		if err := p.Write(it.ev); err != nil {
+		end, err := p.writeBatch(in, batch)
+		if err != nil {
 			return err
+		}
+		if p.opts.Flush != nil {
+			if err := p.opts.Flush(); err != nil {
+				return &OutputError{err}
+			}
+		}
+		if end {
+			break
 		}
 	}
 	if p.run.open {
@@ -191,6 +193,39 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		return p.closeRun(formats.Failed, "the stream was cut before the run completed")
 	}
 	return nil
+}
+
+// batchSize and batchBytes bound what the reader hands over at once: the
+// events, and the bytes of their records, so that memory stays bounded.
+const (
+	batchSize  = 256
+	batchBytes = 256 << 10
+)
+
+// writeBatch writes a batch of events; end reports the end of the input.
+func (p *Pipeline) writeBatch(in Input, batch []item) (end bool, err error) {
+	for _, it := range batch {
+		if it.err == io.EOF {
+			return true, nil
+		}
+		if it.err != nil {
+			var le *formats.LineError
+			if errors.As(it.err, &le) {
+				if p.opts.Lenient {
+					p.res.Skipped = append(p.res.Skipped, fmt.Sprintf("%s:%d", in.Name, le.Line))
+					continue
+				}
+				p.closeRun(formats.Failed, "the input had a malformed line")
+				return true, &InputError{File: in.Name, Line: le.Line, Msg: le.Msg + "; fix the line, or pass --lenient to skip malformed lines"}
+			}
+			p.closeRun(formats.Failed, "reading the input failed")
+			return true, &InputError{File: in.Name, Msg: it.err.Error()}
+		}
+		if err := p.Write(it.ev); err != nil {
+			return true, err
+		}
+	}
+	return false, nil
 }
 
 // safeNext calls a reader and turns a panic into an error: a reader bug must
@@ -239,11 +274,6 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 	if ev.Kind == formats.RunEnd {
 		p.res.Runs++
 		p.res.ExitCode = ev.Run.ExitCode
-	}
-	if p.opts.Flush != nil {
-		if err := p.opts.Flush(); err != nil {
-			return &OutputError{err}
-		}
 	}
 	return nil
 }
