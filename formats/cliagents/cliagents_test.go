@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -204,18 +203,8 @@ func TestLive(t *testing.T) {
 	r := newReader(pr, formats.ReadOptions{Dialect: Dialect.Name, Report: formats.NewReport(io.Discard)})
 	for _, l := range []string{`{"type":"text_delta","text":"a"}`, `{"type":"tool_start","toolName":"Bash","toolId":"t"}`, `{"type":"turn_end"}`} {
 		go pw.Write([]byte(l + "\n"))
-		done := make(chan *formats.Event)
-		go func() {
-			ev, _ := r.Next()
-			done <- ev
-		}()
-		select {
-		case ev := <-done:
-			if ev == nil || ev.Source.Line == nil {
-				t.Fatalf("no event for %s", l)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("the reader waits for more than %s", l)
+		if ev := formatstest.Next(t, r); ev == nil || ev.Source.Line == nil {
+			t.Fatalf("no event for %s", l)
 		}
 	}
 	pw.Close()

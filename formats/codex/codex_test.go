@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -337,40 +336,14 @@ func FuzzReader(f *testing.F) {
 		f.Add(formatstest.Fixture(f, "codex", n))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		roundTrip(t, data)
+		formatstest.RoundTripNormalized(t, Dialect, data, byOrder, roundTripKinds...)
 	})
 }
 
-// roundTrip is formatstest.RoundTrip with call ids compared by the order
-// they first appear in: the writer keeps a call's id unless a synthetic id
-// of an earlier item (message, reasoning) took it, which only odd inputs
-// whose ids do not follow codex's numbering meet.
-func roundTrip(t *testing.T, data []byte) {
-	t.Helper()
-	evs, _, err := formatstest.ReadAll(Dialect, data)
-	if err != nil {
-		t.Fatalf("reading: %v", err)
-	}
-	var clean []*formats.Event
-	for _, e := range evs {
-		if e.Kind != formats.Raw {
-			clean = append(clean, e)
-		}
-	}
-	out, err := formatstest.WriteAll(Dialect, clean, true)
-	if err != nil {
-		t.Fatalf("writing what was read: %v", err)
-	}
-	back, bad, err := formatstest.ReadAll(Dialect, out)
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("reading back what was written: %v %v\n%s", err, bad, out)
-	}
-	want, got := byOrder(formatstest.Compare(clean, roundTripKinds...)), byOrder(formatstest.Compare(back, roundTripKinds...))
-	if !reflect.DeepEqual(want, got) {
-		t.Fatalf("round trip changed the events:\nwant %+v\ngot  %+v\noutput:\n%s", want, got, out)
-	}
-}
-
+// byOrder renumbers call ids by the order they first appear in: the
+// writer keeps a call's id unless a synthetic id of an earlier item
+// (message, reasoning) took it, which only odd inputs whose ids do not
+// follow codex's numbering meet.
 func byOrder(cs []formatstest.Comparable) []formatstest.Comparable {
 	ids := map[string]string{}
 	for i := range cs {

@@ -342,34 +342,20 @@ func FuzzReader(f *testing.F) {
 func TestLive(t *testing.T) {
 	pr, pw := io.Pipe()
 	r := newReader(pr, formats.ReadOptions{Dialect: Dialect.Name, Report: formats.NewReport(io.Discard)})
-	next := func() *formats.Event {
-		done := make(chan *formats.Event)
-		go func() {
-			ev, _ := r.Next()
-			done <- ev
-		}()
-		select {
-		case ev := <-done:
-			return ev
-		case <-time.After(5 * time.Second):
-			t.Fatal("the reader waits for more input than the event needs")
-			return nil
-		}
-	}
 	go pw.Write([]byte(start))
-	if ev := next(); ev.Kind != formats.RunStart {
+	if ev := formatstest.Next(t, r); ev.Kind != formats.RunStart {
 		t.Fatalf("first event %s", ev.Kind)
 	}
 	go pw.Write([]byte(line(2, "m", `"type":"tool_started","call_id":"c","tool":"bash","input":{}`)))
-	if ev := next(); ev.Kind != formats.ToolCall {
+	if ev := formatstest.Next(t, r); ev.Kind != formats.ToolCall {
 		t.Fatalf("second event %s", ev.Kind)
 	}
 	go pw.Write([]byte(line(3, "m", `"type":"turn_finished","status":"completed","text":"ok"`)))
-	if ev := next(); ev.Kind != formats.TurnEnd {
+	if ev := formatstest.Next(t, r); ev.Kind != formats.TurnEnd {
 		t.Fatalf("third event %s", ev.Kind)
 	}
 	pw.Close()
-	if ev := next(); ev.Kind != formats.Answer {
+	if ev := formatstest.Next(t, r); ev.Kind != formats.Answer {
 		t.Fatalf("at the end: %s", ev.Kind)
 	}
 }
