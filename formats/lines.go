@@ -126,6 +126,18 @@ func Unmarshal(line int, data []byte, v any) *LineError {
 	return nil
 }
 
+// UnmarshalObject is Unmarshal for a record that must be a JSON object (a
+// struct decodes null, or nothing at all, without an error).
+func UnmarshalObject(line int, data []byte, v any) *LineError {
+	if err := Unmarshal(line, data, v); err != nil {
+		return err
+	}
+	if len(data) == 0 || data[0] != '{' {
+		return Errorf(line, "not a JSON object: %s", Snippet(data))
+	}
+	return nil
+}
+
 // Snippet quotes the start of a record for an error message.
 func Snippet(b []byte) string {
 	const max = 60

@@ -222,3 +222,13 @@ func TestWriteJSONLine(t *testing.T) {
 		t.Errorf("WriteRawLine: %q", b.String())
 	}
 }
+
+func TestUnmarshalObject(t *testing.T) {
+	var v struct{ A int }
+	for in, want := range map[string]string{`{"A":1}`: "", `null`: "not a JSON object", `[1]`: "not valid JSON", `{`: "not valid JSON"} {
+		err := UnmarshalObject(3, []byte(in), &v)
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want) || err.Line != 3) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}

@@ -92,11 +92,8 @@ func (r *reader) readRecord() error {
 	}
 	n := r.lines.Line()
 	var rec record
-	if err := formats.Unmarshal(n, line, &rec); err != nil {
+	if err := formats.UnmarshalObject(n, line, &rec); err != nil {
 		return err
-	}
-	if line[0] != '{' {
-		return formats.Errorf(n, "not a JSON object: %s", formats.Snippet(line))
 	}
 	r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: rec.Type, Line: append([]byte(nil), line...), LineNo: n},
 		r.events(&rec, n)...)

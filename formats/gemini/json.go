@@ -96,11 +96,8 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 		return nil, err
 	}
 	var o jsonObject
-	if err := formats.Unmarshal(n, b, &o); err != nil {
+	if err := formats.UnmarshalObject(n, b, &o); err != nil {
 		return nil, err
-	}
-	if len(b) == 0 || b[0] != '{' {
-		return nil, formats.Errorf(n, "not a JSON object: %s", formats.Snippet(b))
 	}
 	r.queue.Begin(formats.Source{Dialect: r.opts.Dialect, Type: "object", Line: append([]byte(nil), b...), LineNo: n})
 	info := formats.RunInfo{SessionID: deref(o.SessionID), Model: mainModel(o.Stats), Provider: Provider, AgentName: AgentName}

@@ -130,11 +130,8 @@ func (r *reader) readRecord() error {
 	}
 	n := r.lines.Line()
 	var rec record
-	if err := formats.Unmarshal(n, line, &rec); err != nil {
+	if err := formats.UnmarshalObject(n, line, &rec); err != nil {
 		return err
-	}
-	if len(line) == 0 || line[0] != '{' {
-		return formats.Errorf(n, "not a JSON object: %s", formats.Snippet(line))
 	}
 	line = append([]byte(nil), line...)
 	var evs []*formats.Event
