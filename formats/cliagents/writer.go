@@ -46,22 +46,13 @@ type doneLine struct {
 // doneResult is RunResult as the crate serializes it: every field present,
 // null when unknown.
 type doneResult struct {
-	Success   bool      `json:"success"`
-	Text      *string   `json:"text"`
-	ExitCode  *int      `json:"exitCode"`
-	Stats     doneStats `json:"stats"`
-	SessionID *string   `json:"sessionId"`
-	Stderr    *string   `json:"stderr"`
-	CostUSD   *float64  `json:"costUsd"`
-}
-
-type doneStats struct {
-	InputTokens  *int64 `json:"inputTokens"`
-	OutputTokens *int64 `json:"outputTokens"`
-	TotalTokens  *int64 `json:"totalTokens"`
-	CachedTokens *int64 `json:"cachedTokens"`
-	DurationMs   *int64 `json:"durationMs"`
-	ToolCalls    *int64 `json:"toolCalls"`
+	Success   bool     `json:"success"`
+	Text      *string  `json:"text"`
+	ExitCode  *int     `json:"exitCode"`
+	Stats     runStats `json:"stats"`
+	SessionID *string  `json:"sessionId"`
+	Stderr    *string  `json:"stderr"`
+	CostUSD   *float64 `json:"costUsd"`
 }
 
 type writer struct {
@@ -344,7 +335,7 @@ func (c *writer) done(e *formats.Event) error {
 	if u.CacheWriteTokens.OK {
 		c.lose("cache write token counts")
 	}
-	res.Stats = doneStats{u.InputTokens.Ptr(), u.OutputTokens.Ptr(), u.Total().Ptr(), u.CacheReadTokens.Ptr(), nil, &r.nCalls}
+	res.Stats = runStats{u.InputTokens.Ptr(), u.OutputTokens.Ptr(), u.Total().Ptr(), u.CacheReadTokens.Ptr(), nil, &r.nCalls}
 	if e.Duration > 0 {
 		ms := e.Duration.Milliseconds()
 		res.Stats.DurationMs = &ms
