@@ -64,30 +64,19 @@ func detectJSON(head []byte) int {
 	return 0
 }
 
-type jsonReader struct {
-	values *formats.ValueReader
-	opts   formats.ReadOptions
-	queue  formats.EventQueue
-}
-
 func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
-	return &jsonReader{values: formats.NewValueReader(r), opts: o}
+	return formats.NewObjectReader(r, o, "object", func(q *formats.EventQueue, b []byte, n int) error {
+		return decodeObject(q, b, n, o.Report)
+	})
 }
 
-func (r *jsonReader) Next() (*formats.Event, error) {
-	if r.queue.Len() > 0 {
-		return r.queue.Pop(), nil
-	}
-	b, n, err := r.values.Next()
-	if err != nil {
-		return nil, err
-	}
+// decodeObject queues the events of one object: its run.
+func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report) error {
 	var o finalObject
 	if err := formats.Unmarshal(n, b, &o); err != nil {
-		return nil, err
+		return err
 	}
-	r.queue.Begin(formats.Source{Dialect: r.opts.Dialect, Type: "object", Line: append([]byte(nil), b...), LineNo: n})
-	r.queue.Add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model)}})
+	q.Add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model)}})
 	for i, c := range o.ToolCalls {
 		call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Output: deref(c.Output), Truncated: c.OutputTruncated}
 		if call.ID == "" {
@@ -96,38 +85,38 @@ func (r *jsonReader) Next() (*formats.Event, error) {
 		call.Status = formats.ParseStatus(c.Status)
 		if call.Status == formats.Denied {
 			call.Error = deref(o.Error)
-			r.queue.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
+			q.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
 			continue
 		}
-		r.queue.Add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
+		q.Add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
 		if call.Status == formats.Running || call.Status == formats.StatusUnknown {
 			if c.Status != "running" {
-				r.opts.Report.Warn(n, "tool call %q has status %q, which AdaL does not define; kept as failed", call.ID, c.Status)
+				report.Warn(n, "tool call %q has status %q, which AdaL does not define; kept as failed", call.ID, c.Status)
 				call.Status = formats.Failed
 			} else {
 				continue
 			}
 		}
-		r.queue.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
+		q.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
 	}
 	if o.Answer != nil {
-		r.queue.Add(&formats.Event{Kind: formats.Answer, Text: *o.Answer})
+		q.Add(&formats.Event{Kind: formats.Answer, Text: *o.Answer})
 	}
 	status, code := formats.Completed, o.ExitCode
 	if !o.Success {
 		if code == 0 {
 			// success:false with exit code 0 (or none): AdaL's failure code.
-			r.opts.Report.Warn(n, "\"success\" is false but \"exit_code\" is 0; taken as exit code 1")
+			report.Warn(n, "\"success\" is false but \"exit_code\" is 0; taken as exit code 1")
 			code = 1
 		}
 		status = statusOfExit(&code)
 		if o.Error != nil && status != formats.Denied {
-			r.queue.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: *o.Error})
+			q.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: *o.Error})
 		}
 	}
-	r.queue.Add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: deref(o.Error),
+	q.Add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: deref(o.Error),
 		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model), ExitCode: formats.Some(code)}})
-	return r.queue.Pop(), nil
+	return nil
 }
 
 func deref(s *string) string {

@@ -77,44 +77,31 @@ func detectJSON(head []byte) int {
 	return 85
 }
 
-type jsonReader struct {
-	values *formats.ValueReader
-	opts   formats.ReadOptions
-	queue  formats.EventQueue
-}
-
 func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
-	return &jsonReader{values: formats.NewValueReader(r), opts: o}
+	return formats.NewObjectReader(r, o, "object", decodeObject)
 }
 
-func (r *jsonReader) Next() (*formats.Event, error) {
-	if r.queue.Len() > 0 {
-		return r.queue.Pop(), nil
-	}
-	b, n, err := r.values.Next()
-	if err != nil {
-		return nil, err
-	}
+// decodeObject queues the events of one object: its run.
+func decodeObject(q *formats.EventQueue, b []byte, n int) error {
 	var o jsonObject
 	if err := formats.UnmarshalObject(n, b, &o); err != nil {
-		return nil, err
+		return err
 	}
-	r.queue.Begin(formats.Source{Dialect: r.opts.Dialect, Type: "object", Line: append([]byte(nil), b...), LineNo: n})
 	info := formats.RunInfo{SessionID: deref(o.SessionID), Model: mainModel(o.Stats), Provider: Provider, AgentName: AgentName}
-	r.queue.Add(&formats.Event{Kind: formats.RunStart, Run: info})
+	q.Add(&formats.Event{Kind: formats.RunStart, Run: info})
 	for _, w := range o.Warnings {
-		r.queue.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: warningText(w)})
+		q.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: warningText(w)})
 	}
 	if o.Response != nil && *o.Response != "" {
-		r.queue.Add(&formats.Event{Kind: formats.Answer, Text: *o.Response})
+		q.Add(&formats.Event{Kind: formats.Answer, Text: *o.Response})
 	}
 	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: info, Usage: usageOf(o.Stats)}
 	if o.Error != nil {
 		end.Status, end.Text = formats.Failed, o.Error.Message
 	}
 	end.Run.ExitCode = exitCode(end.Status, o.Error)
-	r.queue.Add(end)
-	return r.queue.Pop(), nil
+	q.Add(end)
+	return nil
 }
 
 // mainModel is the model of the run: the one in the stats, or of several
