@@ -1,11 +1,15 @@
 package otel
 
 import (
+	"bytes"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"math"
 	"strconv"
 	"time"
 
-	"github.com/goccy/go-json"
+	"github.com/agentconv/agentconv/formats"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
@@ -143,115 +147,324 @@ func fromUnixNano(n jsonUint64) time.Time {
 	return time.Unix(0, int64(n)).UTC()
 }
 
-// encodeRequest turns spans into one request, grouped by resource and scope
-// in the order they first appear.
-func encodeRequest(spans []sdktrace.ReadOnlySpan) jsonRequest {
-	var req jsonRequest
-	for _, s := range spans {
-		res := encodeAttrs(s.Resource().Attributes())
-		scope := jsonScope{Name: s.InstrumentationScope().Name, Version: s.InstrumentationScope().Version}
-		var rs *jsonResourceSpans
-		for i := range req.ResourceSpans {
-			if sameAttrs(req.ResourceSpans[i].Resource.Attributes, res) {
-				rs = &req.ResourceSpans[i]
-				break
-			}
-		}
-		if rs == nil {
-			req.ResourceSpans = append(req.ResourceSpans, jsonResourceSpans{Resource: jsonResource{Attributes: res}})
-			rs = &req.ResourceSpans[len(req.ResourceSpans)-1]
-		}
-		var ss *jsonScopeSpans
-		for i := range rs.ScopeSpans {
-			if rs.ScopeSpans[i].Scope == scope {
-				ss = &rs.ScopeSpans[i]
-				break
-			}
-		}
-		if ss == nil {
-			rs.ScopeSpans = append(rs.ScopeSpans, jsonScopeSpans{Scope: scope})
-			ss = &rs.ScopeSpans[len(rs.ScopeSpans)-1]
-		}
-		ss.Spans = append(ss.Spans, encodeSpan(s))
-	}
-	return req
+// spanData is what the OTLP/JSON encoding of a span takes: the fields of a
+// span as it ended, whether the builder made it or an SDK span gives them.
+type spanData struct {
+	name       string
+	traceID    trace.TraceID
+	spanID     trace.SpanID
+	parentID   trace.SpanID // invalid for a root
+	kind       trace.SpanKind
+	start, end time.Time
+	attrs      []attribute.KeyValue
+	events     []sdktrace.Event
+	status     sdktrace.Status
+	resource   *resource.Resource
+	scope      instrumentation.Scope
 }
 
-func encodeSpan(s sdktrace.ReadOnlySpan) jsonSpan {
-	sc := s.SpanContext()
-	js := jsonSpan{
-		TraceID:           sc.TraceID().String(),
-		SpanID:            sc.SpanID().String(),
-		Name:              s.Name(),
-		Kind:              int(s.SpanKind()),
-		StartTimeUnixNano: unixNano(s.StartTime()),
-		EndTimeUnixNano:   unixNano(s.EndTime()),
-		Attributes:        encodeAttrs(s.Attributes()),
+func readOnlyData(s sdktrace.ReadOnlySpan) spanData {
+	return spanData{name: s.Name(), traceID: s.SpanContext().TraceID(), spanID: s.SpanContext().SpanID(),
+		parentID: s.Parent().SpanID(), kind: s.SpanKind(), start: s.StartTime(), end: s.EndTime(),
+		attrs: s.Attributes(), events: s.Events(), status: s.Status(), resource: s.Resource(),
+		scope: s.InstrumentationScope()}
+}
+
+// snapshot is the span as the SDK exporters take it.
+func (d *spanData) snapshot() sdktrace.ReadOnlySpan {
+	stub := tracetest.SpanStub{
+		Name: d.name,
+		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: d.traceID, SpanID: d.spanID,
+			TraceFlags: trace.FlagsSampled}),
+		SpanKind:             d.kind,
+		StartTime:            d.start,
+		EndTime:              d.end,
+		Attributes:           d.attrs,
+		Events:               d.events,
+		Status:               d.status,
+		Resource:             d.resource,
+		InstrumentationScope: d.scope,
 	}
-	if p := s.Parent(); p.SpanID().IsValid() {
-		js.ParentSpanID = p.SpanID().String()
+	if d.parentID.IsValid() {
+		stub.Parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: d.traceID, SpanID: d.parentID, TraceFlags: trace.FlagsSampled})
 	}
-	for _, ev := range s.Events() {
-		js.Events = append(js.Events, jsonEvent{TimeUnixNano: unixNano(ev.Time), Name: ev.Name, Attributes: encodeAttrs(ev.Attributes)})
+	return stub.Snapshot()
+}
+
+// requestEncoder builds one OTLP/JSON request (an ExportTraceServiceRequest)
+// span by span, straight into reused buffers: the spans grouped by resource
+// and scope in the order they first appear, byte for byte what encoding the
+// jsonRequest structures gives. Its buffers serve request after request.
+type requestEncoder struct {
+	resources []resourceGroup
+	line      []byte
+	scratch   []byte // a resource's attributes, to compare
+	err       error  // a value JSON cannot carry (NaN, an infinity)
+}
+
+type resourceGroup struct {
+	res    *resource.Resource // the last one seen with these attributes
+	attrs  []byte             // its attributes, encoded
+	scopes []scopeGroup
+}
+
+type scopeGroup struct {
+	name, version string
+	spans         []byte // the encoded spans, comma-separated
+}
+
+// empty: no span was added since the last request.
+func (r *requestEncoder) empty() bool { return len(r.resources) == 0 }
+
+// add encodes a span into its group.
+func (r *requestEncoder) add(s *spanData) {
+	sg := r.scopeGroup(r.resourceGroup(s.resource), s.scope)
+	if len(sg.spans) > 0 {
+		sg.spans = append(sg.spans, ',')
 	}
-	st := s.Status()
+	sg.spans = r.appendSpan(sg.spans, s)
+}
+
+func (r *requestEncoder) resourceGroup(res *resource.Resource) *resourceGroup {
+	for i := range r.resources {
+		if r.resources[i].res == res {
+			return &r.resources[i]
+		}
+	}
+	r.scratch = r.appendAttrs(r.scratch[:0], res.Attributes())
+	for i := range r.resources {
+		if g := &r.resources[i]; bytes.Equal(g.attrs, r.scratch) {
+			g.res = res
+			return g
+		}
+	}
+	// A new group, reusing the buffers of an earlier request's.
+	if len(r.resources) < cap(r.resources) {
+		r.resources = r.resources[:len(r.resources)+1]
+	} else {
+		r.resources = append(r.resources, resourceGroup{})
+	}
+	g := &r.resources[len(r.resources)-1]
+	g.res, g.attrs, g.scopes = res, append(g.attrs[:0], r.scratch...), g.scopes[:0]
+	return g
+}
+
+func (r *requestEncoder) scopeGroup(g *resourceGroup, scope instrumentation.Scope) *scopeGroup {
+	for i := range g.scopes {
+		if g.scopes[i].name == scope.Name && g.scopes[i].version == scope.Version {
+			return &g.scopes[i]
+		}
+	}
+	if len(g.scopes) < cap(g.scopes) {
+		g.scopes = g.scopes[:len(g.scopes)+1]
+	} else {
+		g.scopes = append(g.scopes, scopeGroup{})
+	}
+	sg := &g.scopes[len(g.scopes)-1]
+	sg.name, sg.version, sg.spans = scope.Name, scope.Version, sg.spans[:0]
+	return sg
+}
+
+// writeTo writes the request as one line and starts the next one.
+func (r *requestEncoder) writeTo(w io.Writer) error {
+	if err := r.err; err != nil {
+		r.reset()
+		return err
+	}
+	b := append(r.line[:0], `{"resourceSpans":[`...)
+	for i, g := range r.resources {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"resource":{`...)
+		if len(g.attrs) > 0 {
+			b = append(b, `"attributes":[`...)
+			b = append(b, g.attrs...)
+			b = append(b, ']')
+		}
+		b = append(b, `},"scopeSpans":[`...)
+		for j, sg := range g.scopes {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"scope":{`...)
+			if sg.name != "" {
+				b = append(b, `"name":`...)
+				b = formats.AppendJSONString(b, sg.name)
+			}
+			if sg.version != "" {
+				if sg.name != "" {
+					b = append(b, ',')
+				}
+				b = append(b, `"version":`...)
+				b = formats.AppendJSONString(b, sg.version)
+			}
+			b = append(b, `},"spans":[`...)
+			b = append(b, sg.spans...)
+			b = append(b, "]}"...)
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, "]}\n"...)
+	r.line = b
+	r.reset()
+	_, err := w.Write(b)
+	return err
+}
+
+func (r *requestEncoder) reset() {
+	r.resources, r.err = r.resources[:0], nil
+}
+
+func (r *requestEncoder) appendSpan(b []byte, s *spanData) []byte {
+	b = append(b, `{"traceId":"`...)
+	b = hex.AppendEncode(b, s.traceID[:])
+	b = append(b, `","spanId":"`...)
+	b = hex.AppendEncode(b, s.spanID[:])
+	if s.parentID.IsValid() {
+		b = append(b, `","parentSpanId":"`...)
+		b = hex.AppendEncode(b, s.parentID[:])
+	}
+	b = append(b, `","name":`...)
+	b = formats.AppendJSONString(b, s.name)
+	b = append(b, `,"kind":`...)
+	b = strconv.AppendInt(b, int64(s.kind), 10)
+	b = append(b, `,"startTimeUnixNano":`...)
+	b = appendUnixNano(b, s.start)
+	b = append(b, `,"endTimeUnixNano":`...)
+	b = appendUnixNano(b, s.end)
+	if len(s.attrs) > 0 {
+		b = append(b, `,"attributes":[`...)
+		b = r.appendAttrs(b, s.attrs)
+		b = append(b, ']')
+	}
+	for i, ev := range s.events {
+		if i == 0 {
+			b = append(b, `,"events":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, `{"timeUnixNano":`...)
+		b = appendUnixNano(b, ev.Time)
+		b = append(b, `,"name":`...)
+		b = formats.AppendJSONString(b, ev.Name)
+		if len(ev.Attributes) > 0 {
+			b = append(b, `,"attributes":[`...)
+			b = r.appendAttrs(b, ev.Attributes)
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	if len(s.events) > 0 {
+		b = append(b, ']')
+	}
 	// OTLP's status codes: 0 unset, 1 ok, 2 error (the SDK numbers them
 	// differently).
-	switch st.Code {
+	switch s.status.Code {
 	case codes.Ok:
-		js.Status.Code = 1
+		b = append(b, `,"status":{"code":1}}`...)
 	case codes.Error:
-		js.Status.Code = 2
-		js.Status.Message = st.Description
+		b = append(b, `,"status":{`...)
+		if s.status.Description != "" {
+			b = append(b, `"message":`...)
+			b = formats.AppendJSONString(b, s.status.Description)
+			b = append(b, ',')
+		}
+		b = append(b, `"code":2}}`...)
+	default:
+		b = append(b, `,"status":{}}`...)
 	}
-	return js
+	return b
 }
 
-func encodeAttrs(kvs []attribute.KeyValue) []jsonKeyValue {
-	if len(kvs) == 0 {
-		return nil
-	}
-	out := make([]jsonKeyValue, 0, len(kvs))
-	for _, kv := range kvs {
-		out = append(out, jsonKeyValue{Key: string(kv.Key), Value: encodeValue(kv.Value)})
-	}
-	return out
+// appendUnixNano appends a time as a fixed64: a decimal string, 0 for none.
+func appendUnixNano(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = strconv.AppendUint(b, uint64(unixNano(t)), 10)
+	return append(b, '"')
 }
 
-func encodeValue(v attribute.Value) jsonValue {
+// appendAttrs appends KeyValues, comma-separated.
+func (r *requestEncoder) appendAttrs(b []byte, kvs []attribute.KeyValue) []byte {
+	for i, kv := range kvs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"key":`...)
+		b = formats.AppendJSONString(b, string(kv.Key))
+		b = append(b, `,"value":`...)
+		b = r.appendValue(b, kv.Value)
+		b = append(b, '}')
+	}
+	return b
+}
+
+// appendValue appends an AnyValue. Slices other than of strings are
+// strings, as Emit writes them.
+func (r *requestEncoder) appendValue(b []byte, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.BOOL:
-		b := v.AsBool()
-		return jsonValue{BoolValue: &b}
+		b = append(b, `{"boolValue":`...)
+		b = strconv.AppendBool(b, v.AsBool())
 	case attribute.INT64:
-		i := jsonInt64(v.AsInt64())
-		return jsonValue{IntValue: &i}
+		b = append(b, `{"intValue":"`...)
+		b = strconv.AppendInt(b, v.AsInt64(), 10)
+		b = append(b, '"')
 	case attribute.FLOAT64:
-		f := v.AsFloat64()
-		return jsonValue{DoubleValue: &f}
+		b = append(b, `{"doubleValue":`...)
+		b = r.appendFloat(b, v.AsFloat64())
 	case attribute.STRINGSLICE:
-		var vs jsonValues
-		for _, s := range v.AsStringSlice() {
-			vs.Values = append(vs.Values, encodeValue(attribute.StringValue(s)))
+		b = append(b, `{"arrayValue":{"values":`...)
+		ss := v.AsStringSlice()
+		if len(ss) == 0 {
+			b = append(b, "null"...)
+		} else {
+			for i, s := range ss {
+				if i == 0 {
+					b = append(b, '[')
+				} else {
+					b = append(b, ',')
+				}
+				b = append(b, `{"stringValue":`...)
+				b = formats.AppendJSONString(b, s)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
 		}
-		return jsonValue{ArrayValue: &vs}
+		b = append(b, '}')
+	case attribute.STRING:
+		b = append(b, `{"stringValue":`...)
+		b = formats.AppendJSONString(b, v.AsString())
+	default:
+		b = append(b, `{"stringValue":`...)
+		b = formats.AppendJSONString(b, v.Emit())
 	}
-	s := v.Emit()
-	return jsonValue{StringValue: &s}
+	return append(b, '}')
 }
 
-func sameAttrs(a, b []jsonKeyValue) bool {
-	if len(a) != len(b) {
-		return false
+// appendFloat appends a double as encoding/json does (and go-json): the
+// shortest decimal, in exponent form below 1e-6 and from 1e21, without a
+// leading zero in the exponent. JSON has no NaN nor infinities.
+func (r *requestEncoder) appendFloat(b []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		if r.err == nil {
+			r.err = fmt.Errorf("json: unsupported value: %v", f)
+		}
+		return append(b, "null"...)
 	}
-	for i := range a {
-		x, _ := json.Marshal(a[i])
-		y, _ := json.Marshal(b[i])
-		if string(x) != string(y) {
-			return false
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 -> e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
 		}
 	}
-	return true
+	return b
 }
 
 // decodedSpan is a span of a request with its resource and scope.

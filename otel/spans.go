@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -78,6 +77,8 @@ type span struct {
 	children time.Time // the latest end of an ended child
 	callID   string
 	owner    *agent // the agent of a tool call
+	id       trace.SpanID
+	idSet    bool
 }
 
 func (s *span) set(kv ...attribute.KeyValue) { s.attrs = append(s.attrs, kv...) }
@@ -107,7 +108,7 @@ type agent struct {
 type builder struct {
 	cfg  *config
 	rep  *formats.Report
-	emit func(sdktrace.ReadOnlySpan)
+	emit func(*spanData)
 
 	// The run.
 	open       bool
@@ -128,9 +129,12 @@ type builder struct {
 	last       time.Time // the latest source time
 	turnsSeen  bool      // the source ends turns, so content opens one
 	startsSeen bool      // the source starts turns itself
+
+	ended   spanData // the span being handed to emit
+	hashBuf []byte   // what a hash is taken of
 }
 
-func newBuilder(cfg *config, rep *formats.Report, emit func(sdktrace.ReadOnlySpan)) *builder {
+func newBuilder(cfg *config, rep *formats.Report, emit func(*spanData)) *builder {
 	return &builder{cfg: cfg, rep: rep, emit: emit}
 }
 
@@ -256,7 +260,7 @@ func (b *builder) startRun(e *formats.Event) {
 	if b.open {
 		b.endRun(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "a new run began before this one completed"}, b.at(e))
 	}
-	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
+	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true, hashBuf: b.hashBuf,
 		agents: map[string]*agent{}, callUses: map[string]int{}, requests: map[string]string{}}
 	b.session = e.Run.SessionID
 	b.startLine = e.Source.LineNo
@@ -294,10 +298,10 @@ func (b *builder) startRun(e *formats.Event) {
 // setAnchor fixes what the run's ids derive from: its first record and
 // where it stands in the input.
 func (b *builder) setAnchor(e *formats.Event) {
-	h := sha256.New()
-	h.Write(binary.BigEndian.AppendUint64(nil, uint64(e.Source.LineNo)))
-	h.Write(e.Source.Line)
-	b.anchor, b.anchorSet = h.Sum(nil), true
+	b.hashBuf = binary.BigEndian.AppendUint64(b.hashBuf[:0], uint64(e.Source.LineNo))
+	b.hashBuf = append(b.hashBuf, e.Source.Line...)
+	sum := sha256.Sum256(b.hashBuf)
+	b.anchor, b.anchorSet = sum[:], true
 }
 
 // ids fixes the trace id the first time a span ends: from the session id if
@@ -305,36 +309,45 @@ func (b *builder) setAnchor(e *formats.Event) {
 func (b *builder) trace() trace.TraceID {
 	if !b.traceSet {
 		if !b.anchorSet {
-			b.anchor, b.anchorSet = hash("line", strconv.Itoa(b.startLine)), true
+			sum := b.hash("line", strconv.Itoa(b.startLine))
+			b.anchor, b.anchorSet = sum[:], true
 		}
+		var sum [sha256.Size]byte
 		if b.session != "" {
-			copy(b.traceID[:], hash("session", b.session))
+			sum = b.hash("session", b.session)
 		} else {
-			copy(b.traceID[:], hash("run", string(b.anchor)))
+			sum = b.hash("run", string(b.anchor))
 		}
+		copy(b.traceID[:], sum[:])
 		b.traceSet = true
 	}
 	return b.traceID
 }
 
 // spanID derives a span's id from the run's anchor and the span's key, so
-// that runs sharing a session (and so a trace) get distinct ids.
+// that runs sharing a session (and so a trace) get distinct ids. The anchor
+// is fixed by then (b.trace), so the id is made once.
 func (b *builder) spanID(s *span) trace.SpanID {
-	var id trace.SpanID
-	copy(id[:], hash("span", string(b.anchor), s.key))
-	if !id.IsValid() {
-		id[7] = 1
+	if !s.idSet {
+		sum := b.hash("span", string(b.anchor), s.key)
+		copy(s.id[:], sum[:])
+		if !s.id.IsValid() {
+			s.id[7] = 1
+		}
+		s.idSet = true
 	}
-	return id
+	return s.id
 }
 
-func hash(parts ...string) []byte {
-	h := sha256.New()
+// hash is the SHA-256 of length-prefixed parts.
+func (b *builder) hash(parts ...string) [sha256.Size]byte {
+	buf := b.hashBuf[:0]
 	for _, p := range parts {
-		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(p))))
-		h.Write([]byte(p))
+		buf = binary.BigEndian.AppendUint64(buf, uint64(len(p)))
+		buf = append(buf, p...)
 	}
-	return h.Sum(nil)
+	b.hashBuf = buf
+	return sha256.Sum256(buf)
 }
 
 // agent returns an agent of the run, starting it when it is new: from its
@@ -658,22 +671,13 @@ func (b *builder) end(s *span, t time.Time) {
 	if s.end.Before(s.start) {
 		s.end = s.start
 	}
-	tid := b.trace()
-	stub := tracetest.SpanStub{
-		Name: s.name,
-		SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: b.spanID(s),
-			TraceFlags: trace.FlagsSampled}),
-		SpanKind:             s.kind,
-		StartTime:            s.start,
-		EndTime:              s.end,
-		Attributes:           s.attrs,
-		Events:               s.events,
-		Status:               s.status,
-		Resource:             b.res,
-		InstrumentationScope: instrumentation.Scope{Name: scopeName},
-	}
+	// emit takes the span as it is now: a subagent's span may still move
+	// the start of a call that ended.
+	b.ended = spanData{name: s.name, traceID: b.trace(), spanID: b.spanID(s), kind: s.kind,
+		start: s.start, end: s.end, attrs: s.attrs, events: s.events, status: s.status,
+		resource: b.res, scope: instrumentation.Scope{Name: scopeName}}
 	if p := s.parent; p != nil {
-		stub.Parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: b.spanID(p), TraceFlags: trace.FlagsSampled})
+		b.ended.parentID = b.spanID(p)
 		if s.end.After(p.children) {
 			p.children = s.end
 		}
@@ -681,5 +685,5 @@ func (b *builder) end(s *span, t time.Time) {
 			p.start = s.start
 		}
 	}
-	b.emit(stub.Snapshot())
+	b.emit(&b.ended)
 }

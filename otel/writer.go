@@ -1,7 +1,6 @@
 package otel
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,15 +34,16 @@ var OTLPJSON = formats.Dialect{
 // writer turns events into spans and hands them to a sink. Events read
 // from otlp-json pass through as the spans they came from, ids included.
 type writer struct {
-	b    *builder
-	sink sink
-	err  error // a configuration error, reported at the first write
+	b       *builder
+	sink    sink
+	err     error // a configuration error, reported at the first write
+	emitErr error // the first error of the sink during one Write
 }
 
 // sink takes the spans of runs as they end.
 type sink interface {
-	// spans takes spans that ended.
-	spans([]sdktrace.ReadOnlySpan) error
+	// span takes a span that ended; it is only valid during the call.
+	span(*spanData) error
 	// raw takes an otlp-json record read from the input.
 	raw(line []byte) error
 	// runEnded: the current run's last span was given.
@@ -61,15 +61,10 @@ func (w *writer) Write(e *formats.Event) error {
 		}
 		return w.sink.raw(e.Source.Line)
 	}
-	var emitErr error
-	w.b.emit = func(s sdktrace.ReadOnlySpan) {
-		if err := w.sink.spans([]sdktrace.ReadOnlySpan{s}); err != nil && emitErr == nil {
-			emitErr = err
-		}
-	}
 	w.b.write(e)
-	if emitErr != nil {
-		return emitErr
+	if err := w.emitErr; err != nil {
+		w.emitErr = nil
+		return err
 	}
 	if e.Kind == formats.RunEnd {
 		return w.sink.runEnded()
@@ -84,42 +79,49 @@ func (w *writer) Close() error {
 	return w.sink.close()
 }
 
+// emit hands a span the builder ended to the sink.
+func (w *writer) emit(s *spanData) {
+	if err := w.sink.span(s); err != nil && w.emitErr == nil {
+		w.emitErr = err
+	}
+}
+
 func newWriter(o formats.WriteOptions, s func(*config) (sink, error)) formats.Writer {
 	cfg, err := newConfig(o)
 	if err != nil {
 		return &writer{err: err}
 	}
-	w := &writer{b: newBuilder(cfg, o.Report, nil)}
+	w := &writer{}
+	w.b = newBuilder(cfg, o.Report, w.emit)
 	if w.sink, err = s(cfg); err != nil {
 		return &writer{err: err}
 	}
 	return w
 }
 
-// jsonSink writes each run as one OTLP/JSON request line when it ends.
+// jsonSink writes each run as one OTLP/JSON request line when it ends,
+// encoding its spans as they end.
 type jsonSink struct {
-	out     io.Writer
-	pending []sdktrace.ReadOnlySpan
+	out io.Writer
+	req requestEncoder
 }
 
 func newJSONWriter(out io.Writer, o formats.WriteOptions) formats.Writer {
 	return newWriter(o, func(*config) (sink, error) { return &jsonSink{out: out}, nil })
 }
 
-func (j *jsonSink) spans(s []sdktrace.ReadOnlySpan) error {
-	j.pending = append(j.pending, s...)
+func (j *jsonSink) span(s *spanData) error {
+	j.req.add(s)
 	return nil
 }
 
 func (j *jsonSink) raw(line []byte) error { return formats.WriteRawLine(j.out, line) }
 
 func (j *jsonSink) runEnded() error {
-	if len(j.pending) == 0 {
+	if j.req.empty() {
 		return nil
 	}
-	req := encodeRequest(j.pending)
-	j.pending = j.pending[:0]
-	return formats.WriteJSONLine(j.out, req)
+	return j.req.writeTo(j.out)
 }
 
 func (j *jsonSink) close() error { return j.runEnded() }
@@ -174,6 +176,10 @@ func newExportSink(exp sdktrace.SpanExporter, cfg *config, o formats.WriteOption
 	}
 	go s.loop()
 	return s
+}
+
+func (s *exportSink) span(d *spanData) error {
+	return s.spans([]sdktrace.ReadOnlySpan{d.snapshot()})
 }
 
 func (s *exportSink) spans(ss []sdktrace.ReadOnlySpan) error {
@@ -255,10 +261,12 @@ func (s *exportSink) toSpool(batch []sdktrace.ReadOnlySpan) {
 			return
 		}
 	}
-	var buf bytes.Buffer
-	if err := formats.WriteJSONLine(&buf, encodeRequest(batch)); err != nil {
-		s.spoolE = err
-	} else if _, err := s.spool.Write(buf.Bytes()); err != nil {
+	var req requestEncoder
+	for _, span := range batch {
+		d := readOnlyData(span)
+		req.add(&d)
+	}
+	if err := req.writeTo(s.spool); err != nil {
 		s.spoolE = err
 	}
 	s.spooled += len(batch)
