@@ -76,15 +76,15 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 	if err := formats.Unmarshal(n, b, &o); err != nil {
 		return err
 	}
-	q.Add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model)}})
+	q.Add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: formats.Deref(o.SessionID), Model: formats.Deref(o.Model)}})
 	for i, c := range o.ToolCalls {
-		call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Output: deref(c.Output), Truncated: c.OutputTruncated}
+		call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Output: formats.Deref(c.Output), Truncated: c.OutputTruncated}
 		if call.ID == "" {
 			call.ID = "call_" + strconv.Itoa(i+1)
 		}
 		call.Status = formats.ParseStatus(c.Status)
 		if call.Status == formats.Denied {
-			call.Error = deref(o.Error)
+			call.Error = formats.Deref(o.Error)
 			q.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
 			continue
 		}
@@ -114,16 +114,9 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 			q.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: *o.Error})
 		}
 	}
-	q.Add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: deref(o.Error),
-		Run: formats.RunInfo{SessionID: deref(o.SessionID), Model: deref(o.Model), ExitCode: formats.Some(code)}})
+	q.Add(&formats.Event{Kind: formats.RunEnd, Status: status, Text: formats.Deref(o.Error),
+		Run: formats.RunInfo{SessionID: formats.Deref(o.SessionID), Model: formats.Deref(o.Model), ExitCode: formats.Some(code)}})
 	return nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 type jsonWriter struct {

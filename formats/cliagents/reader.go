@@ -183,7 +183,7 @@ func (r *reader) done(rec *record, n int) []*formats.Event {
 		r.opts.Report.Warn(n, "done without a result; kept as a failed run")
 		res = &runResult{}
 	}
-	text, stderr := deref(res.Text), deref(res.Stderr)
+	text, stderr := formats.Deref(res.Text), formats.Deref(res.Stderr)
 	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed,
 		Run: formats.RunInfo{SessionID: r.session, ExitCode: formats.OptFrom(res.ExitCode)}}
 	if res.SessionID != nil {
@@ -215,13 +215,6 @@ func (r *reader) done(rec *record, n int) []*formats.Event {
 	}
 	end.Usage.CostUSD = formats.OptFrom(res.CostUSD)
 	return append(evs, end)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // stringOf reads a JSON string; another value gives its JSON text.

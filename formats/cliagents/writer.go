@@ -285,7 +285,7 @@ func (c *writer) toolEnd(e *formats.Event) error {
 	if e.Duration > 0 {
 		c.lose("tool call durations")
 	}
-	return c.line(toolEndLine{"tool_end", e.Call.ID, e.Call.Status.OK(), strPtr(e.Call.Output), strPtr(e.Call.Error)})
+	return c.line(toolEndLine{"tool_end", e.Call.ID, e.Call.Status.OK(), formats.NilIfEmpty(e.Call.Output), formats.NilIfEmpty(e.Call.Error)})
 }
 
 func (c *writer) addUsage(e *formats.Event) {
@@ -299,9 +299,9 @@ func (c *writer) done(e *formats.Event) error {
 	c.endText()
 	defer func() { c.run = writerRun{} }()
 	success := e.Status.OK() || (e.Status == formats.StatusUnknown && (!e.Run.ExitCode.OK || e.Run.ExitCode.V == 0) && r.lastError == "")
-	res := doneResult{Success: success, ExitCode: e.Run.ExitCode.Ptr(), SessionID: strPtr(r.session)}
+	res := doneResult{Success: success, ExitCode: e.Run.ExitCode.Ptr(), SessionID: formats.NilIfEmpty(r.session)}
 	if e.Run.SessionID != "" {
-		res.SessionID = strPtr(e.Run.SessionID)
+		res.SessionID = formats.NilIfEmpty(e.Run.SessionID)
 	}
 	switch {
 	case success:
@@ -321,7 +321,7 @@ func (c *writer) done(e *formats.Event) error {
 		if text == "" {
 			text = r.lastError
 		}
-		res.Text = strPtr(text)
+		res.Text = formats.NilIfEmpty(text)
 		if r.answered && r.answer != "" {
 			c.lose("answers of failed runs")
 		}
@@ -342,13 +342,6 @@ func (c *writer) done(e *formats.Event) error {
 	}
 	res.CostUSD = u.CostUSD.Ptr()
 	return c.line(doneLine{"done", res})
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func (c *writer) Close() error { return nil }

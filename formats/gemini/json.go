@@ -87,7 +87,7 @@ func decodeObject(q *formats.EventQueue, b []byte, n int) error {
 	if err := formats.UnmarshalObject(n, b, &o); err != nil {
 		return err
 	}
-	info := formats.RunInfo{SessionID: deref(o.SessionID), Model: mainModel(o.Stats), Provider: Provider, AgentName: AgentName}
+	info := formats.RunInfo{SessionID: formats.Deref(o.SessionID), Model: mainModel(o.Stats), Provider: Provider, AgentName: AgentName}
 	q.Add(&formats.Event{Kind: formats.RunStart, Run: info})
 	for _, w := range o.Warnings {
 		q.Add(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: warningText(w)})
@@ -157,13 +157,6 @@ func warningText(w json.RawMessage) string {
 		return m.Message
 	}
 	return string(w)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // The gemini-json writer prints one object per run, at its end.
