@@ -130,8 +130,10 @@ type builder struct {
 	turnsSeen  bool      // the source ends turns, so content opens one
 	startsSeen bool      // the source starts turns itself
 
-	ended   spanData // the span being handed to emit
-	hashBuf []byte   // what a hash is taken of
+	// Kept from run to run.
+	ended      spanData // the span being handed to emit
+	hashBuf    []byte   // what a hash is taken of
+	resService string   // the service.name of res
 }
 
 func newBuilder(cfg *config, rep *formats.Report, emit func(*spanData)) *builder {
@@ -260,8 +262,9 @@ func (b *builder) startRun(e *formats.Event) {
 	if b.open {
 		b.endRun(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "a new run began before this one completed"}, b.at(e))
 	}
-	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true, hashBuf: b.hashBuf,
-		agents: map[string]*agent{}, callUses: map[string]int{}, requests: map[string]string{}}
+	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
+		hashBuf: b.hashBuf, res: b.res, resService: b.resService,
+		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests)}
 	b.session = e.Run.SessionID
 	b.startLine = e.Source.LineNo
 	if !e.Time.IsZero() {
@@ -281,7 +284,10 @@ func (b *builder) startRun(e *formats.Event) {
 	if service == "" {
 		service = b.name
 	}
-	b.res = resource.NewSchemaless(append(append([]attribute.KeyValue(nil), b.cfg.resource...), attribute.String("service.name", service))...)
+	if b.res == nil || service != b.resService {
+		b.res = resource.NewSchemaless(append(append([]attribute.KeyValue(nil), b.cfg.resource...), attribute.String("service.name", service))...)
+		b.resService = service
+	}
 
 	root := &span{key: "run", name: opInvokeAgent + " " + b.name, kind: trace.SpanKindInternal, start: b.at(e)}
 	root.set(attribute.String(keyOperation, opInvokeAgent), attribute.String(keyAgentName, b.name), attribute.String(keyAgentID, mainAgentID))
@@ -293,6 +299,15 @@ func (b *builder) startRun(e *formats.Event) {
 	}
 	b.lose("working directories", e.Run.Cwd != "")
 	b.agents[""] = &agent{span: root}
+}
+
+// emptied empties a map of the last run for the next, or makes the first.
+func emptied[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return map[K]V{}
+	}
+	clear(m)
+	return m
 }
 
 // setAnchor fixes what the run's ids derive from: its first record and
@@ -498,7 +513,7 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 	}
 	b.content(e.Agent, a, t)
 	s := &span{key: key, parent: b.inner(a), name: opExecuteTool + " " + e.Call.Name, kind: trace.SpanKindInternal, start: t,
-		callID: id, owner: a}
+		callID: id, owner: a, attrs: make([]attribute.KeyValue, 0, 8)} // room for all a call gets
 	s.set(attribute.String(keyOperation, opExecuteTool), attribute.String(keyToolName, e.Call.Name),
 		attribute.String(keyToolCallID, id), attribute.String(keyToolType, "function"))
 	if e.Call.Summary != "" {
