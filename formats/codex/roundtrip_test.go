@@ -1,31 +1,16 @@
 package codex_test
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/codex"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
-
-// conv runs the command line in memory.
-func conv(t *testing.T, in []byte, from, to string) []byte {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := convert.Run([]string{"agentconv", "--deterministic", "--from", from, "--to", to}, convert.Sys{
-		Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
-	if code != 0 {
-		t.Fatalf("%s → %s: exit %d: %s", from, to, code, errb.String())
-	}
-	return out.Bytes()
-}
 
 // survivor is what a trip through another dialect must keep of a run.
 type survivor struct {
@@ -37,10 +22,7 @@ type survivor struct {
 
 func survivors(t *testing.T, data []byte) []survivor {
 	t.Helper()
-	evs, bad, err := formatstest.ReadAll(codex.Dialect, data)
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("reading codex: %v %v\n%s", err, bad, data)
-	}
+	evs := formatstest.Read(t, codex.Dialect, data)
 	var out []survivor
 	var cur survivor
 	for _, e := range evs {
@@ -66,14 +48,11 @@ func survivors(t *testing.T, data []byte) []survivor {
 // thread.started), and adal-text keeps the answer alone.
 func TestThroughAdaL(t *testing.T) {
 	for _, name := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl"} {
-		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "codex", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := formatstest.Fixture(t, "codex", name)
 		want := survivors(t, in)
 		for _, via := range []string{"adal-stream", "adal-json", "adal-text"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
-				back := conv(t, conv(t, in, "codex", via), via, "codex")
+				back := converttest.Convert(t, converttest.Convert(t, in, "codex", via), via, "codex")
 				got := survivors(t, back)
 				exp := append([]survivor(nil), want...)
 				for i := range exp {
@@ -103,11 +82,8 @@ func TestThroughAdaL(t *testing.T) {
 // and the exit code 2 of a refusal (codex has no exit codes) are lost.
 func TestFromAdaL(t *testing.T) {
 	for _, name := range []string{"seed-stream.ndjson", "refused-stream.ndjson", "error-stream.ndjson"} {
-		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "adal", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		back := conv(t, conv(t, in, "adal-stream", "codex"), "codex", "adal-stream")
+		in := formatstest.Fixture(t, "adal", name)
+		back := converttest.Convert(t, converttest.Convert(t, in, "adal-stream", "codex"), "codex", "adal-stream")
 		want, wantFailed := callLines(in)
 		got, gotFailed := callLines(back)
 		if !reflect.DeepEqual(got, want) || gotFailed != wantFailed {

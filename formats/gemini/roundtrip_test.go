@@ -1,30 +1,16 @@
 package gemini_test
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/agentconv/agentconv/formats/gemini"
 )
-
-// conv runs the command line in memory.
-func conv(t *testing.T, in []byte, from, to string) []byte {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := convert.Run([]string{"agentconv", "--deterministic", "--from", from, "--to", to}, convert.Sys{
-		Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
-	if code != 0 {
-		t.Fatalf("%s → %s: exit %d: %s", from, to, code, errb.String())
-	}
-	return out.Bytes()
-}
 
 // survivor is what a trip through another dialect must keep of a run.
 type survivor struct {
@@ -38,10 +24,7 @@ type survivor struct {
 
 func survivors(t *testing.T, d formats.Dialect, data []byte) []survivor {
 	t.Helper()
-	evs, bad, err := formatstest.ReadAll(d, data)
-	if err != nil || len(bad) > 0 {
-		t.Fatalf("reading %s: %v %v\n%s", d.Name, err, bad, data)
-	}
+	evs := formatstest.Read(t, d, data)
 	var out []survivor
 	var cur survivor
 	for _, e := range evs {
@@ -64,14 +47,11 @@ func survivors(t *testing.T, d formats.Dialect, data []byte) []survivor {
 // adal-json keeps the session and model too, adal-text the answer alone.
 func TestThroughAdaL(t *testing.T) {
 	for _, name := range []string{"tools-stream.jsonl", "error-result-stream.jsonl"} {
-		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gemini", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := formatstest.Fixture(t, "gemini", name)
 		want := survivors(t, gemini.Stream, in)
 		for _, via := range []string{"adal-stream", "adal-json", "adal-text"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
-				back := conv(t, conv(t, in, "gemini-stream", via), via, "gemini-stream")
+				back := converttest.Convert(t, converttest.Convert(t, in, "gemini-stream", via), via, "gemini-stream")
 				got := survivors(t, gemini.Stream, back)
 				exp := append([]survivor(nil), want...)
 				for i := range exp {
@@ -104,12 +84,9 @@ func TestThroughAdaL(t *testing.T) {
 // response, the error, its exit code and the session.
 func TestJSONThroughAdaL(t *testing.T) {
 	for _, name := range []string{"response.json", "input-error.json"} {
-		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "gemini", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := formatstest.Fixture(t, "gemini", name)
 		want := survivors(t, gemini.JSON, in)
-		back := conv(t, conv(t, in, "gemini-json", "adal-json"), "adal-json", "gemini-json")
+		back := converttest.Convert(t, converttest.Convert(t, in, "gemini-json", "adal-json"), "adal-json", "gemini-json")
 		got := survivors(t, gemini.JSON, back)
 		for i := range want {
 			want[i].Model = "" // adal-json has no token counts, so no stats
@@ -126,10 +103,7 @@ func TestJSONThroughAdaL(t *testing.T) {
 // which AdaL gives only at the end.
 func TestFromAdaL(t *testing.T) {
 	for _, name := range []string{"seed-stream.ndjson", "refused-stream.ndjson", "error-stream.ndjson"} {
-		in, err := os.ReadFile(filepath.Join("..", "..", "testdata", "adal", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := formatstest.Fixture(t, "adal", name)
 		var adal formats.Dialect
 		for _, d := range convert.Dialects {
 			if d.Name == "adal-stream" {
@@ -137,7 +111,7 @@ func TestFromAdaL(t *testing.T) {
 			}
 		}
 		want := survivors(t, adal, in)
-		got := survivors(t, adal, conv(t, conv(t, in, "adal-stream", "gemini-stream"), "gemini-stream", "adal-stream"))
+		got := survivors(t, adal, converttest.Convert(t, converttest.Convert(t, in, "adal-stream", "gemini-stream"), "gemini-stream", "adal-stream"))
 		for i := range want {
 			want[i].Session, want[i].Model = "", ""
 		}
