@@ -2,7 +2,6 @@ package otel
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 func opts(env map[string]string, params map[string]string) formats.WriteOptions {
@@ -85,24 +85,12 @@ func TestBadConfigFailsAtFirstWrite(t *testing.T) {
 }
 
 func readAll(t testing.TB, data []byte) []*formats.Event {
-	r := newReader(bytes.NewReader(data), formats.ReadOptions{Dialect: OTLPJSON.Name})
-	var evs []*formats.Event
-	for n := 0; n < 100000; n++ {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return evs
-		}
-		var le *formats.LineError
-		if errors.As(err, &le) {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("fatal read error: %v", err)
-		}
-		evs = append(evs, ev)
+	t.Helper()
+	evs, _, err := formatstest.ReadAll(OTLPJSON, data) // malformed records are skipped
+	if err != nil {
+		t.Fatalf("fatal read error: %v", err)
 	}
-	t.Fatalf("the reader does not end")
-	return nil
+	return evs
 }
 
 // shape is what a round trip through otlp-json must keep of events.
