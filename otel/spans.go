@@ -512,21 +512,26 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 		key += "\x00" + strconv.Itoa(n)
 	}
 	b.content(e.Agent, a, t)
+	room := 6 // for the four below, a summary and an error type, in one allocation
+	if b.cfg.content {
+		room += 2
+	}
 	s := &span{key: key, parent: b.inner(a), name: opExecuteTool + " " + e.Call.Name, kind: trace.SpanKindInternal, start: t,
-		callID: id, owner: a, attrs: make([]attribute.KeyValue, 0, 8)} // room for all a call gets
+		callID: id, owner: a, attrs: make([]attribute.KeyValue, 0, room)}
 	s.set(attribute.String(keyOperation, opExecuteTool), attribute.String(keyToolName, e.Call.Name),
 		attribute.String(keyToolCallID, id), attribute.String(keyToolType, "function"))
 	if e.Call.Summary != "" {
 		s.set(attribute.String(keySummary, e.Call.Summary))
 	}
-	b.recordContent(s, keyToolArgs, string(e.Call.Args))
+	recordContent(b, s, keyToolArgs, e.Call.Args)
 	b.calls = append(b.calls, s)
 }
 
 // recordContent puts a tool call's arguments or result on its span when
-// --otlp-content asks for it, cut at the limit; else it is a loss.
-func (b *builder) recordContent(s *span, key, v string) {
-	if v == "" {
+// --otlp-content asks for it, cut at the limit; else it is a loss. It takes
+// bytes too, so that they are made a string only when kept.
+func recordContent[T ~string | ~[]byte](b *builder, s *span, key string, v T) {
+	if len(v) == 0 {
 		return
 	}
 	if !b.cfg.content {
@@ -537,7 +542,7 @@ func (b *builder) recordContent(s *span, key, v string) {
 		v = v[:b.cfg.contentLimit]
 		b.lose("tool arguments and results past --otlp-content-limit", true)
 	}
-	s.set(attribute.String(key, v))
+	s.set(attribute.String(key, string(v)))
 }
 
 func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
@@ -562,7 +567,7 @@ func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
 		}
 	}
 	out := e.Call.Output
-	b.recordContent(s, keyToolResult, out)
+	recordContent(b, s, keyToolResult, out)
 	switch e.Call.Status {
 	case formats.Failed, formats.Cancelled, formats.Denied:
 		s.fail(e.Call.Status, e.Call.Error)
