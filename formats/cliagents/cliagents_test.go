@@ -1,7 +1,6 @@
 package cliagents
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,22 +92,8 @@ func TestReadOddRecords(t *testing.T) {
 	}
 }
 
-func write(t *testing.T, evs []*formats.Event) (string, string) {
-	t.Helper()
-	var out, rep bytes.Buffer
-	report := formats.NewReport(&rep)
-	w := newWriter(&out, formats.WriteOptions{Dialect: Dialect.Name, Report: report})
-	for _, e := range evs {
-		if err := w.Write(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	report.Summary(Dialect.Name)
-	return out.String(), rep.String()
-}
-
 func TestWriteFlattensSubagentsAndRefusals(t *testing.T) {
-	out, rep := write(t, []*formats.Event{
+	out, rep := formatstest.WriteReport(t, Dialect, []*formats.Event{
 		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s", Model: "m"}},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "t1", Name: "Task", Args: []byte(`{"p":1}`)}},
 		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{ParentCall: "t1"}},
@@ -142,7 +127,7 @@ func TestWriteFlattensSubagentsAndRefusals(t *testing.T) {
 }
 
 func TestWriteTextOnlyOnce(t *testing.T) {
-	out, _ := write(t, []*formats.Event{
+	out, _ := formatstest.WriteReport(t, Dialect, []*formats.Event{
 		{Kind: formats.RunStart},
 		{Kind: formats.TextDelta, Text: "a"},
 		{Kind: formats.TextDelta, Text: "b"},
@@ -183,7 +168,7 @@ func FuzzReader(f *testing.F) {
 func TestWriteMessageAfterItsToolCall(t *testing.T) {
 	// Some sources end a message after the tool calls it holds: the
 	// message repeats text that deltas already carried.
-	out, _ := write(t, []*formats.Event{
+	out, _ := formatstest.WriteReport(t, Dialect, []*formats.Event{
 		{Kind: formats.RunStart},
 		{Kind: formats.ThinkingDelta, Text: "hm"},
 		{Kind: formats.TextDelta, Text: "Reading it."},

@@ -114,8 +114,27 @@ func OfKind(evs []*formats.Event, k formats.Kind) []*formats.Event {
 // returns the output. strip drops each event's Source first, so that the
 // writer must encode the events rather than copy their records.
 func WriteAll(d formats.Dialect, evs []*formats.Event, strip bool) ([]byte, error) {
+	return writeAll(d, evs, strip, formats.NewReport(io.Discard))
+}
+
+// WriteReport writes events as WriteAll does, keeping their Source, fails
+// the test on an error, and returns the output and the losses the writer
+// reported, as the command line prints them.
+func WriteReport(t testing.TB, d formats.Dialect, evs []*formats.Event) (out, losses string) {
+	t.Helper()
+	var rep bytes.Buffer
+	report := formats.NewReport(&rep)
+	b, err := writeAll(d, evs, false, report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report.Summary(d.Name)
+	return string(b), rep.String()
+}
+
+func writeAll(d formats.Dialect, evs []*formats.Event, strip bool, report *formats.Report) ([]byte, error) {
 	var out bytes.Buffer
-	w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
+	w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: report, Stderr: io.Discard, Deterministic: true})
 	for i, ev := range evs {
 		e := *ev
 		if _, raw := w.(formats.RawOutputWriter); !raw {

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -220,23 +219,6 @@ func TestUsageShapes(t *testing.T) {
 	}
 }
 
-// write converts events of another dialect into malac, through the writer
-// alone, with a fixed clock.
-func write(t *testing.T, evs []*formats.Event) (string, string) {
-	t.Helper()
-	var out, rep bytes.Buffer
-	report := formats.NewReport(&rep)
-	w := newWriter(&out, formats.WriteOptions{Dialect: Dialect.Name, Report: report, Deterministic: true})
-	for i, e := range evs {
-		e.Arrived = formats.FixedEpoch.Add(time.Duration(i) * time.Millisecond)
-		if err := w.Write(e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	report.Summary("malac")
-	return out.String(), rep.String()
-}
-
 func TestWriteAdalRefusal(t *testing.T) {
 	evs := []*formats.Event{
 		{Kind: formats.RunStart},
@@ -245,7 +227,7 @@ func TestWriteAdalRefusal(t *testing.T) {
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Name: "bash", Args: []byte(`{"command":"rm"}`), Status: formats.Denied, Error: "needs approval"}},
 		{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: "s1", ExitCode: formats.Some(2)}},
 	}
-	out, rep := write(t, evs)
+	out, rep := formatstest.WriteReport(t, Dialect, evs)
 	for _, want := range []string{
 		`{"agent":"agent-1","seq":1,"at":"2000-01-01T00:00:00.000Z","type":"agent_started","label":"main","parent":null,"model":null,"cwd":null}`,
 		`"type":"tool_started","call_id":"c2","tool":"bash","summary":"","input":{"command":"rm"}}`,
@@ -284,8 +266,8 @@ func TestWriteSubagentsAndStableIDs(t *testing.T) {
 			{Kind: formats.RunEnd, Status: formats.Failed, Text: "boom"},
 		}
 	}
-	out, rep := write(t, mk())
-	again, _ := write(t, mk())
+	out, rep := formatstest.WriteReport(t, Dialect, mk())
+	again, _ := formatstest.WriteReport(t, Dialect, mk())
 	if out != again {
 		t.Error("the same input gave different output")
 	}
