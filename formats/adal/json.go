@@ -156,7 +156,7 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 	}
 	r := &j.run
 	code := r.exitCode(e)
-	o := finalObject{Success: code == 0, ExitCode: code, SessionID: strPtr(r.sessionID), Model: strPtr(r.modelName), ToolCalls: []finalCall{}}
+	o := finalObject{Success: code == 0, ExitCode: code, SessionID: formats.NilIfEmpty(r.sessionID), Model: formats.NilIfEmpty(r.modelName), ToolCalls: []finalCall{}}
 	if o.Success {
 		if a := r.answerText(); r.answered || a != "" {
 			o.Answer = &a

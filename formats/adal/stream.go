@@ -273,7 +273,7 @@ func (s *streamWriter) end(e *formats.Event) error {
 	if e.Cut {
 		s.opts.Report.Warn(0, "a cut run was closed with an error event and complete with exit_code %d", r.exitCode(e))
 	}
-	err := formats.WriteJSONLine(s.w, completeLine{"complete", r.exitCode(e), strPtr(r.sessionID), strPtr(r.modelName)})
+	err := formats.WriteJSONLine(s.w, completeLine{"complete", r.exitCode(e), formats.NilIfEmpty(r.sessionID), formats.NilIfEmpty(r.modelName)})
 	s.calls.Reset()
 	s.text.Reset()
 	s.run = runSummary{}
@@ -301,13 +301,6 @@ func args(a json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return a
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // resultStatus maps a call's status to the words tool_result uses.

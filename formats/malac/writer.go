@@ -194,13 +194,13 @@ func (m *writer) Write(e *formats.Event) error {
 		if label == "" {
 			label = "main"
 		}
-		return m.line(agentStartedLine{m.env(e, "agent_started"), label, nil, strPtr(e.Run.Model), strPtr(e.Run.Cwd)})
+		return m.line(agentStartedLine{m.env(e, "agent_started"), label, nil, formats.NilIfEmpty(e.Run.Model), formats.NilIfEmpty(e.Run.Cwd)})
 	case formats.AgentStart:
 		if e.AgentInfo.ParentCall != "" {
 			m.lose("links from subagents to the calls that started them")
 		}
 		parent := m.agentID(e.AgentInfo.Parent)
-		return m.line(agentStartedLine{m.env(e, "agent_started"), e.AgentInfo.Label, &parent, strPtr(e.AgentInfo.Model), strPtr(e.AgentInfo.Cwd)})
+		return m.line(agentStartedLine{m.env(e, "agent_started"), e.AgentInfo.Label, &parent, formats.NilIfEmpty(e.AgentInfo.Model), formats.NilIfEmpty(e.AgentInfo.Cwd)})
 	case formats.AgentEnd:
 		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Text})
 	case formats.ModelChange:
@@ -555,13 +555,6 @@ func args(a json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return a
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func joinText(a, b string) string {
