@@ -96,7 +96,9 @@ func NewPipeline(w formats.Writer, target string, opts Options) *Pipeline {
 		opts.Clock = time.Now
 	}
 	_, raw := w.(formats.RawOutputWriter)
-	return &Pipeline{opts: opts, w: w, target: target, rawOutput: raw}
+	p := &Pipeline{opts: opts, w: w, target: target, rawOutput: raw}
+	p.run.calls.DropOutputs = true // it needs the open calls' names only
+	return p
 }
 
 // Result returns what the conversion did so far.

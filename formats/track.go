@@ -54,6 +54,10 @@ func (t *TextTracker) Reset() { clear(t.pending) }
 type CallTracker struct {
 	calls map[string]*TrackedCall
 	order []string
+	// DropOutputs: Finish keeps a call's status and error but not its
+	// output, for users that never read it back, so that a run's outputs
+	// are not held until the run ends.
+	DropOutputs bool
 }
 
 // TrackedCall is what CallTracker keeps of a call.
@@ -90,7 +94,10 @@ func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 	} else {
 		started = true
 	}
-	c.Status, c.Output, c.Error, c.Truncated = e.Call.Status, e.Call.Output, e.Call.Error, e.Call.Truncated
+	c.Status, c.Error, c.Truncated = e.Call.Status, e.Call.Error, e.Call.Truncated
+	if !t.DropOutputs {
+		c.Output, c.OutputJSON = e.Call.Output, e.Call.OutputJSON
+	}
 	if c.Name == "" {
 		c.Name = e.Call.Name
 	}

@@ -179,7 +179,9 @@ type streamWriter struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o}
+	s := &streamWriter{w: w, opts: o}
+	s.calls.DropOutputs = true
+	return s
 }
 
 type toolCallLine struct {
@@ -222,6 +224,9 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	s.run.observe(e, &s.calls, &s.text, s.opts.Report)
 	if e.Source.From(s.opts.Dialect) && (e.Source.Line != nil || e.Source.Continued) {
 		// Same dialect: the record goes out as it came.
+		if e.Kind == formats.RunEnd {
+			s.reset()
+		}
 		if e.Source.Continued {
 			return nil
 		}
@@ -274,10 +279,15 @@ func (s *streamWriter) end(e *formats.Event) error {
 		s.opts.Report.Warn(0, "a cut run was closed with an error event and complete with exit_code %d", r.exitCode(e))
 	}
 	err := formats.WriteJSONLine(s.w, completeLine{"complete", r.exitCode(e), formats.NilIfEmpty(r.sessionID), formats.NilIfEmpty(r.modelName)})
+	s.reset()
+	return err
+}
+
+// reset forgets the run that ended.
+func (s *streamWriter) reset() {
 	s.calls.Reset()
 	s.text.Reset()
 	s.run = runSummary{}
-	return err
 }
 
 func (s *streamWriter) Close() error { return nil }

@@ -87,7 +87,9 @@ func newTextWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	return &textWriter{w: w, opts: o}
+	t := &textWriter{w: w, opts: o}
+	t.calls.DropOutputs = true
+	return t
 }
 
 func (t *textWriter) Write(e *formats.Event) error {

@@ -292,6 +292,7 @@ func (m *writer) follow(e *formats.Event) {
 	case formats.RunStart:
 		m.runs++
 		m.run = writerRun{main: e.Run.SessionID, model: e.Run.Model, perms: map[string]*permState{}, totals: map[string]formats.UsageInfo{}}
+		m.run.calls.DropOutputs = true // outputs are written as they come
 		if m.run.main == "" {
 			m.run.main = "agent-" + strconv.Itoa(m.runs)
 		}
