@@ -54,9 +54,15 @@ done
 rm -f "$work/big.ndjson"
 
 echo
-spans=$("$ac" --from adal-stream --to otlp-json "$work/in.ndjson" 2>/dev/null | grep -o '"spanId"' | wc -l)
-read -r o_s _ < <(measure "$ac" --from adal-stream --to otlp-json "$work/in.ndjson")
-awk -v n="$spans" -v s="$o_s" 'BEGIN { printf "--to otlp-json: %d spans in %.2f s = %.0f spans/s\n", n, s, n / (s > 0 ? s : 0.001) }'
+# Spans per second want a stream dense in events: small tool outputs.
+"$ac" generate --to adal-stream --size 20MB --max-output 100 > "$work/dense.ndjson"
+spans=$("$ac" --from adal-stream --to otlp-json "$work/dense.ndjson" 2>/dev/null | grep -o '"spanId"' | wc -l)
+best=999
+for i in 1 2 3; do
+  read -r s _ < <(measure "$ac" --from adal-stream --to otlp-json "$work/dense.ndjson")
+  best=$(awk -v a="$best" -v b="$s" 'BEGIN { print (b < a ? b : a) }')
+done
+awk -v n="$spans" -v s="$best" 'BEGIN { printf "--to otlp-json: %d spans in %.2f s = %.0f spans/s (20MB with outputs of at most 100 bytes; best of 3)\n", n, s, n / (s > 0 ? s : 0.001) }'
 
 head -c 1000 testdata/adal/seed-stream.ndjson > "$work/small.ndjson"
 best=999
