@@ -339,10 +339,25 @@ type runState struct {
 	session string
 	calls   formats.CallTracker
 	agents  []string
+	// unknown holds the source event types already warned about, so that
+	// each is reported once.
+	unknown map[string]bool
 }
 
 func (s *runState) observe(ev *formats.Event, rep *formats.Report) {
 	switch ev.Kind {
+	case formats.Raw:
+		if key := ev.Source.Dialect + "\x00" + ev.Source.Type; !s.unknown[key] {
+			if s.unknown == nil {
+				s.unknown = map[string]bool{}
+			}
+			s.unknown[key] = true
+			what := fmt.Sprintf("%s event type %q", ev.Source.Dialect, ev.Source.Type)
+			if ev.Source.Type == "" {
+				what = "a " + ev.Source.Dialect + " event without a type"
+			}
+			rep.Warn(ev.Source.LineNo, "%s has no place in the event model; kept as it is (reported once per type)", what)
+		}
 	case formats.RunStart:
 		s.open = true
 		s.session = ev.Run.SessionID

@@ -65,8 +65,9 @@ type streamReader struct {
 	pending []*formats.Event
 	// Calls of the older variant have no id: they get one from their
 	// position in the run, and results are paired by name, oldest first.
-	idless map[string][]string
-	nCalls int
+	idless       map[string][]string
+	nCalls       int
+	warnedIdless bool
 }
 
 func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -151,6 +152,10 @@ func (r *streamReader) callID(id *string, name string) string {
 	syn := "call_" + strconv.Itoa(r.nCalls)
 	if r.idless == nil {
 		r.idless = map[string][]string{}
+		if !r.warnedIdless {
+			r.warnedIdless = true
+			r.opts.Report.Warn(r.lines.Line(), "tool events without ids (the older AdaL format): results are paired with their calls by name, oldest first")
+		}
 	}
 	r.idless[name] = append(r.idless[name], syn)
 	return syn

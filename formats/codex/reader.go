@@ -430,8 +430,8 @@ func (r *reader) item(evType string, raw json.RawMessage, n int, emit func(*form
 		emit(&formats.Event{Kind: formats.ToolResult, Call: res})
 	default:
 		// Updates of a running call, and item types this reader does not
-		// know, travel raw.
-		emit(&formats.Event{Kind: formats.Raw})
+		// know, travel raw; the item's type names them.
+		emit(&formats.Event{Kind: formats.Raw, Source: formats.Source{Type: evType + " " + it.Type}})
 	}
 	return nil
 }
