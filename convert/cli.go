@@ -55,7 +55,8 @@ func (s Sys) getenv(k string) string {
 }
 
 const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE] [FILE ...]
-   agentconv formats`
+agentconv formats
+agentconv generate --to DIALECT [--size 100MB]`
 
 const description = `Converts the event streams that AI coding agents print from one dialect to
 another, and exports runs as OpenTelemetry traces. Inputs are FILEs, or
