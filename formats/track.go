@@ -53,7 +53,7 @@ func (t *TextTracker) Reset() { clear(t.pending) }
 // which calls are still open. Memory is bounded by one run.
 type CallTracker struct {
 	calls map[string]*TrackedCall
-	order []string
+	order []*TrackedCall
 	// DropOutputs: Finish keeps a call's status and error but not its
 	// output, for users that never read it back, so that a run's outputs
 	// are not held until the run ends.
@@ -69,16 +69,16 @@ type TrackedCall struct {
 	Index int
 }
 
-// Start records a ToolCall event and returns what it keeps.
+// Start records a ToolCall event and returns what it keeps. A call that
+// reuses the id of an earlier one replaces it for Get, but both stay in
+// Open and All, so that neither is lost.
 func (t *CallTracker) Start(e *Event) *TrackedCall {
 	if t.calls == nil {
 		t.calls = map[string]*TrackedCall{}
 	}
 	c := &TrackedCall{Call: e.Call, Agent: e.Agent, Index: len(t.order)}
-	if _, dup := t.calls[e.Call.ID]; !dup {
-		t.order = append(t.order, e.Call.ID)
-	}
 	t.calls[e.Call.ID] = c
+	t.order = append(t.order, c)
 	return c
 }
 
@@ -111,8 +111,8 @@ func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 // Open returns the calls without a result, in the order they started.
 func (t *CallTracker) Open() []*TrackedCall {
 	var out []*TrackedCall
-	for _, id := range t.order {
-		if c := t.calls[id]; c != nil && !c.Done {
+	for _, c := range t.order {
+		if !c.Done {
 			out = append(out, c)
 		}
 	}
@@ -120,16 +120,11 @@ func (t *CallTracker) Open() []*TrackedCall {
 }
 
 // All returns every call of the run in the order they started.
-func (t *CallTracker) All() []*TrackedCall {
-	out := make([]*TrackedCall, 0, len(t.order))
-	for _, id := range t.order {
-		out = append(out, t.calls[id])
-	}
-	return out
-}
+func (t *CallTracker) All() []*TrackedCall { return t.order }
 
 // Reset forgets the run's calls.
 func (t *CallTracker) Reset() {
 	clear(t.calls)
+	clear(t.order)
 	t.order = t.order[:0]
 }

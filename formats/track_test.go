@@ -109,10 +109,18 @@ func TestCallTracker(t *testing.T) {
 		t.Errorf("All = %v", all)
 	}
 
-	// A second call with an id already used is the one found by that id.
+	// A second call with an id already used is the one found by that id,
+	// and neither is lost: both are listed.
 	a2 := ct.Start(call(ToolCall, "", "a", "bash", `{"command":"pwd"}`))
-	if ct.Get("a") != a2 || len(ct.Open()) != 1 || ct.Open()[0] != a2 {
-		t.Errorf("reused id: %v", ct.Open())
+	if open := ct.Open(); ct.Get("a") != a2 || open[len(open)-1] != a2 || len(ct.All()) != 5 || ct.All()[0] != a {
+		t.Errorf("reused id: open %v, all %v", ct.Open(), ct.All())
+	}
+	// While the first is still open, both are open, in order.
+	var ct2 CallTracker
+	first := ct2.Start(call(ToolCall, "", "x", "bash", `{}`))
+	second := ct2.Start(call(ToolCall, "", "x", "bash", `{}`))
+	if open := ct2.Open(); len(open) != 2 || open[0] != first || open[1] != second {
+		t.Errorf("two open calls with one id: %v", open)
 	}
 
 	ct.Reset()

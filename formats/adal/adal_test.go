@@ -188,6 +188,10 @@ func FuzzTextReader(f *testing.F) {
 		// The reader turns CRLF into LF by design, so a CR does not
 		// survive a round trip; check the rest.
 		data = bytes.ReplaceAll(data, []byte("\r"), nil)
+		// Likewise a byte order mark at the start is taken as one.
+		for bytes.HasPrefix(data, []byte("\ufeff")) {
+			data = data[3:]
+		}
 		formatstest.RoundTrip(t, Text, data, formats.Answer)
 	})
 }
