@@ -407,6 +407,10 @@ func (d *decoder) assistant(r *record) {
 		return
 	}
 	d.ensureRun(r.SessionID)
+	if len(blocks(m.Content)) == 0 && m.Usage == nil {
+		// Nothing said: no message, and no subagent started by it either.
+		return
+	}
 	parent := ""
 	if r.ParentToolUseID != nil {
 		parent = *r.ParentToolUseID
