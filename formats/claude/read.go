@@ -354,16 +354,27 @@ func (d *decoder) system(r *record) {
 
 // agentOf is the agent of a message: the main agent, or the subagent that
 // the Task/Agent call parent_tool_use_id started, opened on first sight.
+// knownAgent is the subagent a record belongs to if it has started, else
+// the main agent.
+func (d *decoder) knownAgent(r *record) string {
+	if r.ParentToolUseID != nil {
+		for _, a := range d.agents {
+			if a == *r.ParentToolUseID {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
 func (d *decoder) agentOf(r *record) string {
 	if r.ParentToolUseID == nil || *r.ParentToolUseID == "" {
 		return ""
 	}
-	id := *r.ParentToolUseID
-	for _, a := range d.agents {
-		if a == id {
-			return id
-		}
+	if known := d.knownAgent(r); known != "" {
+		return known
 	}
+	id := *r.ParentToolUseID
 	d.agents = append(d.agents, id)
 	info := formats.AgentInfo{ParentCall: id}
 	if c := d.calls[id]; c != nil {
@@ -407,8 +418,16 @@ func (d *decoder) assistant(r *record) {
 		return
 	}
 	d.ensureRun(r.SessionID)
-	if len(blocks(m.Content)) == 0 && m.Usage == nil {
-		// Nothing said: no message, and no subagent started by it either.
+	if len(blocks(m.Content)) == 0 {
+		// Nothing said: no message, and no subagent started by it. Its
+		// usage, if any, counts for an agent already known, else the run.
+		if m.Usage != nil && !m.Usage.info().Empty() && (m.ID == "" || !d.usageIDs[m.ID]) {
+			if d.usageIDs == nil {
+				d.usageIDs = map[string]bool{}
+			}
+			d.usageIDs[m.ID] = true
+			d.emit(&formats.Event{Kind: formats.Usage, Agent: d.knownAgent(r), Usage: m.Usage.info()})
+		}
 		return
 	}
 	parent := ""
