@@ -95,6 +95,16 @@ type denial struct {
 }
 
 // blocks reads message content: a string is one text block.
+// saysSomething: the blocks hold more than empty text or thinking.
+func saysSomething(bs []block) bool {
+	for _, b := range bs {
+		if (b.Type != "text" && b.Type != "thinking") || b.Text != "" || b.Thinking != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func blocks(raw json.RawMessage) []block {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
@@ -418,7 +428,7 @@ func (d *decoder) assistant(r *record) {
 		return
 	}
 	d.ensureRun(r.SessionID)
-	if len(blocks(m.Content)) == 0 {
+	if !saysSomething(blocks(m.Content)) {
 		// Nothing said: no message, and no subagent started by it. Its
 		// usage, if any, counts for an agent already known, else the run.
 		if m.Usage != nil && !m.Usage.info().Empty() && (m.ID == "" || !d.usageIDs[m.ID]) {
