@@ -548,11 +548,11 @@ func (d *decoder) flushMsg() {
 func (d *decoder) user(r *record) {
 	d.flushMsg()
 	d.ensureRun(r.SessionID)
-	agent := d.agentOf(r)
 	if r.Message == nil {
 		d.emitRaw()
 		return
 	}
+	agent := d.agentOf(r)
 	for _, b := range blocks(r.Message.Content) {
 		switch b.Type {
 		case "text":

@@ -300,7 +300,14 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		ev.Permission = formats.Permission{RequestID: rec.RequestID, Allowed: rec.Allowed != nil && *rec.Allowed}
 		if id, ok := run.requests[rec.RequestID]; ok {
 			ev.Call.ID = id
-			if c := run.calls[id]; c != nil {
+			c := run.calls[id]
+			if c == nil && !ev.Permission.Allowed {
+				// A refusal of a call not started yet: its result, when it
+				// comes, is the refusal's.
+				c = &callState{agent: agent, open: true}
+				run.calls[id] = c
+			}
+			if c != nil {
 				ev.Call.Name = c.name
 				c.denied = !ev.Permission.Allowed
 			}
