@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,13 +44,14 @@ func decodeLine(line []byte) ([]sdktrace.ReadOnlySpan, error) {
 // root arrives (the run's span, which ends last), then replays the run's
 // events in order. Memory is bounded by one run.
 type reader struct {
-	lines   *formats.LineReader
-	opts    formats.ReadOptions
-	traces  map[string][]readSpan // spans waiting for their root, by trace id
-	order   []string              // trace ids in the order they were first seen
-	records []record              // input records not yet attached to an event
-	queue   []*formats.Event
-	eof     bool
+	anonymous int // subagents given an id here
+	lines     *formats.LineReader
+	opts      formats.ReadOptions
+	traces    map[string][]readSpan // spans waiting for their root, by trace id
+	order     []string              // trace ids in the order they were first seen
+	records   []record              // input records not yet attached to an event
+	queue     []*formats.Event
+	eof       bool
 }
 
 type readSpan struct {
@@ -283,6 +285,12 @@ func (r *reader) span(n, parent *node, agent string) {
 		id := a[keyAgentID].str()
 		if id == "" {
 			id = n.SpanID
+		}
+		if id == "" {
+			// Neither an agent id nor a span id: a subagent still needs an
+			// id of its own, or it would be taken for the main agent.
+			r.anonymous++
+			id = "agent-" + strconv.Itoa(r.anonymous)
 		}
 		ev := r.emit(n, formats.AgentStart, start, id)
 		ev.AgentInfo = formats.AgentInfo{Label: a[keyAgentName].str(), Parent: agent, Model: a[keyModel].str()}
