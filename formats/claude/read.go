@@ -95,10 +95,14 @@ type denial struct {
 }
 
 // blocks reads message content: a string is one text block.
-// saysSomething: the blocks hold more than empty text or thinking.
+// saysSomething: some block of an assistant message gives an event: text or
+// thinking that is not empty, a tool call, or a server tool's result.
 func saysSomething(bs []block) bool {
 	for _, b := range bs {
-		if (b.Type != "text" && b.Type != "thinking") || b.Text != "" || b.Thinking != "" {
+		switch {
+		case b.Type == "text" && b.Text != "", b.Type == "thinking" && b.Thinking != "",
+			b.Type == "tool_use", b.Type == "server_tool_use",
+			strings.HasSuffix(b.Type, "_tool_result") && b.ToolUseID != "":
 			return true
 		}
 	}

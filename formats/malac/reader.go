@@ -376,12 +376,18 @@ func (r *reader) agentID(id string) string {
 // agentOf maps the record's agent, announcing an agent that never started
 // as a subagent of the main agent, so that writers see a consistent tree.
 func (r *reader) agentOf(rec *record, n int, add func(*formats.Event) *formats.Event) string {
+	if rec.Type == "update" {
+		return "" // about malac itself, of no agent (its agent is empty)
+	}
 	id := r.agentID(rec.Agent)
 	if id == "" || rec.Type == "agent_started" {
 		return id
 	}
 	if _, ok := r.run.subs[id]; !ok {
 		r.opts.Report.Warn(n, "events of agent %q, which never started; kept as a subagent of the main agent", id)
+		if r.run.subs == nil {
+			r.run.subs = map[string]string{} // an event before any run
+		}
 		r.run.subs[id] = ""
 		add(&formats.Event{Kind: formats.AgentStart, Agent: id, Source: formats.Source{Type: "agent_started"}})
 	}
