@@ -266,7 +266,11 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	case "tool_started":
 		ev.Kind = formats.ToolCall
 		ev.Call = formats.Call{ID: rec.CallID, Name: stringOf(rec.Tool), Args: rec.Input, Summary: rec.Summary}
-		run.calls[rec.CallID] = &callState{agent: agent, name: ev.Call.Name, open: true}
+		c := &callState{agent: agent, name: ev.Call.Name, open: true}
+		if old := run.calls[rec.CallID]; old != nil && old.denied {
+			c.denied = true // refused before it started: its result is the refusal
+		}
+		run.calls[rec.CallID] = c
 	case "tool_finished":
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: rec.CallID, Name: stringOf(rec.Tool), Status: formats.Completed}
