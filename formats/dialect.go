@@ -108,10 +108,6 @@ func Errorf(line int, format string, args ...any) *LineError {
 	return &LineError{Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// ErrStrictLoss is wrapped by the error the pipeline returns when --strict
-// meets a loss.
-var ErrStrictLoss = errors.New("loss under --strict")
-
 // Report collects what a conversion loses and warns about. Losses are
 // counted by kind and summed up at the end; warnings are printed as they
 // come, up to a limit. It is safe for concurrent use.
@@ -173,7 +169,7 @@ func (r *Report) LastLoss() string {
 	return r.order[len(r.order)-1]
 }
 
-// LossTable returns the losses, one "N × what" per kind, sorted by kind.
+// LossTable returns a copy of the losses counted so far, by kind.
 func (r *Report) LossTable() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
