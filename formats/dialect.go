@@ -1,7 +1,6 @@
 package formats
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sort"
