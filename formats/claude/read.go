@@ -556,8 +556,17 @@ func (d *decoder) user(r *record) {
 		d.emitRaw()
 		return
 	}
-	agent := d.agentOf(r)
-	for _, b := range blocks(r.Message.Content) {
+	bs := blocks(r.Message.Content)
+	agent := ""
+	for _, b := range bs {
+		// Only a record that gives an event opens its subagent: the writer
+		// has no record for a subagent that says nothing.
+		if b.Type == "text" || b.Type == "tool_result" {
+			agent = d.agentOf(r)
+			break
+		}
+	}
+	for _, b := range bs {
 		switch b.Type {
 		case "text":
 			d.emit(&formats.Event{Kind: formats.UserMessage, Agent: agent, Text: b.Text})
@@ -602,10 +611,17 @@ func (d *decoder) streamEvent(r *record) {
 		if r.Event.Delta == nil {
 			return
 		}
+		// An empty delta says nothing, and opens no subagent.
 		switch r.Event.Delta.Type {
 		case "text_delta":
+			if r.Event.Delta.Text == "" {
+				return
+			}
 			d.emit(&formats.Event{Kind: formats.TextDelta, Agent: d.agentOf(r), Text: r.Event.Delta.Text})
 		case "thinking_delta":
+			if r.Event.Delta.Thinking == "" {
+				return
+			}
 			d.emit(&formats.Event{Kind: formats.ThinkingDelta, Agent: d.agentOf(r), Text: r.Event.Delta.Thinking})
 		}
 	}
