@@ -287,16 +287,16 @@ func (p *Pipeline) closeRun(status formats.Status, why string) error {
 	if !p.run.open {
 		return nil
 	}
-	now := p.opts.Clock()
+	now, last := p.opts.Clock(), p.run.last
 	for _, c := range p.run.calls.Open() {
-		ev := &formats.Event{Kind: formats.ToolResult, Agent: c.Agent, Arrived: now,
+		ev := &formats.Event{Kind: formats.ToolResult, Agent: c.Agent, Time: last, Arrived: now,
 			Call: formats.Call{ID: c.ID, Name: c.Name, Status: formats.Cancelled, Error: "not completed: " + why}}
 		if err := p.emit(ev); err != nil {
 			return err
 		}
 	}
 	for i := len(p.run.agents) - 1; i >= 0; i-- {
-		ev := &formats.Event{Kind: formats.AgentEnd, Agent: p.run.agents[i], Arrived: now, Status: status}
+		ev := &formats.Event{Kind: formats.AgentEnd, Agent: p.run.agents[i], Time: last, Arrived: now, Status: status}
 		if err := p.emit(ev); err != nil {
 			return err
 		}
@@ -305,7 +305,7 @@ func (p *Pipeline) closeRun(status formats.Status, why string) error {
 	if status == formats.Cancelled {
 		code = 130
 	}
-	end := &formats.Event{Kind: formats.RunEnd, Arrived: now, Status: status, Cut: true, Text: why,
+	end := &formats.Event{Kind: formats.RunEnd, Time: last, Arrived: now, Status: status, Cut: true, Text: why,
 		Run: formats.RunInfo{ExitCode: formats.Some(code), SessionID: p.run.session}}
 	return p.emit(end)
 }
@@ -339,6 +339,9 @@ type runState struct {
 	session string
 	calls   formats.CallTracker
 	agents  []string
+	// last is the latest source time in the run: the events that close a
+	// cut run carry it, since the source says nothing of when it was cut.
+	last time.Time
 	// unknown holds the source event types already warned about, so that
 	// each is reported once.
 	unknown map[string]bool
@@ -364,6 +367,7 @@ func (s *runState) observe(ev *formats.Event, rep *formats.Report) {
 	case formats.RunEnd:
 		s.open = false
 		s.session = ""
+		s.last = time.Time{}
 		s.calls.Reset()
 		s.agents = s.agents[:0]
 	case formats.AgentStart:
@@ -387,5 +391,8 @@ func (s *runState) observe(ev *formats.Event, rep *formats.Report) {
 	}
 	if ev.Run.SessionID != "" && ev.Kind != formats.RunEnd {
 		s.session = ev.Run.SessionID
+	}
+	if ev.Kind != formats.RunEnd && ev.Time.After(s.last) {
+		s.last = ev.Time
 	}
 }

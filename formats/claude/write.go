@@ -17,7 +17,8 @@ import (
 // runState follows one run for both writers: what the result object needs.
 type runState struct {
 	session, model string
-	started        time.Time
+	started        time.Time // the source's time of the run start, if it has one
+	arrived        time.Time // when the run start was read
 	answered       bool
 	answer         string
 	lastText       string
@@ -39,7 +40,7 @@ func (r *runState) observe(e *formats.Event) {
 	}
 	switch e.Kind {
 	case formats.RunStart:
-		*r = runState{session: e.Run.SessionID, model: e.Run.Model, started: e.TimeOf()}
+		*r = runState{session: e.Run.SessionID, model: e.Run.Model, started: e.Time, arrived: e.Arrived}
 	case formats.Message, formats.TextDelta, formats.ToolCall:
 		if main && !r.inResponse {
 			r.inResponse = true
@@ -136,8 +137,14 @@ func (r *runState) result(e *formats.Event, uuid string, lose func(string)) resu
 		o.PermissionDenials = []denialOut{}
 	}
 	dur := e.Duration
-	if dur <= 0 && !r.started.IsZero() {
-		dur = e.TimeOf().Sub(r.started)
+	// Source times and read times are subtracted only from their own kind:
+	// an archive read today is not a run that lasted since it was written.
+	switch {
+	case dur > 0:
+	case !r.started.IsZero() && !e.Time.IsZero():
+		dur = e.Time.Sub(r.started)
+	case !r.arrived.IsZero() && !e.Arrived.IsZero():
+		dur = e.Arrived.Sub(r.arrived)
 	}
 	if dur > 0 {
 		o.DurationMS = dur.Milliseconds()
@@ -365,6 +372,7 @@ type streamWriter struct {
 	models   map[string]string
 	reports  map[string]string // Task call → its subagent's report
 	todoCall map[string]bool
+	said     map[string]bool // subagents with a record written: claude has none for a silent one
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -383,6 +391,7 @@ func (s *streamWriter) reset() {
 	s.models = map[string]string{}
 	s.reports = map[string]string{}
 	s.todoCall = map[string]bool{}
+	s.said = map[string]bool{}
 }
 
 func (s *streamWriter) line(v any) {
@@ -481,6 +490,9 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		s.agentStart(e, lose)
 	case formats.AgentEnd:
 		s.flushText(a)
+		if a != "" && !s.said[a] {
+			lose("subagents that say nothing")
+		}
 		if e.Text != "" {
 			if p := s.parents[a]; p != nil && s.run.calls.Get(*p) != nil && !s.run.calls.Get(*p).Done {
 				s.reports[*p] = e.Text
@@ -594,6 +606,7 @@ func (s *streamWriter) assistant(a string, fresh bool, blocks ...any) {
 			delete(s.usage, a)
 		}
 	}
+	s.said[a] = true
 	s.line(assistantOut{Type: "assistant", Message: m, ParentToolUseID: s.parents[a], SessionID: s.run.session, UUID: s.ids.uuid()})
 }
 
@@ -606,6 +619,7 @@ func (s *streamWriter) modelOf(a string) string {
 
 func (s *streamWriter) user(a string, blocks ...any) {
 	delete(s.open, a)
+	s.said[a] = true
 	s.line(userOut{Type: "user", Message: userMsg{Role: "user", Content: blocks}, ParentToolUseID: s.parents[a],
 		SessionID: s.run.session, UUID: s.ids.uuid()})
 }
