@@ -95,12 +95,13 @@ type denial struct {
 }
 
 // blocks reads message content: a string is one text block.
-// saysSomething: some block of an assistant message gives an event: text or
-// thinking that is not empty, a tool call, or a server tool's result.
-func saysSomething(bs []block) bool {
+// saysSomething: some block of an assistant message gives an event of its
+// agent: text or thinking that is not empty, a tool call, or a server tool's
+// result. The text of an API error is a notice of the run, not the agent's.
+func saysSomething(bs []block, apiError bool) bool {
 	for _, b := range bs {
 		switch {
-		case b.Type == "text" && b.Text != "", b.Type == "thinking" && b.Thinking != "",
+		case b.Type == "text" && b.Text != "" && !apiError, b.Type == "thinking" && b.Thinking != "",
 			b.Type == "tool_use", b.Type == "server_tool_use",
 			strings.HasSuffix(b.Type, "_tool_result") && b.ToolUseID != "":
 			return true
@@ -432,9 +433,18 @@ func (d *decoder) assistant(r *record) {
 		return
 	}
 	d.ensureRun(r.SessionID)
-	if !saysSomething(blocks(m.Content)) {
+	apiError := len(r.Error) > 0 && string(r.Error) != "null"
+	if !saysSomething(blocks(m.Content), apiError) {
 		// Nothing said: no message, and no subagent started by it. Its
 		// usage, if any, counts for an agent already known, else the run.
+		if apiError {
+			d.flushMsg()
+			for _, b := range blocks(m.Content) {
+				if b.Type == "text" && b.Text != "" {
+					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text})
+				}
+			}
+		}
 		if m.Usage != nil && !m.Usage.info().Empty() && (m.ID == "" || !d.usageIDs[m.ID]) {
 			if d.usageIDs == nil {
 				d.usageIDs = map[string]bool{}
@@ -468,7 +478,6 @@ func (d *decoder) assistant(r *record) {
 		}
 		d.model = m.Model
 	}
-	apiError := len(r.Error) > 0 && string(r.Error) != "null"
 	for _, b := range blocks(m.Content) {
 		switch b.Type {
 		case "text":
