@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/adal"
@@ -442,5 +443,45 @@ func TestServerToolResult(t *testing.T) {
 	}
 	if r := evs[2].Call; r.ID != "srvtoolu_1" || r.Name != "web_search" || r.Status != formats.Completed || !strings.Contains(r.Output, "https://go.dev") {
 		t.Errorf("result: %+v", r)
+	}
+}
+
+// A subagent that says nothing has no record in claude-stream: it is
+// reported, not dropped in silence.
+func TestWriteReportsSilentSubagent(t *testing.T) {
+	_, rep := formatstest.WriteReport(t, Stream, []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "t1", Name: "Task"}},
+		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{ParentCall: "t1"}},
+		{Kind: formats.AgentEnd, Agent: "a1", Status: formats.Completed},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Completed, Output: "done"}},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	})
+	if !strings.Contains(rep, "1 × subagents that say nothing") {
+		t.Errorf("report:\n%s", rep)
+	}
+}
+
+// duration_ms comes from the source's times when both ends have one, and
+// never from a source time and a read time mixed: an archive read today
+// did not run until today.
+func TestResultDuration(t *testing.T) {
+	src := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	read := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name       string
+		start, end formats.Event
+		want       string
+	}{
+		{"source times", formats.Event{Time: src, Arrived: read}, formats.Event{Time: src.Add(5 * time.Second), Arrived: read}, `"duration_ms":5000`},
+		{"read times", formats.Event{Arrived: read}, formats.Event{Arrived: read.Add(time.Second)}, `"duration_ms":1000`},
+		{"mixed", formats.Event{Time: src, Arrived: read}, formats.Event{Arrived: read}, `"duration_ms":0`},
+	} {
+		start, end := c.start, c.end
+		start.Kind, end.Kind, end.Status = formats.RunStart, formats.RunEnd, formats.Completed
+		out, _ := formatstest.WriteReport(t, Stream, []*formats.Event{&start, &end})
+		if !strings.Contains(out, c.want) {
+			t.Errorf("%s: want %s in\n%s", c.name, c.want, out)
+		}
 	}
 }
