@@ -3,6 +3,7 @@ package claude
 import (
 	"bytes"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/agentconv/agentconv/formats"
@@ -216,11 +217,75 @@ type decoder struct {
 	usageIDs map[string]bool
 	calls    map[string]*call
 	agents   []string // open subagents, in the order they started
+	// streamed is the text each agent streamed in deltas that no whole
+	// message has given yet.
+	streamed map[string]*streamedText
 }
 
-// emit queues an event of the current record; the first event of a record
-// carries it (and the held records before it), the others are Continued.
+type streamedText struct{ text, thinking strings.Builder }
+
+// emit queues an event of the current record. Text an agent streamed
+// without its whole message becomes that message when the agent moves on
+// (a call, a result, its end, the run's end): that is where a writer that
+// cannot stream deltas writes it, so the two read the same.
 func (d *decoder) emit(ev *formats.Event) {
+	switch ev.Kind {
+	case formats.TextDelta, formats.ThinkingDelta:
+		st := d.streamed[ev.Agent]
+		if st == nil {
+			if d.streamed == nil {
+				d.streamed = map[string]*streamedText{}
+			}
+			st = &streamedText{}
+			d.streamed[ev.Agent] = st
+		}
+		if ev.Kind == formats.TextDelta {
+			st.text.WriteString(ev.Text)
+		} else {
+			st.thinking.WriteString(ev.Text)
+		}
+	case formats.Message:
+		delete(d.streamed, ev.Agent)
+	case formats.RunStart:
+		clear(d.streamed)
+	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.AgentEnd, formats.Compaction:
+		d.wholeStreamed(ev.Agent)
+	case formats.RunEnd:
+		d.wholeStreamedAll()
+	}
+	d.push(ev)
+}
+
+// wholeStreamedAll gives every agent's streamed text as its message, in the
+// order of the agents' ids, as writers do at the end of a run.
+func (d *decoder) wholeStreamedAll() {
+	agents := make([]string, 0, len(d.streamed))
+	for a := range d.streamed {
+		agents = append(agents, a)
+	}
+	sort.Strings(agents)
+	for _, a := range agents {
+		d.wholeStreamed(a)
+	}
+}
+
+// wholeStreamed gives the text an agent streamed, if any, as its message.
+func (d *decoder) wholeStreamed(agent string) {
+	st := d.streamed[agent]
+	if st == nil {
+		return
+	}
+	delete(d.streamed, agent)
+	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: st.text.String(), Thinking: st.thinking.String()}
+	if agent == "" && ev.Text != "" {
+		d.lastText = ev.Text
+	}
+	d.push(ev)
+}
+
+// push queues an event; the first event of a record carries it (and the
+// held records before it), the others are Continued.
+func (d *decoder) push(ev *formats.Event) {
 	ev.Source.Dialect = d.opts.Dialect
 	if ev.Source.Type == "" {
 		ev.Source.Type = d.recType
@@ -309,6 +374,7 @@ func (d *decoder) hold() {
 // records go out as one unknown event, so that nothing is dropped.
 func (d *decoder) finish() {
 	d.flushMsg()
+	d.wholeStreamedAll()
 	if len(d.held) > 0 {
 		d.rec, d.recLine, d.recType, d.carried = nil, d.heldLine, "stream_event", true
 		d.emit(&formats.Event{Kind: formats.Raw})
@@ -640,6 +706,8 @@ func (d *decoder) streamEvent(r *record) {
 func (d *decoder) result(r *record) {
 	d.flushMsg()
 	d.ensureRun(r.SessionID)
+	// The main agent's streamed text may be the answer.
+	d.wholeStreamed("")
 	for len(d.agents) > 0 {
 		d.endAgent(d.agents[len(d.agents)-1], formats.Cancelled, "")
 	}

@@ -676,7 +676,9 @@ func (s *streamWriter) agentStart(e *formats.Event, lose func(string)) {
 	}
 }
 
-func (s *streamWriter) end(e *formats.Event, lose func(string)) {
+// flushAllText writes every agent's streamed text, in the order of the
+// agents' ids.
+func (s *streamWriter) flushAllText() {
 	agents := make([]string, 0, len(s.deltas))
 	for a := range s.deltas {
 		agents = append(agents, a)
@@ -685,6 +687,10 @@ func (s *streamWriter) end(e *formats.Event, lose func(string)) {
 	for _, a := range agents {
 		s.flushText(a)
 	}
+}
+
+func (s *streamWriter) end(e *formats.Event, lose func(string)) {
+	s.flushAllText()
 	for range s.reports {
 		lose("subagent reports")
 	}
@@ -693,4 +699,9 @@ func (s *streamWriter) end(e *formats.Event, lose func(string)) {
 	s.run = runState{}
 }
 
-func (s *streamWriter) Close() error { return s.err }
+// Close writes text still streaming when the input ended without ending its
+// run (the pipeline ends every run, but a writer may be used without it).
+func (s *streamWriter) Close() error {
+	s.flushAllText()
+	return s.err
+}
