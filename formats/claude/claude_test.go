@@ -75,7 +75,8 @@ func TestPartialMessagesDoNotDuplicate(t *testing.T) {
 	if u := formatstest.OfKind(evs, formats.Usage); len(u) != 1 {
 		t.Errorf("usage events: %d", len(u))
 	}
-	// The stripped stream written back holds the text once.
+	// The stripped stream written back streams the deltas as stream_event
+	// lines, and holds the whole text once, in the message.
 	out, err := formatstest.WriteAll(Stream, evs, true)
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +84,12 @@ func TestPartialMessagesDoNotDuplicate(t *testing.T) {
 	if n := strings.Count(string(out), "The answer is 4."); n != 2 { // the message and the result
 		t.Errorf("text written %d times:\n%s", n, out)
 	}
-	if strings.Contains(string(out), "The answer \"") {
-		t.Errorf("deltas written on their own:\n%s", out)
+	if n := strings.Count(string(out), `"type":"stream_event"`); n != 3 {
+		t.Errorf("%d deltas written, want 3:\n%s", n, out)
+	}
+	back := formatstest.Read(t, Stream, out)
+	if got, want := formatstest.Compare(back, compared...), formatstest.Compare(evs, compared...); !reflect.DeepEqual(got, want) {
+		t.Errorf("read back:\n%+v\nwant\n%+v", got, want)
 	}
 }
 
@@ -263,7 +268,8 @@ func TestWriteReadsBack(t *testing.T) {
 }
 
 var compared = []formats.Kind{formats.RunStart, formats.RunEnd, formats.AgentStart, formats.AgentEnd, formats.Message,
-	formats.ToolCall, formats.ToolResult, formats.Answer, formats.UserMessage, formats.Todos, formats.Compaction}
+	formats.TextDelta, formats.ThinkingDelta, formats.ToolCall, formats.ToolResult, formats.Answer, formats.UserMessage,
+	formats.Todos, formats.Compaction}
 
 // claude-stream → AdaL → claude-stream: what AdaL carries survives (calls,
 // results, refusals, the answer, the outcome); the rest is reported lost.

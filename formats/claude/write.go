@@ -213,6 +213,28 @@ type initOut struct {
 	UUID           string   `json:"uuid"`
 }
 
+// streamEventOut is a delta as Claude Code prints it with
+// --include-partial-messages: text goes out as it streams.
+type streamEventOut struct {
+	Type            string    `json:"type"`
+	Event           deltaSpan `json:"event"`
+	ParentToolUseID *string   `json:"parent_tool_use_id"`
+	SessionID       string    `json:"session_id"`
+	UUID            string    `json:"uuid"`
+}
+
+type deltaSpan struct {
+	Type  string   `json:"type"`
+	Index int      `json:"index"`
+	Delta deltaOut `json:"delta"`
+}
+
+type deltaOut struct {
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	Thinking string `json:"thinking,omitempty"`
+}
+
 type assistantOut struct {
 	Type            string     `json:"type"`
 	Message         messageOut `json:"message"`
@@ -423,6 +445,11 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	case formats.TextDelta:
 		s.text.Delta(a, e.Text)
 		s.deltas[a] = true
+		index := 0
+		if s.thinking[a] != nil {
+			index = 1
+		}
+		s.delta(a, index, deltaOut{Type: "text_delta", Text: e.Text})
 	case formats.ThinkingDelta:
 		b := s.thinking[a]
 		if b == nil {
@@ -431,6 +458,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		}
 		b.WriteString(e.Text)
 		s.deltas[a] = true
+		s.delta(a, 0, deltaOut{Type: "thinking_delta", Thinking: e.Text})
 	case formats.Message:
 		// The whole message replaces the deltas that streamed it.
 		s.text.Whole(a)
@@ -608,6 +636,17 @@ func (s *streamWriter) assistant(a string, fresh bool, blocks ...any) {
 	}
 	s.said[a] = true
 	s.line(assistantOut{Type: "assistant", Message: m, ParentToolUseID: s.parents[a], SessionID: s.run.session, UUID: s.ids.uuid()})
+}
+
+// delta writes a streamed fragment; the whole message follows where the
+// agent moves on.
+func (s *streamWriter) delta(a string, index int, d deltaOut) {
+	if d.Text == "" && d.Thinking == "" {
+		return
+	}
+	s.said[a] = true
+	s.line(streamEventOut{Type: "stream_event", Event: deltaSpan{Type: "content_block_delta", Index: index, Delta: d},
+		ParentToolUseID: s.parents[a], SessionID: s.run.session, UUID: s.ids.uuid()})
 }
 
 func (s *streamWriter) modelOf(a string) string {
