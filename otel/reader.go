@@ -264,7 +264,22 @@ func (r *reader) body(n *node, agent string) {
 	for i := range n.Events {
 		items = append(items, item{t: fromUnixNano(n.Events[i].TimeUnixNano), event: &n.Events[i]})
 	}
-	sort.SliceStable(items, func(i, j int) bool { return items[i].t.Before(items[j].t) })
+	// At the same time, spans go before span events, and spans that start
+	// together go in the order they end: that is the order a writer gives
+	// them, so a round trip keeps the events' order.
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := items[i], items[j]
+		switch {
+		case !a.t.Equal(b.t):
+			return a.t.Before(b.t)
+		case (a.child == nil) != (b.child == nil):
+			return a.child != nil
+		case a.child != nil:
+			// An end before the start is read as the start.
+			return max(a.child.EndTimeUnixNano, a.child.StartTimeUnixNano) < max(b.child.EndTimeUnixNano, b.child.StartTimeUnixNano)
+		}
+		return false
+	})
 	for _, it := range items {
 		if it.event != nil {
 			r.spanEvent(n, it.event, agent)
