@@ -220,6 +220,10 @@ type decoder struct {
 	// streamed is the text each agent streamed in deltas that no whole
 	// message has given yet.
 	streamed map[string]*streamedText
+	// errors are the run's error notices: API errors and the result's
+	// errors[]. A failed run's reason is all of them, as a writer gives
+	// them in errors[].
+	errors []string
 }
 
 type streamedText struct{ text, thinking strings.Builder }
@@ -248,6 +252,11 @@ func (d *decoder) emit(ev *formats.Event) {
 		delete(d.streamed, ev.Agent)
 	case formats.RunStart:
 		clear(d.streamed)
+		d.errors = d.errors[:0]
+	case formats.Notice:
+		if ev.Severity == formats.Error && ev.Text != "" {
+			d.errors = append(d.errors, ev.Text)
+		}
 	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.AgentEnd, formats.Compaction:
 		d.wholeStreamed(ev.Agent)
 	case formats.RunEnd:
@@ -748,7 +757,7 @@ func (d *decoder) result(r *record) {
 	}
 	if failed {
 		end.Status, end.Run.ExitCode = formats.Failed, formats.Some(1)
-		end.Text = strings.Join(errs, "\n")
+		end.Text = strings.Join(d.errors, "\n")
 		if end.Text == "" && r.Result != nil {
 			end.Text = *r.Result
 		}
