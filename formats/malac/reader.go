@@ -292,6 +292,9 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		}
 		if c != nil {
 			c.open = false
+			if ev.Call.Name == "" {
+				ev.Call.Name = c.name // a result without its tool is its call's
+			}
 		}
 		run.lastDenied = ev.Call.Status == formats.Denied
 	case "permission_requested":
