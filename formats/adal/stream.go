@@ -68,6 +68,9 @@ type streamReader struct {
 	idless       map[string][]string
 	nCalls       int
 	warnedIdless bool
+	// names are the run's tool names by call id: a result without a name
+	// is its call's.
+	names map[string]string
 }
 
 func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -121,13 +124,34 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		ev.Run = formats.RunInfo{SessionID: l.SessionID, Model: l.Model, ExitCode: formats.OptFrom(l.ExitCode)}
 		ev.Status = statusOfExit(l.ExitCode)
 		r.idless, r.nCalls = nil, 0
+		clear(r.names)
 	default:
 		ev.Kind = formats.Raw
 		if l.Type == "" {
 			r.opts.Report.Warn(n, "an event without a \"type\"; kept as an unknown event")
 		}
 	}
+	if ev.Kind == formats.ToolCall || ev.Kind == formats.ToolResult {
+		r.name(ev)
+	}
 	return ev, nil
+}
+
+// name remembers a call's tool name (a new call with the same id replaces
+// it), or gives it to a result without one.
+func (r *streamReader) name(ev *formats.Event) {
+	if r.names == nil {
+		r.names = map[string]string{}
+	}
+	c := &ev.Call
+	switch known := r.names[c.ID]; {
+	case ev.Kind == formats.ToolCall:
+		r.names[c.ID] = c.Name
+	case c.Name == "":
+		c.Name = known
+	case known == "":
+		r.names[c.ID] = c.Name
+	}
 }
 
 // statusOfExit reads AdaL's exit codes: 0 success, 2 stopped on a refused
