@@ -5,6 +5,7 @@ package adal
 import (
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -103,7 +104,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 			ev.Call.OutputJSON = l.Output
 		case len(l.Output) > 0 && string(l.Output) != "null":
 			r.opts.Report.Warn(n, "tool_result output is not a string; kept as its JSON text")
-			ev.Call.Output = string(l.Output)
+			ev.Call.Output = strings.ToValidUTF8(string(l.Output), "\uFFFD")
 		}
 		if ev.Call.Status == formats.StatusUnknown {
 			r.opts.Report.Warn(n, "tool_result status %q is not completed, failed or cancelled; kept as failed", l.Status)

@@ -664,7 +664,7 @@ func (d *decoder) toolResult(agent string, b *block) {
 	out := contentText(b.Content)
 	if c := bytes.TrimSpace(b.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
 		// Results without text blocks (search results, …) keep their JSON.
-		out = string(c)
+		out = strings.ToValidUTF8(string(c), "\uFFFD")
 	}
 	c := d.calls[b.ToolUseID]
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}

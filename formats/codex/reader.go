@@ -560,9 +560,9 @@ func orNull(b json.RawMessage) json.RawMessage {
 func compact(b json.RawMessage) string {
 	var buf bytes.Buffer
 	if json.Compact(&buf, b) != nil {
-		return string(b)
+		return strings.ToValidUTF8(string(b), "\uFFFD")
 	}
-	return buf.String()
+	return strings.ToValidUTF8(buf.String(), "\uFFFD")
 }
 
 func rawString(b json.RawMessage) string {
@@ -570,5 +570,6 @@ func rawString(b json.RawMessage) string {
 	if json.Unmarshal(b, &s) == nil {
 		return s
 	}
-	return string(b)
+	// Not a string: its JSON text, valid UTF-8 as every string read is.
+	return strings.ToValidUTF8(string(b), "\uFFFD")
 }

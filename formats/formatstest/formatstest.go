@@ -177,6 +177,9 @@ func Compare(evs []*formats.Event, kinds ...formats.Kind) []Comparable {
 	var out []Comparable
 	names := map[string]string{} // a result's name may be filled from its call
 	for _, e := range evs {
+		if e.Kind == formats.RunStart || e.Kind == formats.RunEnd {
+			clear(names) // call ids are a run's own
+		}
 		name := e.Call.Name
 		if e.Kind == formats.ToolCall {
 			names[e.Call.ID] = name
