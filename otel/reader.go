@@ -182,6 +182,14 @@ func (r *reader) replay(spans []readSpan) {
 			root.children = append(root.children, n)
 		}
 	}
+	if root.StartTimeUnixNano == 0 {
+		for _, n := range nodes {
+			if s := n.StartTimeUnixNano; s != 0 && (root.StartTimeUnixNano == 0 || s < root.StartTimeUnixNano) {
+				root.StartTimeUnixNano = s
+			}
+		}
+	}
+	settleTimes(root, root.StartTimeUnixNano)
 	first := len(r.queue)
 	r.run(root)
 	// The walk gives each span's events nested; sorting by time (ties
@@ -194,6 +202,25 @@ func (r *reader) replay(spans []readSpan) {
 		r.queue[i].Source.Line, r.queue[i].Source.LineNo = r.records[0].line, r.records[0].no
 		r.queue[i].Source.Continued = false
 		r.records = r.records[1:]
+	}
+}
+
+// settleTimes gives a span without a start its parent's, an end before its
+// start the start, and a span event without a time its span's start: an
+// unknown time is not "before everything", and the events keep an order
+// that a writer gives back.
+func settleTimes(n *node, parentStart jsonUint64) {
+	if n.StartTimeUnixNano == 0 {
+		n.StartTimeUnixNano = parentStart
+	}
+	n.EndTimeUnixNano = max(n.EndTimeUnixNano, n.StartTimeUnixNano)
+	for i := range n.Events {
+		if n.Events[i].TimeUnixNano == 0 {
+			n.Events[i].TimeUnixNano = n.StartTimeUnixNano
+		}
+	}
+	for _, c := range n.children {
+		settleTimes(c, n.StartTimeUnixNano)
 	}
 }
 
