@@ -89,7 +89,9 @@ func (t *CallTracker) Get(id string) *TrackedCall { return t.calls[id] }
 // no ToolCall announced it. It returns the call and whether it had started.
 func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 	c = t.calls[e.Call.ID]
-	if c == nil {
+	if c == nil || c.Done && e.Call.Name != "" && c.Name != "" && e.Call.Name != c.Name {
+		// No call, or a result of another tool for an id already done: a
+		// call that reused the id and was never announced.
 		c = t.Start(e)
 	} else {
 		started = true
