@@ -205,19 +205,16 @@ func (r *reader) replay(spans []readSpan) {
 	}
 }
 
-// settleTimes gives a span without a start its parent's, an end before its
-// start the start, and a span event without a time its span's start: an
-// unknown time is not "before everything", and the events keep an order
-// that a writer gives back.
+// settleTimes gives a span without a start, or with a start before its
+// parent's, its parent's start; an end before its start the start; and a
+// span event without a time, or before its span's start, that start. An unknown time is not
+// "before everything", a subagent's calls do not come before it starts,
+// and the events keep an order that a writer gives back.
 func settleTimes(n *node, parentStart jsonUint64) {
-	if n.StartTimeUnixNano == 0 {
-		n.StartTimeUnixNano = parentStart
-	}
+	n.StartTimeUnixNano = max(n.StartTimeUnixNano, parentStart)
 	n.EndTimeUnixNano = max(n.EndTimeUnixNano, n.StartTimeUnixNano)
 	for i := range n.Events {
-		if n.Events[i].TimeUnixNano == 0 {
-			n.Events[i].TimeUnixNano = n.StartTimeUnixNano
-		}
+		n.Events[i].TimeUnixNano = max(n.Events[i].TimeUnixNano, n.StartTimeUnixNano)
 	}
 	for _, c := range n.children {
 		settleTimes(c, n.StartTimeUnixNano)
