@@ -206,8 +206,9 @@ func (r *reader) replay(spans []readSpan) {
 }
 
 // settleTimes gives a span without a start, or with a start before its
-// parent's, its parent's start; an end before its start the start; and a
-// span event without a time, or before its span's start, that start. An unknown time is not
+// parent's, its parent's start; a span event without a time, or before its
+// span's start, that start; and a span an end no earlier than its start, its
+// children's ends and its events. An unknown time is not
 // "before everything", a subagent's calls do not come before it starts,
 // and the events keep an order that a writer gives back.
 func settleTimes(n *node, parentStart jsonUint64) {
@@ -218,6 +219,11 @@ func settleTimes(n *node, parentStart jsonUint64) {
 	}
 	for _, c := range n.children {
 		settleTimes(c, n.StartTimeUnixNano)
+		// A span ends after what happened inside it.
+		n.EndTimeUnixNano = max(n.EndTimeUnixNano, c.EndTimeUnixNano)
+	}
+	for _, e := range n.Events {
+		n.EndTimeUnixNano = max(n.EndTimeUnixNano, e.TimeUnixNano)
 	}
 }
 

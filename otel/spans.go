@@ -545,8 +545,19 @@ func recordContent[T ~string | ~[]byte](b *builder, s *span, key string, v T) {
 	s.set(attribute.String(key, string(v)))
 }
 
+// callOf finds an open call by id, the agent's own first: two agents may
+// use the same id.
+func (b *builder) callOf(id string, a *agent) (int, *span) {
+	for i := len(b.calls) - 1; i >= 0; i-- {
+		if b.calls[i].callID == id && b.calls[i].owner == a {
+			return i, b.calls[i]
+		}
+	}
+	return b.call(id)
+}
+
 func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
-	i, s := b.call(e.Call.ID)
+	i, s := b.callOf(e.Call.ID, a)
 	if s == nil {
 		// A result without a call (a refusal): a span of its own.
 		b.startCall(e, a, t)
