@@ -109,9 +109,14 @@ func writeAll(t testing.TB, evs []*formats.Event) []byte {
 	var out bytes.Buffer
 	w := OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: OTLPJSON.Name, Report: formats.NewReport(io.Discard), Deterministic: true,
 		Params: map[string]string{ParamContent: "true", ParamContentLimit: "1000000"}})
-	for _, ev := range evs {
+	for i, ev := range evs {
 		e := *ev
 		e.Source = formats.Source{}
+		if e.Arrived.IsZero() {
+			// As the pipeline stamps them: an untimed run is written in
+			// the order its events came.
+			e.Arrived = formats.FixedEpoch.Add(time.Duration(i) * time.Millisecond)
+		}
 		if err := w.Write(&e); err != nil {
 			t.Fatal(err)
 		}
