@@ -189,7 +189,7 @@ func (r *reader) replay(spans []readSpan) {
 			}
 		}
 	}
-	settleTimes(root, root.StartTimeUnixNano)
+	settleTimes(root, root.StartTimeUnixNano, true)
 	first := len(r.queue)
 	r.run(root)
 	// The walk gives each span's events nested; sorting by time (ties
@@ -207,23 +207,29 @@ func (r *reader) replay(spans []readSpan) {
 
 // settleTimes gives a span without a start, or with a start before its
 // parent's, its parent's start; a span event without a time, or before its
-// span's start, that start; and a span an end no earlier than its start, its
-// children's ends and its events. An unknown time is not
+// span's start, that start; a span an end no earlier than its start; and
+// the run's and an agent's span an end no earlier than their children's and
+// their events'. An unknown time is not
 // "before everything", a subagent's calls do not come before it starts,
 // and the events keep an order that a writer gives back.
-func settleTimes(n *node, parentStart jsonUint64) {
+func settleTimes(n *node, parentStart jsonUint64, root bool) {
 	n.StartTimeUnixNano = max(n.StartTimeUnixNano, parentStart)
 	n.EndTimeUnixNano = max(n.EndTimeUnixNano, n.StartTimeUnixNano)
 	for i := range n.Events {
 		n.Events[i].TimeUnixNano = max(n.Events[i].TimeUnixNano, n.StartTimeUnixNano)
 	}
 	for _, c := range n.children {
-		settleTimes(c, n.StartTimeUnixNano)
-		// A span ends after what happened inside it.
-		n.EndTimeUnixNano = max(n.EndTimeUnixNano, c.EndTimeUnixNano)
+		settleTimes(c, n.StartTimeUnixNano, false)
+		if root || n.op() == opInvokeAgent {
+			// An agent ends after what it did (a turn may end while a
+			// call it started goes on).
+			n.EndTimeUnixNano = max(n.EndTimeUnixNano, c.EndTimeUnixNano)
+		}
 	}
-	for _, e := range n.Events {
-		n.EndTimeUnixNano = max(n.EndTimeUnixNano, e.TimeUnixNano)
+	if root || n.op() == opInvokeAgent {
+		for _, e := range n.Events {
+			n.EndTimeUnixNano = max(n.EndTimeUnixNano, e.TimeUnixNano)
+		}
 	}
 }
 
