@@ -132,8 +132,9 @@ func (r *reader) flushRecords() {
 // node is a span in the tree of a run.
 type node struct {
 	readSpan
-	attrs    map[string]jsonValue
-	children []*node
+	attrs       map[string]jsonValue
+	children    []*node
+	syntheticID string // the call id given to a tool span without one
 }
 
 func (n *node) op() string { return n.attrs[keyOperation].str() }
@@ -346,7 +347,7 @@ func (r *reader) span(n, parent *node, agent string) {
 		ev := r.emit(n, formats.AgentStart, start, id)
 		ev.AgentInfo = formats.AgentInfo{Label: a[keyAgentName].str(), Parent: agent, Model: a[keyModel].str()}
 		if parent.op() == opExecuteTool {
-			ev.AgentInfo.ParentCall = parent.attrs[keyToolCallID].str()
+			ev.AgentInfo.ParentCall = r.callID(parent)
 		}
 		r.body(n, id)
 		if u := usageOf(a); !u.Empty() {
@@ -355,7 +356,7 @@ func (r *reader) span(n, parent *node, agent string) {
 		ev = r.emit(n, formats.AgentEnd, end, id)
 		ev.Status, _ = statusOf(n)
 	case n.op() == opExecuteTool:
-		call := formats.Call{ID: a[keyToolCallID].str(), Name: a[keyToolName].str(), Summary: a[keySummary].str()}
+		call := formats.Call{ID: r.callID(n), Name: a[keyToolName].str(), Summary: a[keySummary].str()}
 		if args := a[keyToolArgs].str(); json.Valid([]byte(args)) {
 			call.Args = json.RawMessage(args)
 		}
@@ -374,6 +375,22 @@ func (r *reader) span(n, parent *node, agent string) {
 		// A span of another tool: what it holds still counts.
 		r.body(n, agent)
 	}
+}
+
+// callID is a tool span's call id, else its span id, else one of its own:
+// a call needs an id for its result and for the subagent it starts.
+func (r *reader) callID(n *node) string {
+	if id := n.attrs[keyToolCallID].str(); id != "" {
+		return id
+	}
+	if n.SpanID != "" {
+		return n.SpanID
+	}
+	if n.syntheticID == "" {
+		r.anonymous++
+		n.syntheticID = "call-" + strconv.Itoa(r.anonymous)
+	}
+	return n.syntheticID
 }
 
 func (r *reader) spanEvent(n *node, e *jsonEvent, agent string) {
