@@ -51,6 +51,7 @@ type reader struct {
 	order     []string              // trace ids in the order they were first seen
 	records   []record              // input records not yet attached to an event
 	queue     []*formats.Event
+	keys      []jsonUint64 // the order keys of the run being read's events
 	eof       bool
 }
 
@@ -134,7 +135,8 @@ type node struct {
 	readSpan
 	attrs       map[string]jsonValue
 	children    []*node
-	syntheticID string // the call id given to a tool span without one
+	syntheticID string     // the call id given to a tool span without one
+	from        jsonUint64 // nothing in the span is ordered before this
 }
 
 func (n *node) op() string { return n.attrs[keyOperation].str() }
@@ -190,14 +192,16 @@ func (r *reader) replay(spans []readSpan) {
 			}
 		}
 	}
-	settleTimes(root, root.StartTimeUnixNano, true)
+	settleTimes(root, root.StartTimeUnixNano, 0, true)
 	first := len(r.queue)
+	r.keys = r.keys[:0]
 	r.run(root)
 	// The walk gives each span's events nested; sorting by time (ties
 	// keep the walk's order) interleaves spans that overlapped, as the
-	// source had them.
+	// source had them. A span's events are ordered no earlier than the
+	// spans around it start, so that nothing comes before its agent.
 	evs := r.queue[first+1 : len(r.queue)-1] // RunStart and RunEnd stay outside
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
+	sort.Stable(byKey{evs, r.keys[1 : len(r.keys)-1]})
 	// The input records go with the run's first events, in their order.
 	for i := first; i < len(r.queue) && len(r.records) > 0; i++ {
 		r.queue[i].Source.Line, r.queue[i].Source.LineNo = r.records[0].line, r.records[0].no
@@ -206,24 +210,26 @@ func (r *reader) replay(spans []readSpan) {
 	}
 }
 
-// settleTimes gives a span without a start, or with a start before its
-// parent's, its parent's start; a span event without a time, or before its
-// span's start, that start; a span an end no earlier than its start; and
-// the run's and an agent's span an end no earlier than their children's and
-// their events'. An unknown time is not
-// "before everything", a subagent's calls do not come before it starts,
-// and the events keep an order that a writer gives back.
-func settleTimes(n *node, parentStart jsonUint64, root bool) {
-	n.StartTimeUnixNano = max(n.StartTimeUnixNano, parentStart)
+// settleTimes gives a span without a start its parent's start, a span
+// event without a time its span's start, a span an end no earlier than its
+// start, and the run's and an agent's span an end no earlier than their
+// children's and their events' (a turn may end while its call goes on). An
+// unknown time is not "before everything". from is the time before which
+// nothing in the span is ordered: the latest start of it and its parents.
+func settleTimes(n *node, parentStart, parentFrom jsonUint64, root bool) {
+	if n.StartTimeUnixNano == 0 {
+		n.StartTimeUnixNano = parentStart
+	}
+	n.from = max(n.StartTimeUnixNano, parentFrom)
 	n.EndTimeUnixNano = max(n.EndTimeUnixNano, n.StartTimeUnixNano)
 	for i := range n.Events {
-		n.Events[i].TimeUnixNano = max(n.Events[i].TimeUnixNano, n.StartTimeUnixNano)
+		if n.Events[i].TimeUnixNano == 0 {
+			n.Events[i].TimeUnixNano = n.StartTimeUnixNano
+		}
 	}
 	for _, c := range n.children {
-		settleTimes(c, n.StartTimeUnixNano, false)
+		settleTimes(c, n.StartTimeUnixNano, n.from, false)
 		if root || n.op() == opInvokeAgent {
-			// An agent ends after what it did (a turn may end while a
-			// call it started goes on).
 			n.EndTimeUnixNano = max(n.EndTimeUnixNano, c.EndTimeUnixNano)
 		}
 	}
@@ -234,11 +240,32 @@ func settleTimes(n *node, parentStart jsonUint64, root bool) {
 	}
 }
 
+// byKey sorts a run's events by their order keys.
+type byKey struct {
+	evs  []*formats.Event
+	keys []jsonUint64
+}
+
+func (b byKey) Len() int           { return len(b.evs) }
+func (b byKey) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey) Swap(i, j int) {
+	b.evs[i], b.evs[j] = b.evs[j], b.evs[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
+}
+
 func (r *reader) emit(n *node, kind formats.Kind, t time.Time, agent string) *formats.Event {
 	ev := &formats.Event{Kind: kind, Time: t, Agent: agent,
 		Source: formats.Source{Dialect: r.opts.Dialect, Type: n.Name, LineNo: n.line, Continued: true}}
 	r.queue = append(r.queue, ev)
+	r.keys = append(r.keys, max(toUnixNano(t), n.from))
 	return ev
+}
+
+func toUnixNano(t time.Time) jsonUint64 {
+	if t.IsZero() || t.UnixNano() < 0 {
+		return 0
+	}
+	return jsonUint64(t.UnixNano())
 }
 
 func (r *reader) run(root *node) {
@@ -296,10 +323,10 @@ func (r *reader) body(n *node, agent string) {
 	}
 	var items []item
 	for _, c := range n.children {
-		items = append(items, item{t: fromUnixNano(c.StartTimeUnixNano), child: c})
+		items = append(items, item{t: fromUnixNano(c.from), child: c})
 	}
 	for i := range n.Events {
-		items = append(items, item{t: fromUnixNano(n.Events[i].TimeUnixNano), event: &n.Events[i]})
+		items = append(items, item{t: fromUnixNano(max(n.Events[i].TimeUnixNano, n.from)), event: &n.Events[i]})
 	}
 	// At the same time, spans go before span events, and spans that start
 	// together go in the order they end: that is the order a writer gives
