@@ -3,7 +3,8 @@ package claude
 import (
 	"bytes"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentconv/agentconv/formats"
@@ -268,12 +269,7 @@ func (d *decoder) emit(ev *formats.Event) {
 // wholeStreamedAll gives every agent's streamed text as its message, in the
 // order of the agents' ids, as writers do at the end of a run.
 func (d *decoder) wholeStreamedAll() {
-	agents := make([]string, 0, len(d.streamed))
-	for a := range d.streamed {
-		agents = append(agents, a)
-	}
-	sort.Strings(agents)
-	for _, a := range agents {
+	for _, a := range slices.Sorted(maps.Keys(d.streamed)) {
 		d.wholeStreamed(a)
 	}
 }

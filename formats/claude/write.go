@@ -5,7 +5,8 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -718,12 +719,7 @@ func (s *streamWriter) agentStart(e *formats.Event, lose func(string)) {
 // flushAllText writes every agent's streamed text, in the order of the
 // agents' ids.
 func (s *streamWriter) flushAllText() {
-	agents := make([]string, 0, len(s.deltas))
-	for a := range s.deltas {
-		agents = append(agents, a)
-	}
-	sort.Strings(agents)
-	for _, a := range agents {
+	for _, a := range slices.Sorted(maps.Keys(s.deltas)) {
 		s.flushText(a)
 	}
 }
