@@ -339,8 +339,7 @@ func (r *reader) body(n *node, agent string) {
 		case (a.child == nil) != (b.child == nil):
 			return a.child != nil
 		case a.child != nil:
-			// An end before the start is read as the start.
-			return max(a.child.EndTimeUnixNano, a.child.StartTimeUnixNano) < max(b.child.EndTimeUnixNano, b.child.StartTimeUnixNano)
+			return a.child.EndTimeUnixNano < b.child.EndTimeUnixNano // settled: no end before its start
 		}
 		return false
 	})
@@ -355,10 +354,7 @@ func (r *reader) body(n *node, agent string) {
 
 func (r *reader) span(n, parent *node, agent string) {
 	a := n.attrs
-	start, end := fromUnixNano(n.StartTimeUnixNano), fromUnixNano(n.EndTimeUnixNano)
-	if end.Before(start) {
-		end = start
-	}
+	start, end := fromUnixNano(n.StartTimeUnixNano), fromUnixNano(n.EndTimeUnixNano) // settled: end ≥ start
 	switch {
 	case n.op() == opInvokeAgent:
 		id := a[keyAgentID].str()
