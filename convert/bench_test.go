@@ -78,7 +78,7 @@ func BenchmarkWrite(b *testing.B) {
 			var ms0, ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
 			for i := 0; i < b.N; i++ {
-				w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
+				w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard})
 				for _, e := range evs {
 					if err := w.Write(e); err != nil {
 						b.Fatal(err)
@@ -112,8 +112,8 @@ func BenchmarkConvert(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				rep := formats.NewReport(io.Discard)
-				w := to.NewWriter(io.Discard, formats.WriteOptions{Dialect: to.Name, Report: rep, Stderr: io.Discard, Deterministic: true})
-				p := NewPipeline(w, to.Name, Options{From: from, Report: rep})
+				w := to.NewWriter(io.Discard, formats.WriteOptions{Dialect: to.Name, Report: rep, Stderr: io.Discard})
+				p := NewPipeline(w, to, Options{From: from, Report: rep})
 				if err := p.Convert(context.Background(), Input{Name: "bench", R: bytes.NewReader(data)}); err != nil {
 					b.Fatal(err)
 				}

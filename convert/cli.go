@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -131,7 +133,7 @@ func Run(args []string, sys Sys) int {
 }
 
 func flags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "from", Aliases: []string{"f"}, Usage: "input `DIALECT` (default: detect it from the first events)"},
 		&cli.StringFlag{Name: "to", Aliases: []string{"t"}, Usage: "output `DIALECT` (required; see `agentconv formats`)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output (written whole, then renamed into place)"},
@@ -139,45 +141,78 @@ func flags() []cli.Flag {
 		&cli.BoolFlag{Name: "strict", Usage: "fail (exit 3) at the first thing the target dialect cannot carry"},
 		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},
 		&cli.BoolFlag{Name: "deterministic", Usage: "use a fixed clock (2000-01-01T00:00:00Z, +1ms per event) where the source has no times, for reproducible output"},
-		&cli.StringFlag{Name: "color", Value: "auto", Usage: "colour the pretty view: auto, always or never (NO_COLOR is honoured)"},
-		&cli.StringFlag{Name: "otlp-endpoint", Category: "OpenTelemetry", Usage: "send to `URL` (default: OTEL_EXPORTER_OTLP_ENDPOINT, else localhost:4317, or :4318 for http)"},
-		&cli.StringFlag{Name: "otlp-protocol", Category: "OpenTelemetry", Usage: "`PROTOCOL`: grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_PROTOCOL, else grpc)"},
-		&cli.StringSliceFlag{Name: "otlp-header", Category: "OpenTelemetry", Usage: "send the header `KEY=VALUE` too (repeatable; adds to OTEL_EXPORTER_OTLP_HEADERS)"},
-		&cli.BoolFlag{Name: "otlp-insecure", Category: "OpenTelemetry", Usage: "no TLS for an endpoint without a scheme (loopback endpoints never use it)"},
-		&cli.DurationFlag{Name: "otlp-timeout", Category: "OpenTelemetry", Usage: "give up delivering after `DURATION`, retries included (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10s)"},
-		&cli.StringFlag{Name: "otlp-service-name", Category: "OpenTelemetry", Usage: "service.name of the spans (default: OTEL_SERVICE_NAME, else the agent's name)"},
-		&cli.BoolFlag{Name: "otlp-content", Category: "OpenTelemetry", Usage: "record tool call arguments and results on the spans (sensitive and large: off by default)"},
-		&cli.IntFlag{Name: "otlp-content-limit", Category: "OpenTelemetry", Value: 4096, Usage: "with --otlp-content, keep at most `BYTES` of each argument list and result"},
 		&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
 		&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write an allocation profile to `FILE` at the end"},
-		&cli.StringFlag{Name: "otlp-spool", Category: "OpenTelemetry", Usage: "write spans that cannot be delivered to `FILE` (default: a new agentconv-undelivered-*.otlp.jsonl here)"},
-	}
+	}, paramFlags()...)
 }
 
-// otlpParams passes the --otlp-* flags to the writer as parameters; the
-// writers that do not use them ignore them.
-func otlpParams(c *cli.Context, params map[string]string) {
-	for flag, param := range map[string]string{
-		"otlp-endpoint": "otlp.endpoint", "otlp-protocol": "otlp.protocol", "otlp-service-name": "otlp.service_name",
-		"otlp-spool": "otlp.spool",
-	} {
-		if v := c.String(flag); v != "" {
-			params[param] = v
+// params lists the settings the dialects' writers declare, each once, in
+// the order of the table.
+func params() []formats.Param {
+	var out []formats.Param
+	seen := map[string]bool{}
+	for _, d := range Dialects {
+		for _, p := range d.Params {
+			if !seen[p.Flag] {
+				seen[p.Flag] = true
+				out = append(out, p)
+			}
 		}
 	}
-	if hs := c.StringSlice("otlp-header"); len(hs) > 0 {
-		params["otlp.headers"] = strings.Join(hs, ",")
+	return out
+}
+
+// paramFlags makes a flag of each writer setting.
+func paramFlags() []cli.Flag {
+	var out []cli.Flag
+	for _, p := range params() {
+		switch p.Kind {
+		case formats.ParamBool:
+			out = append(out, &cli.BoolFlag{Name: p.Flag, Usage: p.Usage, Category: p.Category})
+		case formats.ParamInt:
+			n, _ := strconv.Atoi(p.Default)
+			out = append(out, &cli.IntFlag{Name: p.Flag, Usage: p.Usage, Category: p.Category, Value: n})
+		case formats.ParamDuration:
+			d, _ := time.ParseDuration(p.Default)
+			out = append(out, &cli.DurationFlag{Name: p.Flag, Usage: p.Usage, Category: p.Category, Value: d})
+		case formats.ParamList:
+			out = append(out, &cli.StringSliceFlag{Name: p.Flag, Usage: p.Usage, Category: p.Category})
+		default:
+			out = append(out, &cli.StringFlag{Name: p.Flag, Usage: p.Usage, Category: p.Category, Value: p.Default})
+		}
 	}
-	if c.Bool("otlp-insecure") {
-		params["otlp.insecure"] = "true"
+	return out
+}
+
+// paramValues gives the writer the settings given as flags, by key; a
+// setting not given is left out, so that the writer's own default (or an
+// environment variable) applies. A value outside a setting's choices is
+// an error.
+func paramValues(c *cli.Context) (map[string]string, error) {
+	vals := map[string]string{}
+	for _, p := range params() {
+		if !c.IsSet(p.Flag) {
+			continue
+		}
+		var v string
+		switch p.Kind {
+		case formats.ParamBool:
+			v = strconv.FormatBool(c.Bool(p.Flag))
+		case formats.ParamInt:
+			v = strconv.Itoa(c.Int(p.Flag))
+		case formats.ParamDuration:
+			v = c.Duration(p.Flag).String()
+		case formats.ParamList:
+			v = strings.Join(c.StringSlice(p.Flag), ",")
+		default:
+			v = c.String(p.Flag)
+		}
+		if len(p.Choices) > 0 && !slices.Contains(p.Choices, v) {
+			return nil, fmt.Errorf("--%s takes %s, not %q", p.Flag, strings.Join(p.Choices, ", "), v)
+		}
+		vals[p.Key] = v
 	}
-	if c.IsSet("otlp-timeout") {
-		params["otlp.timeout"] = c.Duration("otlp-timeout").String()
-	}
-	if c.Bool("otlp-content") {
-		params["otlp.content"] = "true"
-	}
-	params["otlp.content_limit"] = fmt.Sprint(c.Int("otlp-content-limit"))
+	return vals, nil
 }
 
 // flagsFirst moves the flags of the main command before its file names, so
@@ -274,9 +309,9 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	if c.Bool("lenient") && c.Bool("strict") {
 		return fail(ExitUsage, "--lenient and --strict contradict each other; pick one")
 	}
-	colorMode := c.String("color")
-	if colorMode != "auto" && colorMode != "always" && colorMode != "never" {
-		return fail(ExitUsage, "--color takes auto, always or never, not %q", colorMode)
+	params, err := paramValues(c)
+	if err != nil {
+		return fail(ExitUsage, "%v", err)
 	}
 
 	names := c.Args().Slice()
@@ -318,21 +353,18 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	}
 	rep := formats.NewReport(sys.Stderr)
 	wopts := formats.WriteOptions{
-		Dialect:       to.Name,
-		Report:        rep,
-		Stderr:        sys.Stderr,
-		Params:        map[string]string{},
-		Getenv:        sys.Getenv,
-		Deterministic: c.Bool("deterministic"),
-		Color:         colorMode == "always" || (colorMode == "auto" && tmp == nil && isTerminal(sys.Stdout) && sys.getenv("NO_COLOR") == "" && sys.getenv("TERM") != "dumb"),
+		Dialect:  to.Name,
+		Report:   rep,
+		Stderr:   sys.Stderr,
+		Params:   params,
+		Getenv:   sys.Getenv,
+		Terminal: tmp == nil && isTerminal(sys.Stdout),
 	}
-	otlpParams(c, wopts.Params)
-	w := to.NewWriter(bw, wopts)
 	opts := Options{From: from, Lenient: c.Bool("lenient"), Strict: c.Bool("strict"), Clock: clock, Report: rep}
 	if tmp == nil && isLive(sys.Stdout) {
 		opts.Flush = bw.Flush
 	}
-	p := NewPipeline(w, to.Name, opts)
+	p := New(to, bw, wopts, opts)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

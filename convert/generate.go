@@ -146,7 +146,7 @@ func (g *Generator) Run() []*formats.Event {
 // written, with tool outputs of at most maxOutput bytes (0: the default).
 func Generate(w io.Writer, d formats.Dialect, size int64, seed uint64, maxOutput int) error {
 	cw := &countingWriter{w: w}
-	fw := d.NewWriter(cw, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
+	fw := d.NewWriter(cw, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard})
 	g := NewGenerator(seed)
 	if maxOutput > 0 {
 		g.MaxOutput = maxOutput

@@ -34,6 +34,12 @@ type Options struct {
 	Flush func() error
 	// Report receives warnings and losses.
 	Report *formats.Report
+	// View is the run view the pipeline keeps, and gives the writer; nil
+	// makes one.
+	View *formats.RunView
+	// Out is the writer's output, where the pipeline copies the records
+	// that go back to their own dialect; nil leaves that to the writer.
+	Out io.Writer
 }
 
 // Result sums up a conversion.
@@ -78,26 +84,64 @@ func (e *LossError) Error() string {
 // ErrInterrupted is returned when the context is cancelled (a signal).
 var ErrInterrupted = errors.New("interrupted")
 
-// Pipeline converts inputs into one writer, event by event.
+// Pipeline converts inputs into one writer, event by event. It keeps the
+// run view that the writer reads (formats.RunView), reports what the target
+// cannot carry from the target's declared features, and copies the records
+// that go back to their own dialect.
 type Pipeline struct {
 	opts   Options
 	w      formats.Writer
+	to     formats.Dialect
 	target string
 	res    Result
-	run    runState
-	events int
+	view   *formats.RunView
+	// unknown holds the source event types already warned about, so that
+	// each is reported once.
+	unknown map[string]bool
+	// observer is the writer, when it lets the pipeline copy the records
+	// of its own dialect and only observes them.
+	observer formats.Observer
+	// copying: the open run's records are being copied verbatim.
+	copying bool
+	events  int
 	// rawOutput: the writer takes tool outputs as undecoded JSON.
 	rawOutput bool
 }
 
-// NewPipeline makes a pipeline writing into w, the writer of dialect target.
-func NewPipeline(w formats.Writer, target string, opts Options) *Pipeline {
+// New builds the writer of dialect to on out, with the pipeline's run view
+// in its options, and the pipeline that feeds it.
+func New(to formats.Dialect, out io.Writer, wo formats.WriteOptions, opts Options) *Pipeline {
+	if opts.View == nil {
+		opts.View = &formats.RunView{}
+	}
+	if opts.Out == nil {
+		opts.Out = out
+	}
+	wo.Run = opts.View
+	if wo.Dialect == "" {
+		wo.Dialect = to.Name
+	}
+	if wo.Report == nil {
+		wo.Report = opts.Report
+	}
+	return NewPipeline(to.NewWriter(out, wo), to, opts)
+}
+
+// NewPipeline makes a pipeline writing into w, the writer of dialect to. A
+// writer made outside New sees the run view only if it was given
+// opts.View in its options.
+func NewPipeline(w formats.Writer, to formats.Dialect, opts Options) *Pipeline {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.View == nil {
+		opts.View = &formats.RunView{}
+	}
 	_, raw := w.(formats.RawOutputWriter)
-	p := &Pipeline{opts: opts, w: w, target: target, rawOutput: raw}
-	p.run.calls.DropOutputs = true // it needs the open calls' names only
+	p := &Pipeline{opts: opts, w: w, to: to, target: to.Name, rawOutput: raw, view: opts.View}
+	if ob, ok := w.(formats.Observer); ok && opts.Out != nil {
+		p.observer = ob
+	}
 	return p
 }
 
@@ -188,7 +232,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 			break
 		}
 	}
-	if p.run.open {
+	if p.view.Open {
 		if rep != nil {
 			rep.Warn(0, "%s: the stream ended before its run completed (the producer was killed?); closing it as a failed, cut run", in.Name)
 		}
@@ -245,14 +289,14 @@ func safeNext(r formats.Reader) (ev *formats.Event, err error) {
 // comes outside one, and keeping track of what is open.
 func (p *Pipeline) Write(ev *formats.Event) error {
 	p.res.Events++
-	if !p.run.open && ev.Kind != formats.RunStart {
-		start := &formats.Event{Kind: formats.RunStart, Time: ev.Time, Arrived: ev.Arrived,
+	if !p.view.Open && ev.Kind != formats.RunStart {
+		start := &formats.Event{Kind: formats.RunStart, Time: ev.Time, Arrived: ev.Arrived, Synthetic: true,
 			Source: formats.Source{Dialect: ev.Source.Dialect, LineNo: ev.Source.LineNo}}
 		if err := p.emit(start); err != nil {
 			return err
 		}
 	}
-	if ev.Kind == formats.RunStart && p.run.open {
+	if ev.Kind == formats.RunStart && p.view.Open {
 		// A new run begins before the last one ended.
 		if err := p.closeRun(formats.Failed, "a new run began before this one completed"); err != nil {
 			return err
@@ -261,42 +305,92 @@ func (p *Pipeline) Write(ev *formats.Event) error {
 	return p.emit(ev)
 }
 
+// emit follows an event in the run view, reports what the target cannot
+// carry of it, and writes it: copied verbatim when it goes back to its own
+// dialect, else through the writer.
 func (p *Pipeline) emit(ev *formats.Event) error {
 	if !p.rawOutput {
 		ev.DecodeOutput()
 	}
-	p.run.observe(ev, p.opts.Report)
-	before := p.opts.Report.Losses()
-	if err := p.w.Write(ev); err != nil {
-		return &OutputError{err}
+	p.warn(ev)
+	if ev.Kind == formats.RunStart {
+		p.copying = p.observer != nil && ev.Source.Dialect == p.target && !ev.Synthetic
 	}
-	if p.opts.Strict && p.opts.Report.Losses() > before {
-		return &LossError{What: p.opts.Report.LastLoss(), Target: p.target}
+	p.view.Observe(ev)
+	if p.observer != nil && (ev.Source.Dialect == p.target && (ev.Source.Line != nil || ev.Source.Continued) ||
+		ev.Synthetic && p.copying) {
+		// Its own dialect: the record goes out as it came. What the pipeline
+		// made to close a copied run is only observed: the source never
+		// printed it (the warning said it was closed).
+		p.observer.Observe(ev)
+		if ev.Source.Line != nil && !ev.Source.Continued && !ev.Synthetic {
+			if err := formats.WriteRawLine(p.opts.Out, ev.Source.Line); err != nil {
+				return &OutputError{err}
+			}
+		}
+	} else {
+		if p.to.Carries != 0 {
+			if err := p.lose(ev); err != nil {
+				return err
+			}
+		}
+		before := p.opts.Report.Losses()
+		if err := p.w.Write(ev); err != nil {
+			return &OutputError{err}
+		}
+		if p.opts.Strict && p.opts.Report.Losses() > before {
+			return &LossError{What: p.opts.Report.LastLoss(), Target: p.target}
+		}
 	}
 	if ev.Kind == formats.RunEnd {
 		p.res.Runs++
-		p.res.ExitCode = ev.Run.ExitCode
+		p.res.ExitCode = formats.Some(p.view.ExitCode)
+		p.copying = false
 	}
 	return nil
 }
 
-// closeRun ends an open run that its source never ended: every open call is
-// ended as cancelled (it never completed), every open subagent with status, and the run ends
-// as a cut run with exit code 1 (130 for a signal).
-func (p *Pipeline) closeRun(status formats.Status, why string) error {
-	if !p.run.open {
+// lose reports what the event needs and the target does not carry; under
+// --strict, it fails before the event is written.
+func (p *Pipeline) lose(ev *formats.Event) error {
+	missing := formats.Missing(formats.Needs(ev), p.to.Carries)
+	if missing == 0 {
 		return nil
 	}
-	now, last := p.opts.Clock(), p.run.last
-	for _, c := range p.run.calls.Open() {
-		ev := &formats.Event{Kind: formats.ToolResult, Agent: c.Agent, Time: last, Arrived: now,
+	if p.opts.Strict {
+		var first formats.Feature
+		missing.Each(func(f formats.Feature) {
+			if first == 0 {
+				first = f
+			}
+		})
+		return &LossError{What: formats.LossName(first, ev), Target: p.target}
+	}
+	missing.Each(func(f formats.Feature) { p.opts.Report.Lose(formats.LossName(f, ev)) })
+	return nil
+}
+
+// closeRun ends an open run that its source never ended: every open call is
+// ended as cancelled (it never completed), every open subagent with status,
+// and the run ends as a cut run with exit code 1 (130 for a signal).
+func (p *Pipeline) closeRun(status formats.Status, why string) error {
+	v := p.view
+	if !v.Open {
+		return nil
+	}
+	now, last := p.opts.Clock(), v.Last
+	for _, c := range v.Calls.Open() {
+		ev := &formats.Event{Kind: formats.ToolResult, Agent: c.Agent, Time: last, Arrived: now, Synthetic: true,
 			Call: formats.Call{ID: c.ID, Name: c.Name, Status: formats.Cancelled, Error: "not completed: " + why}}
 		if err := p.emit(ev); err != nil {
 			return err
 		}
 	}
-	for i := len(p.run.agents) - 1; i >= 0; i-- {
-		ev := &formats.Event{Kind: formats.AgentEnd, Agent: p.run.agents[i], Time: last, Arrived: now, Status: status}
+	for i := len(v.Agents) - 1; i >= 0; i-- {
+		if v.Agents[i].Ended {
+			continue
+		}
+		ev := &formats.Event{Kind: formats.AgentEnd, Agent: v.Agents[i].ID, Time: last, Arrived: now, Status: status, Synthetic: true}
 		if err := p.emit(ev); err != nil {
 			return err
 		}
@@ -305,8 +399,8 @@ func (p *Pipeline) closeRun(status formats.Status, why string) error {
 	if status == formats.Cancelled {
 		code = 130
 	}
-	end := &formats.Event{Kind: formats.RunEnd, Time: last, Arrived: now, Status: status, Cut: true, Text: why,
-		Run: formats.RunInfo{ExitCode: formats.Some(code), SessionID: p.run.session}}
+	end := &formats.Event{Kind: formats.RunEnd, Time: last, Arrived: now, Status: status, Cut: true, Text: why, Synthetic: true,
+		Run: formats.RunInfo{ExitCode: formats.Some(code), SessionID: v.Info.SessionID}}
 	return p.emit(end)
 }
 
@@ -332,67 +426,30 @@ func (p *Pipeline) Interrupt() error {
 	return nil
 }
 
-// runState follows the open run: its calls and subagents, so that a cut run
-// can be closed properly, and odd sequences can be warned about.
-type runState struct {
-	open    bool
-	session string
-	calls   formats.CallTracker
-	agents  []string
-	// last is the latest source time in the run: the events that close a
-	// cut run carry it, since the source says nothing of when it was cut.
-	last time.Time
-	// unknown holds the source event types already warned about, so that
-	// each is reported once.
-	unknown map[string]bool
-}
-
-func (s *runState) observe(ev *formats.Event, rep *formats.Report) {
+// warn says what is odd about an event: a type the model has no place for
+// (once per type), a call id used twice, a result without its call.
+func (p *Pipeline) warn(ev *formats.Event) {
+	rep := p.opts.Report
 	switch ev.Kind {
 	case formats.Raw:
-		if key := ev.Source.Dialect + "\x00" + ev.Source.Type; !s.unknown[key] {
-			if s.unknown == nil {
-				s.unknown = map[string]bool{}
+		if key := ev.Source.Dialect + "\x00" + ev.Source.Type; !p.unknown[key] {
+			if p.unknown == nil {
+				p.unknown = map[string]bool{}
 			}
-			s.unknown[key] = true
+			p.unknown[key] = true
 			what := fmt.Sprintf("%s event type %q", ev.Source.Dialect, ev.Source.Type)
 			if ev.Source.Type == "" {
 				what = "a " + ev.Source.Dialect + " event without a type"
 			}
 			rep.Warn(ev.Source.LineNo, "%s has no place in the event model; kept as it is (reported once per type)", what)
 		}
-	case formats.RunStart:
-		s.open = true
-		s.session = ev.Run.SessionID
-	case formats.RunEnd:
-		s.open = false
-		s.session = ""
-		s.last = time.Time{}
-		s.calls.Reset()
-		s.agents = s.agents[:0]
-	case formats.AgentStart:
-		s.agents = append(s.agents, ev.Agent)
-	case formats.AgentEnd:
-		for i, a := range s.agents {
-			if a == ev.Agent {
-				s.agents = append(s.agents[:i], s.agents[i+1:]...)
-				break
-			}
-		}
 	case formats.ToolCall:
-		if c := s.calls.Get(ev.Call.ID); c != nil && !c.Done && ev.Call.ID != "" {
+		if c := p.view.Calls.Get(ev.Call.ID); c != nil && !c.Done && ev.Call.ID != "" {
 			rep.Warn(ev.Source.LineNo, "tool call id %q is used twice; both calls are kept", ev.Call.ID)
 		}
-		s.calls.Start(ev)
 	case formats.ToolResult:
-		if _, started := s.calls.Finish(ev); !started && ev.Call.Status != formats.Denied && ev.Call.ID != "" {
+		if c := p.view.Calls.Get(ev.Call.ID); c == nil && ev.Call.Status != formats.Denied && ev.Call.ID != "" {
 			rep.Warn(ev.Source.LineNo, "result for tool call %q, which never started; kept", ev.Call.ID)
 		}
-	}
-	if ev.Run.SessionID != "" && ev.Kind != formats.RunEnd {
-		s.session = ev.Run.SessionID
-	}
-	if ev.Kind != formats.RunEnd && ev.Time.After(s.last) {
-		s.last = ev.Time
 	}
 }

@@ -28,6 +28,56 @@ type Dialect struct {
 	// Remote: the writer delivers its output elsewhere (a collector) rather
 	// than to the output stream; golden tests leave it out.
 	Remote bool
+	// Carries declares what the writer can carry of the model. The pipeline
+	// reports what an event needs (Needs) and the target does not carry,
+	// before the writer sees the event; the writer reports only the losses
+	// of its own encoding, which Quirks lists.
+	Carries Feature
+	// Quirks names the losses the writer reports itself: what its encoding
+	// cannot keep of an event whose features it carries (adal-json's
+	// output previews). The docs' loss table lists them.
+	Quirks []string
+	// Params are the writer's settings, which the command line offers as
+	// flags; WriteOptions.Params has their values by Key.
+	Params []Param
+}
+
+// Param is one setting of a dialect's writer.
+type Param struct {
+	// Key is the name in WriteOptions.Params ("otlp.endpoint").
+	Key string
+	// Flag is the command-line flag, without dashes ("otlp-endpoint").
+	Flag string
+	// Kind says what the flag takes.
+	Kind ParamKind
+	// Usage is the flag's help; a word in backquotes names its value.
+	Usage string
+	// Default is the value when the flag is not given ("" for none).
+	Default string
+	// Choices, if set, are the values the flag accepts.
+	Choices []string
+	// Category groups the flag in --help.
+	Category string
+}
+
+// ParamKind is what a Param's flag takes.
+type ParamKind uint8
+
+const (
+	ParamString ParamKind = iota
+	ParamBool
+	ParamInt
+	ParamDuration
+	// ParamList: repeatable; the values are joined with commas.
+	ParamList
+)
+
+// Observer is a writer that keeps state from the records the pipeline
+// copies verbatim into its own dialect: the pipeline writes each such
+// record itself and only shows the writer its events, so that the writer
+// can close the run properly if the pipeline has to (a cut stream).
+type Observer interface {
+	Observe(e *Event)
 }
 
 // DetectSize is how much of an input detection looks at.
@@ -71,11 +121,11 @@ type WriteOptions struct {
 	// Getenv reads the environment; writers never call os.Getenv directly,
 	// so that tests can set it.
 	Getenv func(string) string
-	// Deterministic asks for output that depends on the input alone: no
-	// wall-clock times, no random ids.
-	Deterministic bool
-	// Color: the output is a terminal that wants colour.
-	Color bool
+	// Terminal: the output is a terminal, for a writer that colours it.
+	Terminal bool
+	// Run is the pipeline's view of the run being written, up to and
+	// including the event the writer is given; nil outside a pipeline.
+	Run *RunView
 }
 
 // Param returns a writer parameter, or def when unset.

@@ -202,6 +202,11 @@ type Event struct {
 	// Cut marks a RunEnd that the source never gave: the stream stopped
 	// before the run ended.
 	Cut bool
+	// Synthetic marks an event that the pipeline made, not the reader: the
+	// RunStart of a stream without one, and the events that close a cut or
+	// interrupted run. A writer copying its own dialect verbatim only
+	// observes them.
+	Synthetic bool
 
 	Run        RunInfo
 	AgentInfo  AgentInfo
@@ -332,15 +337,28 @@ type Permission struct {
 	Reason    string
 }
 
-// UsageInfo counts tokens and cost. Each field is optional: the dialects
-// differ in what they report, and 0 is not the same as unknown.
+// UsageInfo counts tokens and cost, with the meanings of the OpenTelemetry
+// GenAI conventions whatever the source's: each reader converts from its
+// source's convention, and each writer to its target's. Each field is
+// optional: the dialects differ in what they report, and 0 is not the same
+// as unknown. No count is negative.
 type UsageInfo struct {
-	InputTokens      Opt[int64]
-	OutputTokens     Opt[int64]
-	CacheReadTokens  Opt[int64]
+	// InputTokens counts every input token, cache reads and cache writes
+	// included (gen_ai.usage.input_tokens).
+	InputTokens Opt[int64]
+	// OutputTokens counts the output tokens, reasoning included.
+	OutputTokens Opt[int64]
+	// CacheReadTokens is the part of InputTokens read from the cache.
+	CacheReadTokens Opt[int64]
+	// CacheWriteTokens is the part of InputTokens written to the cache.
 	CacheWriteTokens Opt[int64]
-	TotalTokens      Opt[int64]
-	CostUSD          Opt[float64]
+	// ReasoningTokens is the part of OutputTokens spent on reasoning.
+	ReasoningTokens Opt[int64]
+	// TotalTokens is what the source gives as the total, when it does.
+	TotalTokens Opt[int64]
+	// CostUSD is the cost of this request or run alone, never a running
+	// total of a session.
+	CostUSD Opt[float64]
 	// ContextTokens is the size of the context window in use, when known.
 	ContextTokens Opt[int64]
 }
@@ -348,7 +366,8 @@ type UsageInfo struct {
 // Empty reports whether no count is known.
 func (u UsageInfo) Empty() bool {
 	return !u.InputTokens.OK && !u.OutputTokens.OK && !u.CacheReadTokens.OK &&
-		!u.CacheWriteTokens.OK && !u.TotalTokens.OK && !u.CostUSD.OK && !u.ContextTokens.OK
+		!u.CacheWriteTokens.OK && !u.ReasoningTokens.OK && !u.TotalTokens.OK && !u.CostUSD.OK &&
+		!u.ContextTokens.OK
 }
 
 // Add sums another usage into u; a field becomes known if either side knows it.
@@ -357,6 +376,7 @@ func (u *UsageInfo) Add(o UsageInfo) {
 	u.OutputTokens = u.OutputTokens.Plus(o.OutputTokens)
 	u.CacheReadTokens = u.CacheReadTokens.Plus(o.CacheReadTokens)
 	u.CacheWriteTokens = u.CacheWriteTokens.Plus(o.CacheWriteTokens)
+	u.ReasoningTokens = u.ReasoningTokens.Plus(o.ReasoningTokens)
 	u.TotalTokens = u.TotalTokens.Plus(o.TotalTokens)
 	u.CostUSD = u.CostUSD.Plus(o.CostUSD)
 	if o.ContextTokens.OK {

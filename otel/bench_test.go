@@ -29,7 +29,7 @@ func BenchmarkJSONWriter(b *testing.B) {
 	for b.Loop() {
 		out.Reset()
 		w := otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name,
-			Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true})
+			Report: formats.NewReport(io.Discard), Stderr: io.Discard})
 		for _, e := range evs {
 			if err := w.Write(e); err != nil {
 				b.Fatal(err)

@@ -108,7 +108,7 @@ func shape(evs []*formats.Event) string {
 
 func writeAll(t testing.TB, evs []*formats.Event) []byte {
 	var out bytes.Buffer
-	w := OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: OTLPJSON.Name, Report: formats.NewReport(io.Discard), Deterministic: true,
+	w := OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: OTLPJSON.Name, Report: formats.NewReport(io.Discard),
 		Params: map[string]string{ParamContent: "true", ParamContentLimit: "1000000"}})
 	for i, ev := range evs {
 		e := *ev

@@ -138,7 +138,7 @@ func TestJaegerSpanTree(t *testing.T) {
 			rep := formats.NewReport(io.Discard)
 			w := otel.OTLP.NewWriter(nil, formats.WriteOptions{Dialect: "otlp", Report: rep, Stderr: os.Stderr,
 				Getenv: func(k string) string { return env[k] }})
-			p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+			p := convert.NewPipeline(w, otel.OTLP, convert.Options{Report: rep})
 			for i, e := range subagentRun(service) { // a session of its own: a trace of its own
 				e.Arrived = time.Now()
 				e.Source.LineNo = i + 1

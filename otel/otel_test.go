@@ -69,7 +69,7 @@ func export(t *testing.T, evs []*formats.Event, params map[string]string) ([]sdk
 	var stderr bytes.Buffer
 	rep := formats.NewReport(&stderr)
 	w := otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Dialect: "otlp", Report: rep, Stderr: &stderr, Params: params, Getenv: func(string) string { return "" }})
-	p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+	p := convert.NewPipeline(w, otel.OTLP, convert.Options{Report: rep})
 	for i, e := range evs {
 		c := *e
 		c.Arrived = formats.FixedEpoch.Add(time.Duration(i+1) * time.Millisecond)
@@ -389,7 +389,7 @@ func TestDeadCollectorSpools(t *testing.T) {
 			defer f.Close()
 			exp := tracetest.NewInMemoryExporter()
 			rep := formats.NewReport(io.Discard)
-			p := convert.NewPipeline(otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }}), "otlp", convert.Options{From: otel.OTLPJSON, Report: rep})
+			p := convert.NewPipeline(otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }}), otel.OTLP, convert.Options{From: otel.OTLPJSON, Report: rep})
 			if err := p.Convert(context.Background(), convert.Input{Name: spool, R: f}); err != nil {
 				t.Fatal(err)
 			}
@@ -419,7 +419,7 @@ func TestSpansLeaveAsTheyEnd(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	rep := formats.NewReport(io.Discard)
 	w := otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }})
-	p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+	p := convert.NewPipeline(w, otel.OTLP, convert.Options{Report: rep})
 	for _, e := range subagentRun("live")[:6] { // up to the end of the subagent's bash call
 		if err := p.Write(e); err != nil {
 			t.Fatal(err)

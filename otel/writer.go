@@ -20,6 +20,7 @@ var OTLP = formats.Dialect{
 	Description: "OpenTelemetry traces sent over OTLP (grpc or http/protobuf) to a collector, Jaeger or Tempo",
 	NewWriter:   newOTLPWriter,
 	Remote:      true,
+	Params:      otlpParams,
 }
 
 // OTLPJSON is the same spans as OTLP/JSON lines, one request per run.
@@ -29,6 +30,7 @@ var OTLPJSON = formats.Dialect{
 	NewReader:   newReader,
 	NewWriter:   newJSONWriter,
 	Detect:      detect,
+	Params:      spanParams,
 }
 
 // writer turns events into spans and hands them to a sink. Events read

@@ -17,7 +17,13 @@ var JSON = formats.Dialect{
 	NewReader:   newJSONReader,
 	NewWriter:   newJSONWriter,
 	Detect:      detectJSON,
+	Params: []formats.Param{{Key: ParamPreviewBytes, Flag: "adal-preview-bytes", Kind: formats.ParamInt,
+		Default: strconv.Itoa(DefaultPreviewBytes),
+		Usage:   "adal-json keeps only a preview of a tool output longer than `BYTES`, as AdaL does (0: keep every output whole)"}},
 }
+
+// ParamPreviewBytes is the writer parameter that sets the preview size.
+const ParamPreviewBytes = "adal.preview-bytes"
 
 // DefaultPreviewBytes is the size past which adal-json keeps only a preview
 // of a tool's output, as AdaL does. The writer parameter
@@ -133,7 +139,7 @@ type jsonWriter struct {
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	preview := DefaultPreviewBytes
-	if v, err := strconv.Atoi(o.Param("adal.preview-bytes", "")); err == nil {
+	if v, err := strconv.Atoi(o.Param(ParamPreviewBytes, "")); err == nil {
 		preview = v
 	}
 	return &jsonWriter{w: w, opts: o, preview: preview}

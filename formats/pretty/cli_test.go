@@ -87,7 +87,7 @@ func TestLive(t *testing.T) {
 	out := &syncBuffer{}
 	rep := formats.NewReport(io.Discard)
 	w := pretty.Dialect.NewWriter(out, formats.WriteOptions{Dialect: "pretty", Report: rep})
-	p := convert.NewPipeline(w, "pretty", convert.Options{Report: rep, Flush: func() error { return nil }})
+	p := convert.NewPipeline(w, pretty.Dialect, convert.Options{Report: rep, Flush: func() error { return nil }})
 	done := make(chan error, 1)
 	go func() { done <- p.Convert(context.Background(), convert.Input{Name: "live", R: pr}) }()
 

@@ -29,7 +29,7 @@ const (
 // paint wraps s in a colour when colour is on. Every painted piece resets
 // at its end, so that a line left open never leaks its colour.
 func (w *writer) paint(code, s string) string {
-	if !w.opts.Color || s == "" {
+	if !w.color || s == "" {
 		return s
 	}
 	return "\x1b[" + code + "m" + s + "\x1b[0m"

@@ -25,6 +25,23 @@ var Dialect = formats.Dialect{
 	Name:        "pretty",
 	Description: "a live view for a terminal: a line per tool call with status and duration, subagents indented, streamed text, a closing line with status, tokens and cost (write only)",
 	NewWriter:   newWriter,
+	Params: []formats.Param{{Key: ParamColor, Flag: "color", Default: "auto", Choices: []string{"auto", "always", "never"},
+		Usage: "colour the pretty view: auto (only on a terminal, never with NO_COLOR set), always or never"}},
+}
+
+// ParamColor is the writer parameter that turns colour on (always), off
+// (never), or on for a terminal that wants it (auto).
+const ParamColor = "pretty.color"
+
+// colorOn decides colour from the parameter, the terminal and NO_COLOR.
+func colorOn(o formats.WriteOptions) bool {
+	switch o.Param(ParamColor, "auto") {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return o.Terminal && o.Env("NO_COLOR") == "" && o.Env("TERM") != "dumb"
 }
 
 // Loss phrases: what the view does not show at all.
@@ -35,6 +52,8 @@ const (
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
+	// color: paint the output.
+	color bool
 	out  []byte // what one event prints, written at once
 	err  error
 
@@ -100,7 +119,7 @@ type call struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, atBOL: true}
+	return &writer{w: w, opts: o, color: colorOn(o), atBOL: true}
 }
 
 func (w *writer) Write(e *formats.Event) error {

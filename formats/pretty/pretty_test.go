@@ -18,7 +18,7 @@ func render(t *testing.T, color bool, evs ...*formats.Event) (string, map[string
 	t.Helper()
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
-	w := Dialect.NewWriter(&out, formats.WriteOptions{Dialect: "pretty", Report: rep, Color: color})
+	w := Dialect.NewWriter(&out, formats.WriteOptions{Dialect: "pretty", Report: rep, Params: map[string]string{ParamColor: colorParam(color)}})
 	for i, e := range evs {
 		if e.Arrived.IsZero() {
 			e.Arrived = formats.FixedEpoch.Add(time.Duration(i+1) * time.Millisecond)
@@ -411,4 +411,11 @@ func TestOddSequences(t *testing.T) {
   │   │ ✗ turn failed
 ✗
 `)
+}
+
+func colorParam(on bool) string {
+	if on {
+		return "always"
+	}
+	return "never"
 }

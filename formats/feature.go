@@ -1,0 +1,301 @@
+package formats
+
+import (
+	"math/bits"
+	"strings"
+)
+
+// Feature is one thing of the event model that a dialect's writer may or
+// may not be able to carry. Each Dialect declares the features its writer
+// carries (Dialect.Carries); Needs says which features an event uses; the
+// pipeline reports the difference as losses, in one vocabulary, and decides
+// --strict from it before the event is written (pandoc's extensions).
+type Feature uint64
+
+const (
+	// Timestamps: the source's time of an event (Event.Time).
+	Timestamps Feature = 1 << iota
+	// WorkingDirs: a run's or subagent's working directory.
+	WorkingDirs
+	// ModelNames: the model a run or subagent starts with.
+	ModelNames
+	// UserPrompts: UserMessage events.
+	UserPrompts
+	// AssistantText: the main agent's text (deltas and whole messages).
+	AssistantText
+	// Thinking: reasoning text (ThinkingDelta, Message.Thinking).
+	Thinking
+	// Turns: turn boundaries (TurnEnd).
+	Turns
+	// TurnStatuses: a turn that failed or was cancelled.
+	TurnStatuses
+	// ToolCalls: tool calls and their results.
+	ToolCalls
+	// ToolDurations: a tool call's duration as the source gives it.
+	ToolDurations
+	// CancelledCalls: a tool call ended as cancelled (not failed).
+	CancelledCalls
+	// Refusals: a tool call refused (Denied), as a refusal rather than a
+	// failure.
+	Refusals
+	// Subagents: subagents as agents of their own (AgentStart/AgentEnd),
+	// rather than flattened into the run.
+	Subagents
+	// SubagentCalls: the link from a subagent to the call that spawned it.
+	SubagentCalls
+	// SubagentText: a subagent's text.
+	SubagentText
+	// SubagentReports: the report a subagent ends with (AgentEnd.Text).
+	SubagentReports
+	// SubagentAnswers: an Answer of a subagent.
+	SubagentAnswers
+	// SubagentNotices: a Notice of a subagent.
+	SubagentNotices
+	// PermissionRequests and PermissionAnswers: approvals asked and given.
+	PermissionRequests
+	PermissionAnswers
+	// TodoLists: task lists.
+	TodoLists
+	// Compactions: the conversation was compacted.
+	Compactions
+	// CompactionSummaries: the summary text of a compaction.
+	CompactionSummaries
+	// ModelChanges: the agent switched models mid-run.
+	ModelChanges
+	// InfoNotices and WarningNotices: notices below error.
+	InfoNotices
+	WarningNotices
+	// TokenUsage: token counts, of requests or of the run.
+	TokenUsage
+	// PerRequestUsage: usage of each model request (Usage events), rather
+	// than only the run's totals.
+	PerRequestUsage
+	// CacheWrites: tokens written to the prompt cache, counted apart.
+	CacheWrites
+	// ReasoningTokens: reasoning tokens, counted apart.
+	ReasoningTokens
+	// Costs: cost in USD.
+	Costs
+	// RunDurations: a run's duration as the source gives it.
+	RunDurations
+	// RawEvents: events the reader could not interpret (Kind Raw); only
+	// their own dialect can print them.
+	RawEvents
+
+	featureCount = iota
+)
+
+// AllFeatures is every feature: what a dialect that carries everything of
+// the model declares.
+const AllFeatures Feature = 1<<featureCount - 1
+
+var featureNames = [featureCount]string{
+	"event timestamps", "working directories", "model names", "user prompts",
+	"assistant text", "thinking text", "turn boundaries", "turn statuses",
+	"tool calls", "tool call durations", "cancelled tool call statuses",
+	"refusals (written as failed tool calls)",
+	"subagents (flattened into the run)", "links from subagents to the calls that started them",
+	"subagent text", "subagent reports", "subagent answers", "subagent notices",
+	"permission requests", "permission answers", "todo lists", "compactions",
+	"compaction summaries", "model changes", "info notices", "warning notices",
+	"token usage", "per-request token usage (only the run's totals are kept)",
+	"cache write token counts", "reasoning token counts", "costs", "run durations",
+	"unknown events",
+}
+
+// Name is the feature's name as losses and the docs give it: a noun
+// phrase ("thinking text").
+func (f Feature) Name() string {
+	if f == 0 || f&(f-1) != 0 || f > AllFeatures {
+		return f.String()
+	}
+	return featureNames[bits.TrailingZeros64(uint64(f))]
+}
+
+// Each calls fn for each feature in the set, in declaration order.
+func (f Feature) Each(fn func(Feature)) {
+	for f != 0 {
+		one := f & -f
+		fn(one)
+		f &^= one
+	}
+}
+
+// String joins the names of the features in the set.
+func (f Feature) String() string {
+	var names []string
+	for one := f & AllFeatures; one != 0; one &= one - 1 {
+		names = append(names, featureNames[bits.TrailingZeros64(uint64(one))])
+	}
+	return strings.Join(names, ", ")
+}
+
+// Features lists every feature, in declaration order.
+func Features() []Feature {
+	out := make([]Feature, featureCount)
+	for i := range out {
+		out[i] = 1 << i
+	}
+	return out
+}
+
+// implied: a feature whose loss is already said by the loss of another is
+// not reported again (a failed turn's status goes with its turn).
+var implied = map[Feature]Feature{
+	TurnStatuses:        Turns,
+	CompactionSummaries: Compactions,
+	SubagentCalls:       Subagents,
+	PerRequestUsage:     TokenUsage,
+	CacheWrites:         TokenUsage,
+	ReasoningTokens:     TokenUsage,
+}
+
+// Needs says which features an event uses. It is the one place that maps
+// the model onto features; the pipeline compares it with what the target
+// carries.
+func Needs(e *Event) Feature {
+	var f Feature
+	if !e.Time.IsZero() && !e.Synthetic {
+		f |= Timestamps
+	}
+	sub := e.Agent != ""
+	switch e.Kind {
+	case RunStart:
+		if e.Run.Cwd != "" {
+			f |= WorkingDirs
+		}
+		if e.Run.Model != "" {
+			f |= ModelNames
+		}
+	case RunEnd:
+		if e.Duration > 0 && !e.Synthetic {
+			f |= RunDurations
+		}
+		f |= usageNeeds(&e.Usage)
+	case AgentStart:
+		f |= Subagents
+		if e.AgentInfo.ParentCall != "" {
+			f |= SubagentCalls
+		}
+		if e.AgentInfo.Cwd != "" {
+			f |= WorkingDirs
+		}
+		if e.AgentInfo.Model != "" {
+			f |= ModelNames
+		}
+	case AgentEnd:
+		f |= Subagents
+		if e.Text != "" {
+			f |= SubagentReports
+		}
+	case TurnEnd:
+		f |= Turns
+		if e.Status == Failed || e.Status == Cancelled {
+			f |= TurnStatuses
+		}
+	case UserMessage:
+		f |= UserPrompts
+	case TextDelta:
+		f |= textNeed(sub)
+	case ThinkingDelta:
+		f |= Thinking
+	case Message:
+		if e.Text != "" {
+			f |= textNeed(sub)
+		}
+		if e.Thinking != "" {
+			f |= Thinking
+		}
+	case ToolCall:
+		f |= ToolCalls
+	case ToolResult:
+		f |= ToolCalls
+		if e.Duration > 0 {
+			f |= ToolDurations
+		}
+		switch e.Call.Status {
+		case Cancelled:
+			f |= CancelledCalls
+		case Denied:
+			f |= Refusals
+		}
+	case PermissionRequest:
+		f |= PermissionRequests
+	case PermissionAnswer:
+		f |= PermissionAnswers
+	case Usage:
+		f |= PerRequestUsage | usageNeeds(&e.Usage)
+	case Todos:
+		f |= TodoLists
+	case Compaction:
+		f |= Compactions
+		if e.Text != "" {
+			f |= CompactionSummaries
+		}
+	case Notice:
+		switch {
+		case sub:
+			f |= SubagentNotices
+		case e.Severity == Info:
+			f |= InfoNotices
+		case e.Severity == Warning:
+			f |= WarningNotices
+		}
+	case ModelChange:
+		f |= ModelChanges
+	case Answer:
+		if sub {
+			f |= SubagentAnswers
+		}
+	case Raw:
+		f |= RawEvents
+	}
+	return f
+}
+
+func textNeed(sub bool) Feature {
+	if sub {
+		return SubagentText
+	}
+	return AssistantText
+}
+
+func usageNeeds(u *UsageInfo) Feature {
+	var f Feature
+	if u.InputTokens.OK || u.OutputTokens.OK || u.CacheReadTokens.OK || u.TotalTokens.OK ||
+		u.CacheWriteTokens.OK || u.ReasoningTokens.OK {
+		f |= TokenUsage
+	}
+	if u.CacheWriteTokens.V > 0 {
+		f |= CacheWrites
+	}
+	if u.ReasoningTokens.V > 0 {
+		f |= ReasoningTokens
+	}
+	if u.CostUSD.OK {
+		f |= Costs
+	}
+	return f
+}
+
+// Missing is what of the features an event needs a target that carries
+// `carries` cannot carry, less what the loss of another already says.
+func Missing(needs, carries Feature) Feature {
+	m := needs &^ carries
+	for f, parent := range implied {
+		if m&f != 0 && m&parent != 0 {
+			m &^= f
+		}
+	}
+	return m
+}
+
+// LossName is how a loss of one feature of an event is named: the
+// feature's name, and for raw events their dialect ("unknown codex
+// events").
+func LossName(f Feature, e *Event) string {
+	if f == RawEvents && e != nil && e.Source.Dialect != "" {
+		return "unknown " + e.Source.Dialect + " events"
+	}
+	return f.Name()
+}
