@@ -353,3 +353,31 @@ func (v *RunView) failure(e *Event) string {
 	}
 	return "the run failed"
 }
+
+// ViewFor gives a writer the run view: the pipeline's (WriteOptions.Run),
+// or, for a writer used outside a pipeline, one of its own that Follow
+// feeds.
+func ViewFor(o WriteOptions) *RunFollower {
+	if o.Run != nil {
+		return &RunFollower{v: o.Run}
+	}
+	return &RunFollower{v: &RunView{}, own: true}
+}
+
+// RunFollower holds a writer's run view.
+type RunFollower struct {
+	v   *RunView
+	own bool
+}
+
+// Follow is called by the writer with each event it is given (written or
+// observed), first; it returns the view, up to date with the event.
+func (f *RunFollower) Follow(e *Event) *RunView {
+	if f.own {
+		f.v.Observe(e)
+	}
+	return f.v
+}
+
+// View returns the view without following an event.
+func (f *RunFollower) View() *RunView { return f.v }
