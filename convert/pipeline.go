@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -329,7 +330,7 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 			}
 		}
 	} else {
-		if p.to.Carries != 0 {
+		if p.to.Carries != 0 && !slices.Contains(p.to.Resends, ev.Source.Dialect) {
 			if err := p.lose(ev); err != nil {
 				return err
 			}

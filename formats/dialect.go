@@ -37,6 +37,9 @@ type Dialect struct {
 	// cannot keep of an event whose features it carries (adal-json's
 	// output previews). The docs' loss table lists them.
 	Quirks []string
+	// Resends names the dialects whose records the writer passes on as
+	// they are (otlp resends what otlp-json holds): nothing of them is lost.
+	Resends []string
 	// Params are the writer's settings, which the command line offers as
 	// flags; WriteOptions.Params has their values by Key.
 	Params []Param

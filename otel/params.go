@@ -36,3 +36,17 @@ var (
 )
 
 const category = "OpenTelemetry"
+
+// What the spans carry of the model: everything but the text of the
+// conversation, the todo lists and working directories.
+const carries = formats.AllFeatures &^ (formats.AssistantText | formats.SubagentText | formats.Thinking |
+	formats.UserPrompts | formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
+
+// The losses of the span encoding itself.
+const (
+	lostAnswers     = "answers"
+	lostContent     = "tool arguments and results (without --otlp-content)"
+	lostContentPast = "tool arguments and results past --otlp-content-limit"
+)
+
+var quirks = []string{lostAnswers, lostContent, lostContentPast}

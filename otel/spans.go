@@ -233,19 +233,10 @@ func (b *builder) write(e *formats.Event) {
 		a.usage.Add(e.Usage)
 	case formats.TextDelta, formats.Message:
 		b.content(e.Agent, a, t)
-		b.lose("assistant text", e.Text != "")
-		b.lose("thinking text", e.Thinking != "")
 	case formats.ThinkingDelta:
 		b.content(e.Agent, a, t)
-		b.lose("thinking text", true)
-	case formats.UserMessage:
-		b.lose("user prompts", true)
-	case formats.Todos:
-		b.lose("todo lists", true)
 	case formats.Answer:
-		b.lose("answers", e.Text != "")
-	case formats.Raw:
-		b.lose("unknown "+e.Source.Dialect+" events", true)
+		b.lose(lostAnswers, e.Text != "")
 	}
 	if !a.hasIdle && a.turn == nil {
 		a.idle, a.hasIdle = t, true
@@ -297,7 +288,6 @@ func (b *builder) startRun(e *formats.Event) {
 	if e.Run.Provider != "" {
 		root.set(attribute.String(keyProvider, e.Run.Provider))
 	}
-	b.lose("working directories", e.Run.Cwd != "")
 	b.agents[""] = &agent{span: root}
 }
 
@@ -535,12 +525,12 @@ func recordContent[T ~string | ~[]byte](b *builder, s *span, key string, v T) {
 		return
 	}
 	if !b.cfg.content {
-		b.lose("tool arguments and results (without --otlp-content)", true)
+		b.lose(lostContent, true)
 		return
 	}
 	if len(v) > b.cfg.contentLimit {
 		v = v[:b.cfg.contentLimit]
-		b.lose("tool arguments and results past --otlp-content-limit", true)
+		b.lose(lostContentPast, true)
 	}
 	s.set(attribute.String(key, string(v)))
 }
@@ -598,7 +588,6 @@ func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Stat
 	if status == formats.Failed || status == formats.Cancelled {
 		a.span.fail(status, "")
 	}
-	b.lose("subagent reports", text != "")
 	b.setUsage(a.span, a.usage)
 	b.end(a.span, t)
 	a.done = true

@@ -21,6 +21,9 @@ var OTLP = formats.Dialect{
 	NewWriter:   newOTLPWriter,
 	Remote:      true,
 	Params:      otlpParams,
+	Carries:     carries,
+	Quirks:      quirks,
+	Resends:     []string{"otlp-json"},
 }
 
 // OTLPJSON is the same spans as OTLP/JSON lines, one request per run.
@@ -31,6 +34,8 @@ var OTLPJSON = formats.Dialect{
 	NewWriter:   newJSONWriter,
 	Detect:      detect,
 	Params:      spanParams,
+	Carries:     carries,
+	Quirks:      quirks,
 }
 
 // writer turns events into spans and hands them to a sink. Events read
