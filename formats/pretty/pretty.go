@@ -54,8 +54,8 @@ type writer struct {
 	opts formats.WriteOptions
 	// color: paint the output.
 	color bool
-	out  []byte // what one event prints, written at once
-	err  error
+	out   []byte // what one event prints, written at once
+	err   error
 
 	// The cursor: atBOL when the last thing printed ended its line. open
 	// is the key of a call or permission line left open for its result.
