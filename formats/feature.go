@@ -78,6 +78,9 @@ const (
 	Costs
 	// RunDurations: a run's duration as the source gives it.
 	RunDurations
+	// RunOutcomes: that a run failed, was cancelled or refused, and its
+	// exit code.
+	RunOutcomes
 	// RawEvents: events the reader could not interpret (Kind Raw); only
 	// their own dialect can print them.
 	RawEvents
@@ -100,7 +103,7 @@ var featureNames = [featureCount]string{
 	"compaction summaries", "model changes", "info notices", "warning notices",
 	"token usage", "per-request token usage (only the run's totals are kept)",
 	"cache write token counts", "reasoning token counts", "costs", "run durations",
-	"unknown events",
+	"outcomes of runs that did not succeed", "unknown events of other dialects",
 }
 
 // Name is the feature's name as losses and the docs give it: a noun
@@ -170,6 +173,9 @@ func Needs(e *Event) Feature {
 	case RunEnd:
 		if e.Duration > 0 && !e.Synthetic {
 			f |= RunDurations
+		}
+		if e.Status != Completed {
+			f |= RunOutcomes
 		}
 		f |= usageNeeds(&e.Usage)
 	case AgentStart:

@@ -1,0 +1,212 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// These tests check that a run means the same in every target: its
+// outcome, its usage totals and its calls, over every fixture and every
+// dialect that can be both written and read.
+
+// runFacts is what the run view says of one run.
+type runFacts struct {
+	success bool
+	code    int
+	usage   formats.UsageInfo
+	calls   int
+}
+
+// captureWriter records the run view at each RunEnd.
+type captureWriter struct {
+	view *formats.RunView
+	runs []runFacts
+}
+
+func (c *captureWriter) Write(e *formats.Event) error {
+	if e.Kind == formats.RunEnd {
+		v := c.view
+		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All())})
+	}
+	return nil
+}
+func (c *captureWriter) Close() error { return nil }
+
+// readFacts reads an input of a dialect (detected when from is empty) and
+// returns the facts of its runs.
+func readFacts(t *testing.T, from, data string) []runFacts {
+	t.Helper()
+	c := &captureWriter{view: &formats.RunView{}}
+	opts := Options{View: c.view, Report: formats.NewReport(&bytes.Buffer{}), Lenient: true}
+	if from != "" {
+		d, ok := Lookup(from)
+		if !ok {
+			t.Fatalf("no dialect %s", from)
+		}
+		opts.From = d
+	}
+	p := NewPipeline(c, formats.Dialect{Name: "capture"}, opts)
+	if err := p.Convert(context.Background(), Input{Name: "in", R: strings.NewReader(data)}); err != nil {
+		t.Fatalf("reading %s back: %v", from, err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return c.runs
+}
+
+// convertTo runs the command line on data and returns its output.
+func convertTo(t *testing.T, data, from, to string) (string, string) {
+	t.Helper()
+	args := []string{"--deterministic", "--lenient", "--to", to}
+	if from != "" {
+		args = append(args, "--from", from)
+	}
+	code, out, stderr := runCLI(data, args...)
+	if code != 0 {
+		t.Fatalf("--from %q --to %s: exit %d: %s", from, to, code, stderr)
+	}
+	return out, stderr
+}
+
+// roundTargets are the dialects a run can go through and come back from.
+func roundTargets() []formats.Dialect {
+	var out []formats.Dialect
+	for _, d := range Dialects {
+		if d.NewReader != nil && d.NewWriter != nil && !d.Remote {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+type adalObject struct {
+	Success   bool              `json:"success"`
+	ExitCode  int               `json:"exit_code"`
+	ToolCalls []json.RawMessage `json:"tool_calls"`
+}
+
+func adalObjects(t *testing.T, out string) []adalObject {
+	t.Helper()
+	var objs []adalObject
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var o adalObject
+		if err := json.Unmarshal([]byte(l), &o); err != nil {
+			t.Fatalf("adal-json output: %v: %s", err, l)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+func fixtureData(t *testing.T, path string) string {
+	t.Helper()
+	return readFixture(t, path)
+}
+
+// TestOutcomeAgrees: X → adal-json and X → T → adal-json agree on success
+// and exit_code, for every target T that carries run outcomes; and
+// --exit-status gives the last run's code for every target.
+func TestOutcomeAgrees(t *testing.T) {
+	for _, in := range fixtures(t) {
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
+		data := fixtureData(t, in)
+		direct := adalObjects(t, first(convertTo(t, data, "", "adal-json")))
+		for _, T := range roundTargets() {
+			t.Run(rel+"→"+T.Name, func(t *testing.T) {
+				mid, stderr := convertTo(t, data, "", T.Name)
+				if len(direct) > 0 {
+					last := direct[len(direct)-1].ExitCode
+					code, _, _ := runCLI(data, "--deterministic", "--lenient", "--exit-status", "--to", T.Name)
+					if code != last {
+						t.Errorf("--exit-status --to %s exits %d; adal-json says exit_code %d", T.Name, code, last)
+					}
+				}
+				if T.Carries&formats.RunOutcomes == 0 {
+					return
+				}
+				back := adalObjects(t, first(convertTo(t, mid, T.Name, "adal-json")))
+				if len(back) != len(direct) {
+					t.Fatalf("%d runs through %s, %d directly", len(back), T.Name, len(direct))
+				}
+				codesLost := strings.Contains(stderr, "exit codes")
+				for i := range direct {
+					if back[i].Success != direct[i].Success {
+						t.Errorf("run %d: success %v through %s, %v directly", i+1, back[i].Success, T.Name, direct[i].Success)
+					}
+					if back[i].ExitCode != direct[i].ExitCode && !codesLost {
+						t.Errorf("run %d: exit_code %d through %s, %d directly (and no loss of exit codes reported)",
+							i+1, back[i].ExitCode, T.Name, direct[i].ExitCode)
+					}
+				}
+			})
+		}
+	}
+}
+
+func first(a, _ string) string { return a }
+
+// TestUsageSurvives: the run's usage totals read back from otlp-json are
+// the same after X → T → otlp-json as after X → otlp-json, wherever T
+// carries usage; and no count is ever negative.
+func TestUsageSurvives(t *testing.T) {
+	for _, in := range fixtures(t) {
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
+		data := fixtureData(t, in)
+		direct := readFacts(t, "otlp-json", first(convertTo(t, data, "", "otlp-json")))
+		for _, r := range direct {
+			checkNotNegative(t, rel, r.usage)
+		}
+		for _, T := range roundTargets() {
+			if T.Carries&formats.TokenUsage == 0 {
+				continue
+			}
+			t.Run(rel+"→"+T.Name, func(t *testing.T) {
+				mid, _ := convertTo(t, data, "", T.Name)
+				back := readFacts(t, "otlp-json", first(convertTo(t, mid, T.Name, "otlp-json")))
+				if len(back) != len(direct) {
+					t.Fatalf("%d runs through %s, %d directly", len(back), T.Name, len(direct))
+				}
+				for i := range direct {
+					d, b := direct[i].usage, back[i].usage
+					checkNotNegative(t, rel+"→"+T.Name, b)
+					same := func(what string, x, y formats.Opt[int64], carried bool) {
+						if carried && x.V != y.V {
+							t.Errorf("run %d: %s %d through %s, %d directly", i+1, what, y.V, T.Name, x.V)
+						}
+					}
+					same("input tokens", d.InputTokens, b.InputTokens, true)
+					same("output tokens", d.OutputTokens, b.OutputTokens, true)
+					same("cache read tokens", d.CacheReadTokens, b.CacheReadTokens, true)
+					same("cache write tokens", d.CacheWriteTokens, b.CacheWriteTokens, T.Carries&formats.CacheWrites != 0)
+					if T.Carries&formats.Costs != 0 && (d.CostUSD.V-b.CostUSD.V > 1e-9 || b.CostUSD.V-d.CostUSD.V > 1e-9) {
+						t.Errorf("run %d: cost %v through %s, %v directly", i+1, b.CostUSD.V, T.Name, d.CostUSD.V)
+					}
+				}
+			})
+		}
+	}
+}
+
+func checkNotNegative(t *testing.T, where string, u formats.UsageInfo) {
+	t.Helper()
+	for _, c := range []formats.Opt[int64]{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.ReasoningTokens, u.TotalTokens} {
+		if c.V < 0 {
+			t.Errorf("%s: a negative token count: %+v", where, u)
+			return
+		}
+	}
+	if u.CostUSD.V < 0 {
+		t.Errorf("%s: a negative cost: %+v", where, u)
+	}
+}
+
