@@ -209,4 +209,3 @@ func checkNotNegative(t *testing.T, where string, u formats.UsageInfo) {
 		t.Errorf("%s: a negative cost: %+v", where, u)
 	}
 }
-

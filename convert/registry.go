@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/adal"
+	"github.com/agentconv/agentconv/formats/atif"
 	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/cliagents"
 	"github.com/agentconv/agentconv/formats/codex"
@@ -37,6 +38,7 @@ var Dialects = []formats.Dialect{
 	gemini.JSON,
 	otel.OTLP,
 	otel.OTLPJSON,
+	atif.Dialect,
 }
 
 // Lookup finds a dialect by name or alias.

@@ -1,0 +1,127 @@
+package convert
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// oracles is where the formats' own definitions are: ../shared/oracles
+// beside the clone.
+var oracles = filepath.Join("..", "..", "shared", "oracles")
+
+// needOracle skips a test whose oracle cannot run here, except under CI,
+// where a missing oracle is a failure.
+func needOracle(t *testing.T, why string, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: %v", why, err)
+	}
+	t.Skipf("%s (%v); CI runs it", why, err)
+}
+
+// harborValidate runs Harbor's own ATIF validator on files, in one Python
+// process, and returns the files it rejects with its errors.
+func harborValidate(t *testing.T, files []string) map[string]string {
+	t.Helper()
+	dir := filepath.Join(oracles, "atif")
+	if _, err := os.Stat(filepath.Join(dir, "harbor", "utils", "trajectory_validator.py")); err != nil {
+		needOracle(t, "Harbor's ATIF validator is not in ../shared/oracles", err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		needOracle(t, "no python3 for Harbor's ATIF validator", err)
+	}
+	script := `import sys, json
+from harbor.utils.trajectory_validator import TrajectoryValidator
+for path in sys.argv[1:]:
+    v = TrajectoryValidator()
+    if not v.validate(path, validate_images=False):
+        print(json.dumps({"file": path, "errors": v.get_errors()}))
+`
+	if out, err := exec.Command(py, "-c", "import pydantic; assert pydantic.VERSION.startswith('2')").CombinedOutput(); err != nil {
+		needOracle(t, "no pydantic 2 for Harbor's ATIF validator", fmt.Errorf("%v: %s", err, out))
+	}
+	cmd := exec.Command(py, append([]string{"-c", script}, files...)...)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("Harbor's validator failed to run: %v: %s", err, stderr.String())
+	}
+	bad := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l == "" {
+			continue
+		}
+		var r struct {
+			File   string   `json:"file"`
+			Errors []string `json:"errors"`
+		}
+		if err := formats.Unmarshal(0, []byte(l), &r); err != nil {
+			t.Fatalf("validator output: %v", err)
+		}
+		bad[r.File] = strings.Join(r.Errors, "; ")
+	}
+	return bad
+}
+
+// TestATIFValidates: every trajectory written from every fixture passes
+// Harbor's own validator.
+func TestATIFValidates(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	from := map[string]string{}
+	for _, in := range fixtures(t) {
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
+		out, _ := convertTo(t, readFixture(t, in), "", "atif")
+		values := formats.NewValueReader(strings.NewReader(out))
+		for i := 1; ; i++ {
+			doc, _, err := values.Next()
+			if err != nil {
+				break
+			}
+			f := filepath.Join(dir, fmt.Sprintf("%s.%d.json", strings.ReplaceAll(rel, string(filepath.Separator), "_"), i))
+			if err := os.WriteFile(f, doc, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+			from[f] = fmt.Sprintf("%s, run %d", rel, i)
+		}
+	}
+	if len(files) < len(fixtures(t)) {
+		t.Fatalf("only %d trajectories from %d fixtures", len(files), len(fixtures(t)))
+	}
+	for f, errs := range harborValidate(t, files) {
+		t.Errorf("%s: Harbor's validator rejects the trajectory: %s", from[f], errs)
+	}
+	t.Logf("%d trajectories from %d fixtures validated", len(files), len(fixtures(t)))
+}
+
+// TestHarborValidatorRejects: the oracle can fail: a trajectory without
+// steps, or with a result for a call of another step, is rejected.
+func TestHarborValidatorRejects(t *testing.T) {
+	dir := t.TempDir()
+	bad := map[string]string{
+		"no-steps.json":     `{"schema_version":"ATIF-v1.7","agent":{"name":"a","version":""},"steps":[]}`,
+		"foreign-call.json": `{"schema_version":"ATIF-v1.7","agent":{"name":"a","version":""},"steps":[{"step_id":1,"source":"agent","message":"","observation":{"results":[{"source_call_id":"nope","content":"x"}]}}]}`,
+	}
+	var files []string
+	for name, doc := range bad {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if got := harborValidate(t, files); len(got) != len(bad) {
+		t.Errorf("the validator rejected %d of %d invalid trajectories: %v", len(got), len(bad), got)
+	}
+}
