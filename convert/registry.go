@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/acp"
 	"github.com/agentconv/agentconv/formats/adal"
 	"github.com/agentconv/agentconv/formats/atif"
 	"github.com/agentconv/agentconv/formats/claude"
@@ -39,6 +40,7 @@ var Dialects = []formats.Dialect{
 	otel.OTLP,
 	otel.OTLPJSON,
 	atif.Dialect,
+	acp.Dialect,
 }
 
 // Lookup finds a dialect by name or alias.

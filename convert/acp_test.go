@@ -1,0 +1,122 @@
+package convert
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// acpValidate checks each line of each file against ACP's own JSON Schema
+// (../shared/oracles/acp/schema.json) with Python's jsonschema: the whole
+// message against the schema, and its params or result against the
+// definition of its method. It returns the lines it rejects.
+func acpValidate(t *testing.T, files []string) []string {
+	t.Helper()
+	schema := filepath.Join(oracles, "acp", "schema.json")
+	if _, err := os.Stat(schema); err != nil {
+		needOracle(t, "ACP's schema is not in ../shared/oracles", err)
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		needOracle(t, "no python3 for ACP's schema", err)
+	}
+	if out, err := exec.Command(py, "-c", "import jsonschema").CombinedOutput(); err != nil {
+		needOracle(t, "no jsonschema for ACP's schema", fmt.Errorf("%v: %s", err, out))
+	}
+	script := `import sys, json, jsonschema
+schema = json.load(open(sys.argv[1]))
+defs = schema["$defs"]
+V = jsonschema.Draft202012Validator
+root = V(schema)
+def part(name):
+    return V({"$ref": "#/$defs/" + name, "$defs": defs})
+by_method = {"session/update": part("SessionNotification"),
+             "session/request_permission": part("RequestPermissionRequest"),
+             "session/prompt": part("PromptRequest")}
+permission, prompt = part("RequestPermissionResponse"), part("PromptResponse")
+checked = 0
+for path in sys.argv[2:]:
+    for no, line in enumerate(open(path, encoding="utf-8"), 1):
+        if not line.strip():
+            continue
+        checked += 1
+        where = "%s:%d" % (path, no)
+        try:
+            m = json.loads(line)
+        except ValueError as e:
+            print("%s: not JSON: %s" % (where, e)); continue
+        errs = [e.message for e in root.iter_errors(m)]
+        if "method" in m:
+            v = by_method.get(m["method"])
+            if v is None:
+                errs.append("a method the writer does not send: " + m["method"])
+            else:
+                errs += [e.message for e in v.iter_errors(m.get("params"))]
+        elif "result" in m:
+            v = prompt if "stopReason" in (m["result"] or {}) else permission
+            errs += [e.message for e in v.iter_errors(m["result"])]
+        elif "error" not in m:
+            errs.append("neither a request, a notification nor a response")
+        for e in errs:
+            print("%s: %s" % (where, e[:300]))
+print("checked", checked, file=sys.stderr)
+`
+	cmd := exec.Command(py, append([]string{"-c", script, schema}, files...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the schema check failed to run: %v: %s", err, stderr.String())
+	}
+	t.Log(strings.TrimSpace(stderr.String()))
+	var bad []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l != "" {
+			bad = append(bad, l)
+		}
+	}
+	return bad
+}
+
+// TestACPValidates: every line written as acp from every fixture is valid
+// under ACP's own schema.
+func TestACPValidates(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, in := range fixtures(t) {
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
+		out, _ := convertTo(t, readFixture(t, in), "", "acp")
+		f := filepath.Join(dir, strings.ReplaceAll(rel, string(filepath.Separator), "_")+".acp.jsonl")
+		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	for _, b := range acpValidate(t, files) {
+		t.Error(b)
+	}
+}
+
+// TestACPSchemaRejects: the check can fail: a tool call without its
+// title, and a plan entry with a status ACP does not have.
+func TestACPSchemaRejects(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "bad.jsonl")
+	bad := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c"}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"x","priority":"medium","status":"blocked"}]}}}
+`
+	if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := acpValidate(t, []string{f})
+	lines := map[string]bool{}
+	for _, b := range got {
+		lines[strings.SplitN(b[len(f):], ":", 3)[1]] = true
+	}
+	if !lines["1"] || !lines["2"] {
+		t.Errorf("the schema check did not reject both invalid lines: %v", got)
+	}
+}

@@ -1,0 +1,429 @@
+package acp
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+type reader struct {
+	lines *formats.LineReader
+	opts  formats.ReadOptions
+	queue formats.EventQueue
+	open  bool
+	// prompts are the ids of session/prompt requests without a response.
+	prompts map[string]bool
+	// perms are the permission requests without an answer: their call and
+	// the kinds of their options.
+	perms map[string]*permission
+	names map[string]string // call id → tool name
+	calls map[string]bool   // calls started
+	// cost is the session's cumulative cost that the last usage_update
+	// gave, by session: each update's cost is what it adds.
+	cost map[string]float64
+}
+
+type permission struct {
+	call  string
+	kinds map[string]string // optionId → kind
+}
+
+func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return &reader{lines: formats.NewLineReader(r), opts: o, prompts: map[string]bool{}, perms: map[string]*permission{},
+		names: map[string]string{}, calls: map[string]bool{}, cost: map[string]float64{}}
+}
+
+func (r *reader) Next() (*formats.Event, error) {
+	for r.queue.Len() == 0 {
+		if err := r.readRecord(); err != nil {
+			return nil, err
+		}
+	}
+	return r.queue.Pop(), nil
+}
+
+func (r *reader) readRecord() error {
+	line, err := r.lines.Next()
+	if err != nil {
+		return err
+	}
+	n := r.lines.Line()
+	var m message
+	if err := formats.UnmarshalObject(n, line, &m); err != nil {
+		return err
+	}
+	if m.JSONRPC == "" {
+		// Harbor's acp-events.jsonl: {event_type, payload}.
+		var env struct {
+			EventType string          `json:"event_type"`
+			Payload   json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(line, &env) == nil && len(env.Payload) > 0 && env.Payload[0] == '{' {
+			m = message{}
+			if err := formats.UnmarshalObject(n, env.Payload, &m); err != nil {
+				return err
+			}
+		}
+	}
+	typ := m.Method
+	if typ == "" {
+		typ = "response"
+	}
+	evs := r.events(&m, &typ)
+	if len(evs) == 0 {
+		evs = []*formats.Event{{Kind: formats.Raw}}
+	}
+	r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: typ, Line: append([]byte(nil), line...), LineNo: n}, evs...)
+	return nil
+}
+
+// events reads one message.
+func (r *reader) events(m *message, typ *string) []*formats.Event {
+	var evs []*formats.Event
+	id := strings.TrimSpace(string(m.ID))
+	switch {
+	case m.Method == methodPrompt:
+		var p struct {
+			SessionID string            `json:"sessionId"`
+			Prompt    []json.RawMessage `json:"prompt"`
+		}
+		json.Unmarshal(m.Params, &p)
+		evs = append(evs, r.start(p.SessionID)...)
+		r.prompts[id] = true
+		if t := contentText(p.Prompt); t != "" {
+			evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: t})
+		}
+	case m.Method == methodUpdate:
+		var p struct {
+			SessionID string          `json:"sessionId"`
+			Update    json.RawMessage `json:"update"`
+		}
+		json.Unmarshal(m.Params, &p)
+		evs = r.update(p.SessionID, p.Update, typ)
+	case m.Method == methodPermission:
+		var p struct {
+			SessionID string `json:"sessionId"`
+			ToolCall  struct {
+				ID    string `json:"toolCallId"`
+				Title string `json:"title"`
+			} `json:"toolCall"`
+			Options []struct {
+				ID   string `json:"optionId"`
+				Kind string `json:"kind"`
+			} `json:"options"`
+		}
+		json.Unmarshal(m.Params, &p)
+		evs = append(evs, r.start(p.SessionID)...)
+		perm := &permission{call: p.ToolCall.ID, kinds: map[string]string{}}
+		for _, o := range p.Options {
+			perm.kinds[o.ID] = o.Kind
+		}
+		r.perms[id] = perm
+		evs = append(evs, &formats.Event{Kind: formats.PermissionRequest, Permission: formats.Permission{RequestID: id},
+			Call: formats.Call{ID: p.ToolCall.ID, Name: r.names[p.ToolCall.ID], Summary: p.ToolCall.Title}})
+	case m.Method != "":
+		// Session setup, files, terminals: nothing of a run.
+	case r.perms[id] != nil && len(m.Result) > 0:
+		perm := r.perms[id]
+		delete(r.perms, id)
+		var res struct {
+			Outcome struct {
+				Outcome  string `json:"outcome"`
+				OptionID string `json:"optionId"`
+			} `json:"outcome"`
+			Meta map[string]map[string]any `json:"_meta"`
+		}
+		json.Unmarshal(m.Result, &res)
+		allowed := res.Outcome.Outcome == "selected" && strings.HasPrefix(perm.kinds[res.Outcome.OptionID], "allow")
+		reason, _ := res.Meta[metaKey]["reason"].(string)
+		*typ = "permission_response"
+		evs = append(evs, &formats.Event{Kind: formats.PermissionAnswer,
+			Permission: formats.Permission{RequestID: id, Allowed: allowed, Reason: reason}})
+	case r.prompts[id] || isPromptResult(m.Result) || m.Error != nil && (r.open || bytes.Contains(m.Error.Data, []byte(`"`+metaKey+`"`))):
+		delete(r.prompts, id)
+		*typ = "prompt_response"
+		evs = append(evs, r.start("")...) // a turn that sent nothing before its end
+		evs = append(evs, r.end(m))
+	}
+	return evs
+}
+
+func isPromptResult(res json.RawMessage) bool {
+	return len(res) > 0 && bytes.Contains(res, []byte(`"stopReason"`))
+}
+
+// start opens a run if none is open.
+func (r *reader) start(session string) []*formats.Event {
+	if r.open {
+		return nil
+	}
+	r.open = true
+	clear(r.calls)
+	return []*formats.Event{{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session}}}
+}
+
+type update struct {
+	SessionUpdate string            `json:"sessionUpdate"`
+	Content       json.RawMessage   `json:"content"`
+	ToolCallID    string            `json:"toolCallId"`
+	Title         *string           `json:"title"`
+	Kind          string            `json:"kind"`
+	Status        *string           `json:"status"`
+	RawInput      json.RawMessage   `json:"rawInput"`
+	RawOutput     json.RawMessage   `json:"rawOutput"`
+	Entries       []json.RawMessage `json:"entries"`
+	Used          *int64            `json:"used"`
+	Size          *int64            `json:"size"`
+	Cost          *struct {
+		Amount float64 `json:"amount"`
+	} `json:"cost"`
+	Meta map[string]map[string]any `json:"_meta"`
+}
+
+// update reads a session/update notification.
+func (r *reader) update(session string, raw json.RawMessage, typ *string) []*formats.Event {
+	var u update
+	json.Unmarshal(raw, &u)
+	*typ = methodUpdate + "/" + u.SessionUpdate
+	evs := r.start(session)
+	me := u.Meta[metaKey]
+	agent, _ := me["agent"].(string)
+	switch u.SessionUpdate {
+	case "user_message_chunk", "user_message":
+		evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: blockText(u.Content)})
+	case "agent_message_chunk":
+		evs = append(evs, &formats.Event{Kind: formats.TextDelta, Text: blockText(u.Content)})
+	case "agent_message":
+		evs = append(evs, &formats.Event{Kind: formats.Message, Text: blockText(u.Content)})
+	case "agent_thought_chunk":
+		evs = append(evs, &formats.Event{Kind: formats.ThinkingDelta, Text: blockText(u.Content)})
+	case "agent_thought":
+		evs = append(evs, &formats.Event{Kind: formats.Message, Thinking: blockText(u.Content)})
+	case "tool_call", "tool_call_update":
+		evs = append(evs, r.tool(&u, agent, me)...)
+		if len(evs) == 0 && u.Status != nil {
+			// A status on its way (in_progress): the model has no place for it.
+			*typ += "/" + *u.Status
+		}
+	case "plan", "plan_update":
+		var todos []formats.Todo
+		for _, e := range u.Entries {
+			var pe struct {
+				Content string `json:"content"`
+				Status  string `json:"status"`
+			}
+			json.Unmarshal(e, &pe)
+			todos = append(todos, formats.Todo{Content: pe.Content, Status: pe.Status})
+		}
+		evs = append(evs, &formats.Event{Kind: formats.Todos, Todos: todos})
+	case "usage_update":
+		ev := &formats.Event{Kind: formats.Usage, Agent: agent}
+		if len(me) > 0 {
+			ev.Usage = metaUsage(me)
+		} else if u.Used != nil {
+			ev.Usage.ContextTokens = formats.OptFrom(u.Used)
+		}
+		if u.Size != nil && me["sizeUnknown"] != true {
+			ev.Usage.ContextTokens = formats.OptFrom(u.Size)
+		}
+		if u.Cost != nil {
+			// ACP's cost is the session's so far.
+			add := u.Cost.Amount - r.cost[session]
+			if add < 0 { // a new count began
+				add = u.Cost.Amount
+			}
+			r.cost[session] = u.Cost.Amount
+			if _, ok := me["costUsd"]; !ok {
+				ev.Usage.CostUSD = formats.Some(add)
+			}
+		}
+		evs = append(evs, ev)
+	default:
+		// available commands, modes, session info, v2's state and terminal
+		// updates: kept as they are.
+		evs = append(evs, &formats.Event{Kind: formats.Raw})
+	}
+	return evs
+}
+
+// tool reads a tool call or an update of one: v2 folds the start into the
+// update, so an update of an unknown call starts it.
+func (r *reader) tool(u *update, agent string, me map[string]any) []*formats.Event {
+	var evs []*formats.Event
+	id := u.ToolCallID
+	name, _ := me["toolName"].(string)
+	if name == "" && u.Title != nil && !r.calls[id] {
+		name = *u.Title
+	}
+	if name != "" {
+		r.names[id] = name
+	}
+	if !r.calls[id] {
+		r.calls[id] = true
+		c := formats.Call{ID: id, Name: r.names[id], Args: u.RawInput}
+		if u.Title != nil && *u.Title != c.Name {
+			c.Summary = *u.Title
+		}
+		evs = append(evs, &formats.Event{Kind: formats.ToolCall, Agent: agent, Call: c})
+	}
+	if u.Status == nil {
+		return evs
+	}
+	var st formats.Status
+	switch *u.Status {
+	case "completed":
+		st = formats.Completed
+	case "failed":
+		st = formats.Failed
+	case "cancelled":
+		st = formats.Cancelled
+	default:
+		return evs
+	}
+	switch me["status"] {
+	case "cancelled":
+		st = formats.Cancelled
+	case "denied":
+		st = formats.Denied
+	}
+	c := formats.Call{ID: id, Name: r.names[id], Status: st}
+	var out struct {
+		Output *string `json:"output"`
+		Error  *string `json:"error"`
+	}
+	if len(u.RawOutput) > 0 && json.Unmarshal(u.RawOutput, &out) == nil && (out.Output != nil || out.Error != nil) {
+		c.Output, c.Error = formats.Deref(out.Output), formats.Deref(out.Error)
+	} else {
+		t := toolContentText(u.Content)
+		if t == "" && len(u.RawOutput) > 0 {
+			if json.Unmarshal(u.RawOutput, &t) != nil {
+				t = string(u.RawOutput)
+			}
+		}
+		if st == formats.Completed {
+			c.Output = t
+		} else {
+			c.Error = t
+		}
+	}
+	ev := &formats.Event{Kind: formats.ToolResult, Agent: agent, Call: c}
+	if ms, ok := me["durationMs"].(float64); ok && ms > 0 {
+		ev.Duration = time.Duration(ms) * time.Millisecond
+	}
+	return append(evs, ev)
+}
+
+// end reads the response that ends a prompt turn.
+func (r *reader) end(m *message) *formats.Event {
+	r.open = false
+	e := &formats.Event{Kind: formats.RunEnd}
+	var res struct {
+		StopReason string                    `json:"stopReason"`
+		Meta       map[string]map[string]any `json:"_meta"`
+	}
+	var me map[string]any
+	if m.Error != nil {
+		e.Status, e.Text = formats.Failed, m.Error.Message
+		var data map[string]map[string]any
+		if json.Unmarshal(m.Error.Data, &data) == nil {
+			me = data[metaKey]
+		}
+	} else {
+		json.Unmarshal(m.Result, &res)
+		me = res.Meta[metaKey]
+		switch res.StopReason {
+		case "end_turn":
+			e.Status = formats.Completed
+		case "cancelled":
+			e.Status = formats.Cancelled
+		default: // max_tokens, max_turn_requests, refusal
+			e.Status, e.Text = formats.Failed, "stopped: "+res.StopReason
+		}
+	}
+	if len(me) > 0 {
+		e.Usage = metaUsage(me)
+		switch me["status"] {
+		case "denied":
+			e.Status = formats.Denied
+		case "cancelled":
+			e.Status = formats.Cancelled
+		}
+		if c, ok := me["exitCode"].(float64); ok {
+			e.Run.ExitCode = formats.Some(int(c))
+		}
+	}
+	return e
+}
+
+func metaUsage(me map[string]any) formats.UsageInfo {
+	get := func(k string) formats.Opt[int64] {
+		if f, ok := me[k].(float64); ok {
+			return formats.Some(int64(f))
+		}
+		return formats.Opt[int64]{}
+	}
+	u := formats.UsageInfo{InputTokens: get("inputTokens"), OutputTokens: get("outputTokens"),
+		CacheReadTokens: get("cachedReadTokens"), CacheWriteTokens: get("cachedWriteTokens"),
+		ReasoningTokens: get("thoughtTokens"), TotalTokens: get("totalTokens")}
+	if f, ok := me["costUsd"].(float64); ok {
+		u.CostUSD = formats.Some(f)
+	}
+	return u
+}
+
+// blockText is the text of a content block.
+func blockText(raw json.RawMessage) string {
+	var b struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Resource struct {
+			Text string `json:"text"`
+		} `json:"resource"`
+	}
+	if json.Unmarshal(raw, &b) != nil {
+		return ""
+	}
+	if b.Type == "resource" {
+		return b.Resource.Text
+	}
+	return b.Text
+}
+
+func contentText(blocks []json.RawMessage) string {
+	var parts []string
+	for _, b := range blocks {
+		if t := blockText(b); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// toolContentText is the text of a tool call's content: its content
+// blocks and the new text of its diffs.
+func toolContentText(raw json.RawMessage) string {
+	var items []struct {
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
+		NewText string          `json:"newText"`
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		return ""
+	}
+	var parts []string
+	for _, it := range items {
+		switch it.Type {
+		case "content":
+			if t := blockText(it.Content); t != "" {
+				parts = append(parts, t)
+			}
+		case "diff":
+			parts = append(parts, it.NewText)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,333 @@
+package acp
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// writer writes each event as the ACP message an agent would send for it,
+// at once, so that a live stream becomes live updates.
+type writer struct {
+	w    io.Writer
+	opts formats.WriteOptions
+	run  *formats.RunFollower
+	// runs counts the runs: the n-th run's prompt response has id n.
+	runs int
+	// permID numbers the permission requests the writer makes; their ids
+	// are "permission-N", apart from the prompt responses' numbers.
+	permID int
+	// asked: the calls a permission request was written for, and the id
+	// of the request of a PermissionRequest event, by its request id.
+	asked    map[string]bool
+	requests map[string]int
+	calls    map[string]string // the request id's call
+	// streamed: text or thought chunks came since the last whole message,
+	// by agent, so that the message does not repeat them.
+	streamed, streamedThought map[string]bool
+	buf                       bytes.Buffer
+	// cost is the session's cost so far, which usage_update gives.
+	cost     float64
+	costSess string
+}
+
+func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
+	return &writer{w: w, opts: o, run: formats.ViewFor(o), asked: map[string]bool{}, requests: map[string]int{},
+		calls: map[string]string{}, streamed: map[string]bool{}, streamedThought: map[string]bool{}}
+}
+
+// Observe follows a record the pipeline copies: only the run count and the
+// permission ids matter for what the writer may write after it.
+func (w *writer) Observe(e *formats.Event) {
+	w.run.Follow(e)
+	if e.Kind == formats.RunEnd {
+		w.runs++
+	}
+}
+
+func (w *writer) session() string {
+	if s := w.run.View().Info.SessionID; s != "" {
+		return s
+	}
+	return "session-" + strconv.Itoa(w.runs+1)
+}
+
+func (w *writer) Write(e *formats.Event) error {
+	v := w.run.Follow(e)
+	switch e.Kind {
+	case formats.RunStart:
+		clear(w.asked)
+		clear(w.streamed)
+		clear(w.streamedThought)
+	case formats.UserMessage:
+		if e.Agent != "" {
+			w.opts.Report.Lose(lostSubagentPrompts)
+			return nil
+		}
+		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Text)})
+	case formats.TextDelta:
+		if e.Agent == "" {
+			w.streamed[e.Agent] = true
+			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+		}
+	case formats.ThinkingDelta:
+		w.streamedThought[e.Agent] = true
+		return w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Text)})
+	case formats.Message:
+		return w.message(e)
+	case formats.ToolCall:
+		return w.toolCall(e)
+	case formats.ToolResult:
+		return w.toolResult(e)
+	case formats.PermissionRequest:
+		w.permID++
+		w.requests[e.Permission.RequestID] = w.permID
+		w.calls[e.Permission.RequestID] = e.Call.ID
+		w.asked[e.Call.ID] = true
+		return w.askPermission(w.permID, e.Call.ID, e.Call.Name, e.Call.Summary)
+	case formats.PermissionAnswer:
+		id, ok := w.requests[e.Permission.RequestID]
+		if !ok {
+			w.permID++
+			id = w.permID
+			if err := w.askPermission(id, w.calls[e.Permission.RequestID], "", ""); err != nil {
+				return err
+			}
+		}
+		return w.answerPermission(id, e.Permission.Allowed, e.Permission.Reason)
+	case formats.Todos:
+		return w.plan(e)
+	case formats.Usage:
+		return w.usage(e)
+	case formats.RunEnd:
+		return w.end(e, v)
+	}
+	return nil
+}
+
+func (w *writer) Close() error { return nil }
+
+func text(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+
+// send writes one message as a line.
+func (w *writer) send(m any) error {
+	b, err := formats.Marshal(m)
+	if err != nil {
+		return err
+	}
+	w.buf.Reset()
+	w.buf.Write(b)
+	w.buf.WriteByte('\n')
+	_, err = w.w.Write(w.buf.Bytes())
+	return err
+}
+
+func (w *writer) update(u map[string]any) error {
+	return w.send(map[string]any{"jsonrpc": "2.0", "method": methodUpdate,
+		"params": map[string]any{"sessionId": w.session(), "update": u}})
+}
+
+func (w *writer) message(e *formats.Event) error {
+	streamed, streamedThought := w.streamed[e.Agent], w.streamedThought[e.Agent]
+	delete(w.streamed, e.Agent)
+	delete(w.streamedThought, e.Agent)
+	if e.Thinking != "" && !streamedThought {
+		if err := w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Thinking)}); err != nil {
+			return err
+		}
+	}
+	if e.Text != "" && !streamed && e.Agent == "" {
+		return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+	}
+	return nil
+}
+
+func (w *writer) toolCall(e *formats.Event) error {
+	title := e.Call.Summary
+	if title == "" {
+		title = e.Call.Name
+	}
+	u := map[string]any{"sessionUpdate": "tool_call", "toolCallId": e.Call.ID, "title": title,
+		"kind": toolKind(e.Call.Name), "status": "in_progress", "_meta": meta("toolName", e.Call.Name, "agent", e.Agent)}
+	if a := bytes.TrimSpace(e.Call.Args); len(a) > 0 {
+		u["rawInput"] = json.RawMessage(a)
+	}
+	return w.update(u)
+}
+
+func (w *writer) toolResult(e *formats.Event) error {
+	c := &e.Call
+	if c.Status == formats.Denied && !w.asked[c.ID] {
+		// A refused call: the permission asked, and refused.
+		w.permID++
+		if err := w.askPermission(w.permID, c.ID, c.Name, ""); err != nil {
+			return err
+		}
+		if err := w.answerPermission(w.permID, false, c.Error); err != nil {
+			return err
+		}
+	}
+	status := "completed"
+	if c.Status != formats.Completed && c.Status != formats.StatusUnknown {
+		status = "failed"
+	}
+	u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": c.ID, "status": status}
+	m := meta("toolName", c.Name, "agent", e.Agent)
+	if c.Status == formats.Cancelled || c.Status == formats.Denied {
+		m[metaKey].(map[string]any)["status"] = c.Status.String()
+	}
+	if e.Duration > 0 {
+		m[metaKey].(map[string]any)["durationMs"] = e.Duration.Milliseconds()
+	}
+	u["_meta"] = m
+	raw := map[string]any{}
+	var content []any
+	if c.Output != "" {
+		raw["output"] = c.Output
+		content = append(content, map[string]any{"type": "content", "content": text(c.Output)})
+	}
+	if c.Error != "" {
+		raw["error"] = c.Error
+		content = append(content, map[string]any{"type": "content", "content": text(c.Error)})
+	}
+	if len(raw) > 0 {
+		u["rawOutput"] = raw
+		u["content"] = content
+	}
+	return w.update(u)
+}
+
+func (w *writer) askPermission(id int, call, name, title string) error {
+	if title == "" {
+		title = name
+	}
+	tc := map[string]any{"toolCallId": call}
+	if title != "" {
+		tc["title"] = title
+	}
+	return w.send(map[string]any{"jsonrpc": "2.0", "id": permissionID(id), "method": methodPermission, "params": map[string]any{
+		"sessionId": w.session(), "toolCall": tc,
+		"options": []any{
+			map[string]any{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+			map[string]any{"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+		}}})
+}
+
+func (w *writer) answerPermission(id int, allowed bool, reason string) error {
+	opt := "reject"
+	if allowed {
+		opt = "allow"
+	}
+	result := map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": opt}}
+	if reason != "" {
+		result["_meta"] = meta("reason", reason)
+	}
+	return w.send(map[string]any{"jsonrpc": "2.0", "id": permissionID(id), "result": result})
+}
+
+func permissionID(n int) string { return "permission-" + strconv.Itoa(n) }
+
+// plan writes a todo list as ACP's plan: the whole list each time.
+func (w *writer) plan(e *formats.Event) error {
+	entries := make([]any, 0, len(e.Todos))
+	for _, t := range e.Todos {
+		status := t.Status
+		switch status {
+		case "pending", "in_progress", "completed":
+		default:
+			w.opts.Report.Lose(lostTodoStatuses)
+			status = "pending"
+		}
+		// ACP requires a priority; the model has none: every entry is medium.
+		entries = append(entries, map[string]any{"content": t.Content, "priority": "medium", "status": status})
+	}
+	return w.update(map[string]any{"sessionUpdate": "plan", "entries": entries})
+}
+
+// usage writes a request's usage. ACP's usage_update says the tokens in
+// the context and the window's size; the window is unknown unless the
+// source gives it, and the counts the model has go in _meta.
+func (w *writer) usage(e *formats.Event) error {
+	u := e.Usage
+	used := u.InputTokens.V + u.OutputTokens.V
+	size := used
+	m := usageMeta(u)
+	if u.ContextTokens.OK {
+		size = max(u.ContextTokens.V, used)
+	} else {
+		m[metaKey].(map[string]any)["sizeUnknown"] = true
+	}
+	if e.Agent != "" {
+		m[metaKey].(map[string]any)["agent"] = e.Agent
+	}
+	upd := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size, "_meta": m}
+	if u.CostUSD.OK {
+		if s := w.session(); s != w.costSess {
+			w.cost, w.costSess = 0, s
+		}
+		w.cost += u.CostUSD.V
+		upd["cost"] = map[string]any{"amount": w.cost, "currency": "USD"}
+	}
+	return w.update(upd)
+}
+
+func usageMeta(u formats.UsageInfo) map[string]any {
+	m := map[string]any{}
+	put := func(k string, o formats.Opt[int64]) {
+		if o.OK {
+			m[k] = o.V
+		}
+	}
+	put("inputTokens", u.InputTokens)
+	put("outputTokens", u.OutputTokens)
+	put("cachedReadTokens", u.CacheReadTokens)
+	put("cachedWriteTokens", u.CacheWriteTokens)
+	put("thoughtTokens", u.ReasoningTokens)
+	put("totalTokens", u.TotalTokens)
+	if u.CostUSD.OK {
+		m["costUsd"] = u.CostUSD.V
+	}
+	return map[string]any{metaKey: m}
+}
+
+// end writes the session/prompt response that ends the turn: its stop
+// reason, or an error for a run that failed; the outcome and totals are
+// in _meta.
+func (w *writer) end(e *formats.Event, v *formats.RunView) error {
+	w.runs++
+	m := usageMeta(v.Usage)
+	out := m[metaKey].(map[string]any)
+	out["status"] = v.Status.String()
+	out["exitCode"] = v.ExitCode
+	if len(v.Errors) > 0 {
+		out["errors"] = v.Errors
+	}
+	if v.Answered() && v.Answer() != v.LastText {
+		out["answer"] = v.Answer()
+	}
+	msg := map[string]any{"jsonrpc": "2.0", "id": w.runs}
+	switch v.Status {
+	case formats.Completed:
+		msg["result"] = map[string]any{"stopReason": "end_turn", "_meta": m}
+	case formats.Cancelled:
+		msg["result"] = map[string]any{"stopReason": "cancelled", "_meta": m}
+	default:
+		msg["error"] = map[string]any{"code": -32603, "message": v.Failure, "data": m}
+	}
+	return w.send(msg)
+}
+
+// meta makes _meta.agentconv from key, value pairs, leaving out empty
+// values.
+func meta(kv ...string) map[string]any {
+	m := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			m[kv[i]] = kv[i+1]
+		}
+	}
+	return map[string]any{metaKey: m}
+}
