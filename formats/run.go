@@ -372,8 +372,16 @@ type RunFollower struct {
 
 // Follow is called by the writer with each event it is given (written or
 // observed), first; it returns the view, up to date with the event.
+//
+// Outside a pipeline nobody opens a run for a stream without RunStart
+// events (adal-stream, one run after another): an event outside a run
+// opens one first, as the pipeline's synthetic RunStart does, so that a
+// run never sees the last one's answer, errors or calls.
 func (f *RunFollower) Follow(e *Event) *RunView {
 	if f.own {
+		if e.Kind != RunStart && !f.v.Open {
+			f.v.Observe(&Event{Kind: RunStart, Time: e.Time, Arrived: e.Arrived, Synthetic: true})
+		}
 		f.v.Observe(e)
 	}
 	return f.v

@@ -3,6 +3,7 @@ package adal
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -17,6 +18,8 @@ var JSON = formats.Dialect{
 	NewReader:   newJSONReader,
 	NewWriter:   newJSONWriter,
 	Detect:      detectJSON,
+	Carries:     carries,
+	Quirks:      []string{lossPreviews, lossToolErrors, lossMessages, lossErrors},
 	Params: []formats.Param{{Key: ParamPreviewBytes, Flag: "adal-preview-bytes", Kind: formats.ParamInt,
 		Default: strconv.Itoa(DefaultPreviewBytes),
 		Usage:   "adal-json keeps only a preview of a tool output longer than `BYTES`, as AdaL does (0: keep every output whole)"}},
@@ -125,16 +128,16 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 	return nil
 }
 
+// jsonWriter writes one final object per run, at its end, from the run
+// view; the pipeline copies an adal-json object itself.
 type jsonWriter struct {
 	w       io.Writer
 	opts    formats.WriteOptions
-	calls   formats.CallTracker
-	text    formats.TextTracker
-	run     runSummary
+	run     *formats.RunFollower
 	preview int
-	// raw is the run's source object while every event of the run came
-	// from it, so that adal-json → adal-json prints it unchanged.
-	raw []byte
+	// outputs are the outputs of the run's calls, which the view does not
+	// keep, with their error texts merged in.
+	outputs map[*formats.TrackedCall]string
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -142,40 +145,50 @@ func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	if v, err := strconv.Atoi(o.Param(ParamPreviewBytes, "")); err == nil {
 		preview = v
 	}
-	return &jsonWriter{w: w, opts: o, preview: preview}
+	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o), preview: preview, outputs: map[*formats.TrackedCall]string{}}
+}
+
+// Observe follows the events of an object that the pipeline copies.
+func (j *jsonWriter) Observe(e *formats.Event) {
+	j.run.Follow(e)
+	clear(j.outputs)
 }
 
 func (j *jsonWriter) Write(e *formats.Event) error {
-	j.run.observe(e, &j.calls, &j.text, j.opts.Report)
-	switch {
-	case e.Kind == formats.RunStart && e.Source.From(j.opts.Dialect) && e.Source.Line != nil:
-		j.raw = e.Source.Line
-	case !(e.Source.From(j.opts.Dialect) && e.Source.Continued):
-		j.raw = nil
-	}
-	if e.Kind != formats.RunEnd {
-		return nil
-	}
-	defer j.reset()
-	if j.raw != nil {
-		return formats.WriteRawLine(j.w, j.raw)
-	}
-	r := &j.run
-	code := r.exitCode(e)
-	o := finalObject{Success: code == 0, ExitCode: code, SessionID: formats.NilIfEmpty(r.sessionID), Model: formats.NilIfEmpty(r.modelName), ToolCalls: []finalCall{}}
-	if o.Success {
-		if a := r.answerText(); r.answered || a != "" {
-			o.Answer = &a
+	v := j.run.Follow(e)
+	switch e.Kind {
+	case formats.RunStart:
+		clear(j.outputs)
+	case formats.ToolResult:
+		if e.Call.Status == formats.Denied {
+			break
 		}
-	} else {
-		msg := r.failure(e)
+		if mergesError(e) {
+			j.opts.Report.Lose(lossToolErrors)
+		}
+		if c := v.Calls.Get(e.Call.ID); c != nil {
+			j.outputs[c] = outputOf(&e.Call)
+		}
+	case formats.RunEnd:
+		defer clear(j.outputs)
+		return j.end(v)
+	}
+	return nil
+}
+
+func (j *jsonWriter) end(v *formats.RunView) error {
+	o := finalObject{Success: v.Success(), ExitCode: v.ExitCode, SessionID: formats.NilIfEmpty(v.Info.SessionID),
+		Model: formats.NilIfEmpty(v.Info.Model), ToolCalls: []finalCall{}}
+	if a := v.Answer(); v.Answered() || o.Success && a != "" {
+		o.Answer = &a
+	}
+	if !o.Success {
+		msg := v.Failure
 		o.Error = &msg
-		if r.answered {
-			a := r.answer
-			o.Answer = &a
-		}
 	}
-	for _, c := range j.calls.All() {
+	j.opts.Report.LoseN(lossMessages, messagesLost(v, o.Answer != nil))
+	j.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, formats.Deref(o.Error)))
+	for _, c := range v.Calls.All() {
 		fc := finalCall{ID: c.ID, Name: c.Name, Args: args(c.Args), Status: c.Status.String(), OutputTruncated: c.Truncated}
 		switch c.Status {
 		case formats.Completed, formats.Failed, formats.Cancelled, formats.Denied:
@@ -183,11 +196,11 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 			fc.Status = "cancelled"
 		}
 		if c.Status != formats.Denied {
-			out := outputOf(&c.Call)
+			out := j.outputs[c]
 			if j.preview > 0 && len(out) > j.preview {
 				out = preview(out, j.preview)
 				fc.OutputTruncated = true
-				j.opts.Report.Lose("tool outputs past the adal-json preview size (kept as a preview)")
+				j.opts.Report.Lose(lossPreviews)
 			}
 			fc.Output = &out
 		}
@@ -196,11 +209,16 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 	return formats.WriteJSONLine(j.w, o)
 }
 
-func (j *jsonWriter) reset() {
-	j.calls.Reset()
-	j.text.Reset()
-	j.run = runSummary{}
-	j.raw = nil
+// errorsBesides counts the run's error texts that are not its one error
+// field's: adal-json has no place for them. The same text twice is one.
+func errorsBesides(errs []string, kept string) int {
+	n := 0
+	for i, e := range errs {
+		if e != kept && !slices.Contains(errs[:i], e) {
+			n++
+		}
+	}
+	return n
 }
 
 func (j *jsonWriter) Close() error { return nil }

@@ -19,6 +19,8 @@ var Stream = formats.Dialect{
 	NewReader:   newStreamReader,
 	NewWriter:   newStreamWriter,
 	Detect:      detectStream,
+	Carries:     carries,
+	Quirks:      []string{lossToolErrors, lossMessages, lossWentOn, lossStopAnswers},
 }
 
 var streamTypes = map[string]bool{
@@ -200,18 +202,48 @@ func (r *streamReader) resultID(id *string, name string, line int) string {
 
 // The adal-stream writer.
 
+// streamWriter writes AdaL's stream from the events of another dialect;
+// the pipeline copies adal-stream records itself and only shows them to
+// Observe.
 type streamWriter struct {
-	w     io.Writer
-	opts  formats.WriteOptions
-	calls formats.CallTracker
-	text  formats.TextTracker
-	run   runSummary
+	w    io.Writer
+	opts formats.WriteOptions
+	run  *formats.RunFollower
+	// lines says what was written of each call of the run: its tool_call
+	// line, its result line.
+	lines map[string]uint8
+	// errs are the error texts written in the run.
+	errs map[string]bool
+	// held is what the run wrote since its first refusal, kept until the
+	// run ends. permission_denied says that the run stopped: a run that
+	// went on after a refusal and succeeded gets the call as a failed
+	// tool_result instead, and one that stopped there (exit code 2) gets
+	// no answer after it.
+	held    []heldLine
+	holding bool
+}
+
+// heldLine is a line held after a refusal: the line, or the refusal.
+type heldLine struct {
+	line    []byte
+	answer  bool
+	refusal *refusal
+}
+
+const (
+	wroteCall uint8 = 1 << iota
+	wroteResult
+)
+
+type refusal struct {
+	id, name, reason string
+	args             json.RawMessage
+	// called, resulted: the call had its tool_call line, a result line.
+	called, resulted bool
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	s := &streamWriter{w: w, opts: o}
-	s.calls.DropOutputs = true
-	return s
+	return &streamWriter{w: w, opts: o, run: formats.ViewFor(o), lines: map[string]uint8{}, errs: map[string]bool{}}
 }
 
 type toolCallLine struct {
@@ -250,74 +282,163 @@ type textLine struct {
 	Message string `json:"message,omitempty"`
 }
 
+// Observe follows a record that the pipeline copies: the writer keeps
+// nothing of it.
+func (s *streamWriter) Observe(e *formats.Event) { s.run.Follow(e) }
+
 func (s *streamWriter) Write(e *formats.Event) error {
-	s.run.observe(e, &s.calls, &s.text, s.opts.Report)
-	if e.Source.From(s.opts.Dialect) && (e.Source.Line != nil || e.Source.Continued) {
-		// Same dialect: the record goes out as it came.
-		if e.Kind == formats.RunEnd {
-			s.reset()
-		}
-		if e.Source.Continued {
-			return nil
-		}
-		return formats.WriteRawLine(s.w, e.Source.Line)
+	v := s.run.Follow(e)
+	if e.Kind == formats.RunStart {
+		s.reset()
 	}
 	switch e.Kind {
 	case formats.ToolCall:
-		return formats.WriteJSONLine(s.w, toolCallLine{"tool_call", e.Call.ID, e.Call.Name, args(e.Call.Args)})
+		s.lines[e.Call.ID] |= wroteCall
+		return s.line(toolCallLine{"tool_call", e.Call.ID, e.Call.Name, args(e.Call.Args)}, false)
 	case formats.ToolResult:
-		c := s.calls.Get(e.Call.ID)
-		name := e.Call.Name
-		if name == "" {
-			name = c.Name
+		name, a := e.Call.Name, e.Call.Args
+		if c := v.Calls.Get(e.Call.ID); c != nil {
+			if name == "" {
+				name = c.Name
+			}
+			if len(a) == 0 {
+				a = c.Args
+			}
 		}
 		if e.Call.Status == formats.Denied {
-			return formats.WriteJSONLine(s.w, deniedLine{"permission_denied", e.Call.ID, name, args(c.Args), e.Call.Error})
+			s.holding = true
+			s.held = append(s.held, heldLine{refusal: &refusal{id: e.Call.ID, name: name, reason: e.Call.Error, args: a,
+				called: s.lines[e.Call.ID]&wroteCall != 0, resulted: s.lines[e.Call.ID]&wroteResult != 0}})
+			s.lines[e.Call.ID] |= wroteCall | wroteResult
+			return nil
 		}
-		return formats.WriteJSONLine(s.w, toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), outputJSON(e)})
+		if mergesError(e) {
+			s.opts.Report.Lose(lossToolErrors)
+		}
+		s.lines[e.Call.ID] |= wroteResult
+		return s.line(toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), outputJSON(e)}, false)
 	case formats.Answer:
 		if e.Agent == "" {
-			return formats.WriteJSONLine(s.w, textLine{Type: "answer", Content: e.Text})
+			return s.line(textLine{Type: "answer", Content: e.Text}, true)
 		}
 	case formats.Notice:
-		if e.Severity == formats.Error {
-			return formats.WriteJSONLine(s.w, textLine{Type: "error", Message: e.Text})
+		if e.Severity == formats.Error && e.Agent == "" {
+			return s.error(e.Text)
 		}
 	case formats.RunEnd:
-		return s.end(e)
+		return s.end(e, v)
 	}
 	return nil
 }
 
-// end closes a run as adal-stream requires: an answer if the source gave
-// its text only as messages, an error for a failed run, then complete.
-func (s *streamWriter) end(e *formats.Event) error {
-	r := &s.run
-	if !r.answered && r.lastText != "" {
-		if err := formats.WriteJSONLine(s.w, textLine{Type: "answer", Content: r.lastText}); err != nil {
+// line writes a line, or holds it after a refusal.
+func (s *streamWriter) line(v any, answer bool) error {
+	if !s.holding {
+		return formats.WriteJSONLine(s.w, v)
+	}
+	b, err := formats.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.held = append(s.held, heldLine{line: b, answer: answer})
+	return nil
+}
+
+func (s *streamWriter) error(msg string) error {
+	s.errs[msg] = true
+	return s.line(textLine{Type: "error", Message: msg}, false)
+}
+
+// release writes what was held since the run's first refusal, now that
+// the run's outcome is known: in a run that succeeded, each refusal as a
+// failed tool_result (permission_denied would say that it stopped); in
+// one that stopped on its last refusal (exit code 2), no answer after it.
+func (s *streamWriter) release(v *formats.RunView) error {
+	if !s.holding {
+		return nil
+	}
+	s.holding = false
+	last := -1
+	for i, h := range s.held {
+		if h.refusal != nil {
+			last = i
+		}
+	}
+	stop := v.ExitCode == 2 && v.Stopped
+	for i, h := range s.held {
+		r := h.refusal
+		switch {
+		case r == nil && stop && h.answer && i > last:
+			s.opts.Report.Lose(lossStopAnswers)
+		case r == nil:
+			if err := formats.WriteRawLine(s.w, h.line); err != nil {
+				return err
+			}
+		case !v.Success():
+			if err := formats.WriteJSONLine(s.w, deniedLine{"permission_denied", r.id, r.name, args(r.args), r.reason}); err != nil {
+				return err
+			}
+		default:
+			s.opts.Report.Lose(lossWentOn)
+			if r.resulted {
+				break // the call's own result said it failed
+			}
+			if !r.called {
+				if err := formats.WriteJSONLine(s.w, toolCallLine{"tool_call", r.id, r.name, args(r.args)}); err != nil {
+					return err
+				}
+			}
+			out, _ := formats.Marshal(r.reason)
+			if err := formats.WriteJSONLine(s.w, toolResultLine{"tool_result", r.id, r.name, "failed", out}); err != nil {
+				return err
+			}
+		}
+	}
+	s.held = s.held[:0]
+	return nil
+}
+
+// end closes a run as adal-stream requires: what was held since a
+// refusal, the answer if the source gave its text only as messages (not
+// after a refusal the run stopped at), an error for a failure whose source
+// says why, then complete.
+func (s *streamWriter) end(e *formats.Event, v *formats.RunView) error {
+	defer s.reset()
+	stop := v.ExitCode == 2 && v.Stopped
+	if err := s.release(v); err != nil {
+		return err
+	}
+	if stop {
+		s.errs[v.Refusals[len(v.Refusals)-1].Reason] = true // permission_denied says why
+	}
+	wroteAnswer := v.Answered()
+	if !v.Answered() && v.LastText != "" && !stop {
+		wroteAnswer = true
+		if err := formats.WriteJSONLine(s.w, textLine{Type: "answer", Content: v.LastText}); err != nil {
 			return err
 		}
 	}
-	// An error event only when the source says why the run failed: the
-	// stream of a run that failed without a word has none either.
-	if msg := e.Text; msg != "" && r.exitCode(e) != 0 && !r.errored && !(r.denied != nil && r.exitCode(e) == 2) {
-		if err := formats.WriteJSONLine(s.w, textLine{Type: "error", Message: msg}); err != nil {
+	// An error event only when the source says why the run failed (the
+	// stream of a run that failed without a word has none either), and
+	// not again what was said.
+	if !v.Success() && e.Text != "" && !s.errs[e.Text] {
+		if err := s.error(e.Text); err != nil {
 			return err
 		}
 	}
 	if e.Cut {
-		s.opts.Report.Warn(0, "a cut run was closed with an error event and complete with exit_code %d", r.exitCode(e))
+		s.opts.Report.Warn(0, "a cut run was closed with an error event and complete with exit_code %d", v.ExitCode)
 	}
-	err := formats.WriteJSONLine(s.w, completeLine{"complete", r.exitCode(e), formats.NilIfEmpty(r.sessionID), formats.NilIfEmpty(r.modelName)})
-	s.reset()
-	return err
+	s.opts.Report.LoseN(lossMessages, messagesLost(v, wroteAnswer))
+	return formats.WriteJSONLine(s.w, completeLine{"complete", v.ExitCode, formats.NilIfEmpty(v.Info.SessionID), formats.NilIfEmpty(v.Info.Model)})
 }
 
-// reset forgets the run that ended.
+// reset forgets the run.
 func (s *streamWriter) reset() {
-	s.calls.Reset()
-	s.text.Reset()
-	s.run = runSummary{}
+	clear(s.lines)
+	clear(s.errs)
+	clear(s.held)
+	s.held, s.holding = s.held[:0], false
 }
 
 func (s *streamWriter) Close() error { return nil }
@@ -334,34 +455,4 @@ func outputJSON(e *formats.Event) json.RawMessage {
 		return b
 	}
 	return e.Call.AppendOutputJSON(nil)
-}
-
-func args(a json.RawMessage) json.RawMessage {
-	if len(a) == 0 {
-		return json.RawMessage("{}")
-	}
-	return a
-}
-
-// resultStatus maps a call's status to the words tool_result uses.
-func resultStatus(s formats.Status) string {
-	switch s {
-	case formats.Completed:
-		return "completed"
-	case formats.Cancelled:
-		return "cancelled"
-	}
-	return "failed"
-}
-
-// outputOf is what a call returned, with its error text when it has one:
-// AdaL has a single output field.
-func outputOf(c *formats.Call) string {
-	switch {
-	case c.Error == "":
-		return c.Output
-	case c.Output == "":
-		return c.Error
-	}
-	return c.Output + "\n" + c.Error
 }

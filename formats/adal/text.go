@@ -18,6 +18,8 @@ var Text = formats.Dialect{
 	NewReader:   newTextReader,
 	NewWriter:   newTextWriter,
 	Detect:      detectText,
+	Carries:     formats.AssistantText,
+	Quirks:      []string{lossMessages},
 }
 
 // detectText claims any input that is not JSON, weakly: plain text is what
@@ -75,69 +77,64 @@ func (t *textReader) Next() (*formats.Event, error) {
 // textWriter prints each run's answer on the output, and its errors and
 // refusals on stderr, as `adal -o text` does.
 type textWriter struct {
-	w      io.Writer
-	opts   formats.WriteOptions
-	calls  formats.CallTracker
-	text   formats.TextTracker
-	run    runSummary
-	nCalls int
+	w    io.Writer
+	opts formats.WriteOptions
+	run  *formats.RunFollower
+	// errs are the error texts printed in the run.
+	errs map[string]bool
 }
 
 func newTextWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	t := &textWriter{w: w, opts: o}
-	t.calls.DropOutputs = true
-	return t
+	return &textWriter{w: w, opts: o, run: formats.ViewFor(o), errs: map[string]bool{}}
 }
 
+// Observe follows an event without printing it. The text reader's events
+// have no record to copy, so the pipeline gives them all to Write.
+func (t *textWriter) Observe(e *formats.Event) { t.run.Follow(e) }
+
 func (t *textWriter) Write(e *formats.Event) error {
-	t.run.observe(e, &t.calls, &t.text, t.opts.Report)
+	v := t.run.Follow(e)
 	switch e.Kind {
-	case formats.ToolCall:
-		t.nCalls++
+	case formats.RunStart:
+		clear(t.errs)
 	case formats.Notice:
-		if e.Severity == formats.Error {
+		if e.Severity == formats.Error && e.Agent == "" {
+			t.errs[e.Text] = true
 			_, err := fmt.Fprintln(t.opts.Stderr, e.Text)
 			return err
 		}
 	case formats.RunEnd:
-		return t.end(e)
+		defer clear(t.errs)
+		return t.end(v)
 	}
 	return nil
 }
 
-func (t *textWriter) end(e *formats.Event) error {
-	r := &t.run
-	defer func() {
-		t.calls.Reset()
-		t.text.Reset()
-		t.run = runSummary{}
-		t.nCalls = 0
-	}()
-	if !e.Source.From(t.opts.Dialect) {
-		t.opts.Report.LoseN("tool calls", t.nCalls)
-	}
-	code := r.exitCode(e)
-	if code == 2 && r.denied != nil {
-		_, err := fmt.Fprintf(t.opts.Stderr, "Stopped: %s\nRefused call: %s %s\n", r.denied.Error, r.denied.Name, args(r.denied.Args))
+func (t *textWriter) end(v *formats.RunView) error {
+	if v.Status == formats.Denied && len(v.Refusals) > 0 {
+		r := v.Refusals[len(v.Refusals)-1]
+		var a []byte
+		if c := v.Calls.Get(r.CallID); c != nil {
+			a = c.Args
+		}
+		t.opts.Report.LoseN(lossMessages, messagesLost(v, false))
+		_, err := fmt.Fprintf(t.opts.Stderr, "Stopped: %s\nRefused call: %s %s\n", r.Reason, r.Name, args(a))
 		return err
 	}
-	if code != 0 {
-		if !r.errored {
-			if _, err := fmt.Fprintln(t.opts.Stderr, r.failure(e)); err != nil {
-				return err
-			}
-		}
-		if !r.answered {
-			return nil
+	if !v.Success() && !t.errs[v.Failure] {
+		if _, err := fmt.Fprintln(t.opts.Stderr, v.Failure); err != nil {
+			return err
 		}
 	}
-	a := r.answerText()
-	if a == "" {
+	a := v.Answer()
+	if a == "" || !v.Success() && !v.Answered() {
+		t.opts.Report.LoseN(lossMessages, messagesLost(v, false))
 		return nil
 	}
+	t.opts.Report.LoseN(lossMessages, messagesLost(v, true))
 	// One newline ends the answer, as the reader expects: an answer that
 	// ends in a newline itself keeps it.
 	_, err := io.WriteString(t.w, a+"\n")
