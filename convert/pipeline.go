@@ -104,6 +104,8 @@ type Pipeline struct {
 	observer formats.Observer
 	// copying: the open run's records are being copied verbatim.
 	copying bool
+	// interrupted: a signal is closing the run.
+	interrupted bool
 	events  int
 	// rawOutput: the writer takes tool outputs as undecoded JSON.
 	rawOutput bool
@@ -315,14 +317,16 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 	}
 	p.warn(ev)
 	if ev.Kind == formats.RunStart {
-		p.copying = p.observer != nil && ev.Source.Dialect == p.target && !ev.Synthetic
+		p.copying = p.observer != nil && ev.Source.Dialect == p.target
 	}
 	p.view.Observe(ev)
 	if p.observer != nil && (ev.Source.Dialect == p.target && (ev.Source.Line != nil || ev.Source.Continued) ||
-		ev.Synthetic && p.copying) {
+		ev.Synthetic && p.copying && !p.interrupted) {
 		// Its own dialect: the record goes out as it came. What the pipeline
-		// made to close a copied run is only observed: the source never
-		// printed it (the warning said it was closed).
+		// made to start or close a copied cut run is only observed: the
+		// source never printed it (the warning said it was closed). A run
+		// interrupted by a signal is closed in every dialect: that end is
+		// agentconv's own, and a live reader needs it.
 		p.observer.Observe(ev)
 		if ev.Source.Line != nil && !ev.Source.Continued && !ev.Synthetic {
 			if err := formats.WriteRawLine(p.opts.Out, ev.Source.Line); err != nil {
@@ -379,6 +383,7 @@ func (p *Pipeline) closeRun(status formats.Status, why string) error {
 	if !v.Open {
 		return nil
 	}
+	p.interrupted = status == formats.Cancelled
 	now, last := p.opts.Clock(), v.Last
 	for _, c := range v.Calls.Open() {
 		ev := &formats.Event{Kind: formats.ToolResult, Agent: c.Agent, Time: last, Arrived: now, Synthetic: true,
