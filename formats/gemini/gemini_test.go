@@ -240,6 +240,35 @@ func TestJSONWriter(t *testing.T) {
 	}
 }
 
+func TestUsageCounts(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	// gemini-json's tokens of response.json: prompt includes cached, the
+	// candidates leave the thoughts out.
+	u := usageOfCounts(n(8300), n(9), n(8391), n(3100), n(82))
+	if u.InputTokens.V != 8300 || u.CacheReadTokens.V != 3100 || u.OutputTokens.V != 91 || u.ReasoningTokens.V != 82 || u.TotalTokens.V != 8391 {
+		t.Errorf("read as %+v", u)
+	}
+	c := countsOf(u, true)
+	if *c.Prompt != 8300 || *c.Cached != 3100 || *c.Input != 5200 || *c.Candidates != 9 || *c.Thoughts != 82 || *c.Total != 8391 {
+		t.Errorf("written with thoughts as %+v", c)
+	}
+	// Without a thoughts count the candidates are the whole output.
+	if c := countsOf(u, false); *c.Candidates != 91 || c.Thoughts != nil {
+		t.Errorf("written without thoughts as %+v", c)
+	}
+	// No count is negative: more cache reads than input (a source that
+	// does not count them in) gives an input of 0; a negative count read
+	// is unknown.
+	c = countsOf(formats.UsageInfo{InputTokens: formats.Some[int64](300), CacheReadTokens: formats.Some[int64](4050),
+		OutputTokens: formats.Some[int64](60), ReasoningTokens: formats.Some[int64](80)}, true)
+	if *c.Input != 0 || *c.Candidates != 0 || *c.Total != 360 {
+		t.Errorf("negative counts written: %+v", c)
+	}
+	if u := usageOfCounts(n(-5), nil, nil, nil, nil); u.InputTokens.OK || !u.Empty() {
+		t.Errorf("a negative count read as %+v", u)
+	}
+}
+
 var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.TextDelta, formats.Message, formats.Answer, formats.Notice, formats.RunEnd}
 
 func FuzzStreamReader(f *testing.F) {

@@ -137,8 +137,7 @@ func usageOf(s *sessionStats) formats.UsageInfo {
 	}
 	for _, m := range s.Models {
 		t := m.Tokens
-		u.Add(formats.UsageInfo{InputTokens: formats.OptFrom(t.Prompt), OutputTokens: formats.OptFrom(t.Candidates),
-			CacheReadTokens: formats.OptFrom(t.Cached), TotalTokens: formats.OptFrom(t.Total)})
+		u.Add(usageOfCounts(t.Prompt, t.Candidates, t.Total, t.Cached, nil))
 	}
 	return u
 }

@@ -226,8 +226,7 @@ func (r *streamReader) result(ev *formats.Event, l *streamLine) {
 	}
 	end.Run.ExitCode = exitCode(end.Status, l.Error)
 	if s := l.Stats; s != nil {
-		end.Usage = formats.UsageInfo{InputTokens: formats.OptFrom(s.InputTokens), OutputTokens: formats.OptFrom(s.OutputTokens),
-			CacheReadTokens: formats.OptFrom(s.Cached), TotalTokens: formats.OptFrom(s.TotalTokens)}
+		end.Usage = usageOfCounts(s.InputTokens, s.OutputTokens, s.TotalTokens, s.Cached, nil)
 		if s.DurationMs != nil {
 			end.Duration = time.Duration(*s.DurationMs) * time.Millisecond
 		}

@@ -233,12 +233,9 @@ func (s *streamWriter) result(ts string, e *formats.Event) resultLine {
 	}
 	if !u.Empty() || e.Duration > 0 {
 		tc := r.toolCalls
-		l.Stats = &streamStats{TotalTokens: u.Total().Ptr(), InputTokens: u.InputTokens.Ptr(), OutputTokens: u.OutputTokens.Ptr(),
-			Cached: u.CacheReadTokens.Ptr(), ToolCalls: &tc}
-		if u.InputTokens.OK && u.CacheReadTokens.OK {
-			in := u.InputTokens.V - u.CacheReadTokens.V
-			l.Stats.Input = &in
-		}
+		c := countsOf(u, false) // stream-json has no thoughts count
+		l.Stats = &streamStats{TotalTokens: c.Total, InputTokens: c.Prompt, OutputTokens: c.Candidates,
+			Cached: c.Cached, Input: c.Input, ToolCalls: &tc}
 		if e.Duration > 0 {
 			ms := e.Duration.Milliseconds()
 			l.Stats.DurationMs = &ms
