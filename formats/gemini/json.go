@@ -164,9 +164,6 @@ type jsonWriter struct {
 	opts formats.WriteOptions
 	text formats.TextTracker
 	run  writeRun
-	// raw is the run's source object while every event of the run came
-	// from it, so that gemini-json → gemini-json prints it unchanged.
-	raw []byte
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -185,17 +182,16 @@ type outStats struct {
 	Models map[string]modelStats `json:"models"`
 }
 
+// Observe follows the events of an object that the pipeline copies from
+// gemini-json as it is.
+func (j *jsonWriter) Observe(e *formats.Event) {
+	if e.Kind == formats.RunStart || e.Kind == formats.RunEnd {
+		j.reset()
+	}
+}
+
 func (j *jsonWriter) Write(e *formats.Event) error {
-	same := e.Source.From(j.opts.Dialect)
-	switch {
-	case e.Kind == formats.RunStart && same && e.Source.Line != nil:
-		j.raw = e.Source.Line
-	case !(same && e.Source.Continued):
-		j.raw = nil
-	}
-	if !same {
-		reportLosses(e, j.opts.Report, false)
-	}
+	reportLosses(e, j.opts.Report, false)
 	r := &j.run
 	main := e.Agent == ""
 	if main && e.Kind != formats.TextDelta && e.Kind != formats.Message {
@@ -245,9 +241,6 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 		}
 	case formats.RunEnd:
 		defer j.reset()
-		if j.raw != nil {
-			return formats.WriteRawLine(j.w, j.raw)
-		}
 		return j.end(e)
 	}
 	return nil
@@ -262,7 +255,7 @@ func (j *jsonWriter) end(e *formats.Event) error {
 		r.model = e.Run.Model
 	}
 	o := outObject{SessionID: r.sessionID, Warnings: r.warnings}
-	if n := r.messages; n > 0 && !e.Source.From(j.opts.Dialect) {
+	if n := r.messages; n > 0 {
 		if r.answer.text != "" && !r.answerApart {
 			n-- // the last message is the response
 		}
@@ -307,7 +300,6 @@ func (j *jsonWriter) end(e *formats.Event) error {
 func (j *jsonWriter) reset() {
 	j.text.Reset()
 	j.run = writeRun{}
-	j.raw = nil
 }
 
 func (j *jsonWriter) Close() error { return nil }
