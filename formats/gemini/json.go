@@ -17,6 +17,15 @@ var JSON = formats.Dialect{
 	NewReader:   newJSONReader,
 	NewWriter:   newJSONWriter,
 	Detect:      detectJSON,
+	Carries: formats.AllFeatures &^ (formats.Timestamps | formats.WorkingDirs | formats.UserPrompts | formats.Thinking |
+		formats.Turns | formats.TurnStatuses | formats.ToolCalls | formats.ToolDurations | formats.CancelledCalls |
+		formats.Refusals | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
+		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
+		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
+		formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunDurations |
+		formats.RawEvents),
+	Quirks: []string{"assistant messages besides the answer", "error notices besides the run's error",
+		"model names of runs without token counts"},
 }
 
 // jsonObject is the fields of the object that this package reads.
@@ -195,7 +204,6 @@ func (j *jsonWriter) Observe(e *formats.Event) {
 
 func (j *jsonWriter) Write(e *formats.Event) error {
 	v := j.run.Follow(e)
-	reportLosses(e, j.opts.Report, false)
 	switch e.Kind {
 	case formats.RunStart:
 		j.warnings = nil
@@ -223,11 +231,21 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 	if v.Success() || answer != "" {
 		o.Response = &answer
 	}
+	msg := ""
 	if !v.Success() {
-		o.Error = &errorObject{Type: errorType(formats.Some(v.ExitCode)), Message: v.Failure}
+		msg = v.Failure
+		o.Error = &errorObject{Type: errorType(formats.Some(v.ExitCode)), Message: msg}
 		o.Error.Code, _ = formats.Marshal(v.ExitCode)
 	}
+	for _, t := range v.Errors {
+		if t != msg {
+			rep.Lose("error notices besides the run's error")
+		}
+	}
 	u := v.Usage
+	if u.Empty() && v.Info.Model != "" {
+		rep.Lose("model names of runs without token counts")
+	}
 	if !u.Empty() {
 		name := v.Info.Model
 		if name == "" {
