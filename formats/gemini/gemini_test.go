@@ -193,8 +193,9 @@ func TestStreamWriter(t *testing.T) {
 	if got != want {
 		t.Errorf("output\n%s\nwant\n%s", got, want)
 	}
-	if losses["thinking text"] != 1 || losses["todo lists"] != 1 || len(losses) != 2 {
-		t.Errorf("losses %v", losses)
+	if len(losses) != 0 {
+		// Thinking and todo lists are the pipeline's to report (Carries).
+		t.Errorf("the writer reports losses of its own: %v", losses)
 	}
 	back := formatstest.Read(t, Stream, got)
 	end := back[len(back)-1]
@@ -240,6 +241,17 @@ func TestJSONWriter(t *testing.T) {
 	}
 }
 
+// unnamedFailure forgets the message of a failed run whose source gave
+// none: the writer prints the run view's ("the run failed").
+func unnamedFailure(cs []formatstest.Comparable) []formatstest.Comparable {
+	for i := range cs {
+		if cs[i].Kind == formats.RunEnd && cs[i].Text == "the run failed" {
+			cs[i].Text = ""
+		}
+	}
+	return cs
+}
+
 func TestUsageCounts(t *testing.T) {
 	n := func(v int64) *int64 { return &v }
 	// gemini-json's tokens of response.json: prompt includes cached, the
@@ -275,7 +287,7 @@ func FuzzStreamReader(f *testing.F) {
 	f.Add(formatstest.Fixture(f, "gemini", "tools-stream.jsonl"))
 	f.Add(formatstest.Fixture(f, "gemini", "error-result-stream.jsonl"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		formatstest.RoundTrip(t, Stream, data, roundTripKinds...)
+		formatstest.RoundTripNormalized(t, Stream, data, unnamedFailure, roundTripKinds...)
 	})
 }
 
