@@ -17,6 +17,15 @@ var JSON = formats.Dialect{
 	NewReader:   newJSONReader,
 	NewWriter:   newJSONWriter,
 	Detect:      detectJSON,
+	Carries: formats.AllFeatures &^ (formats.Timestamps | formats.WorkingDirs | formats.UserPrompts | formats.Thinking |
+		formats.Turns | formats.TurnStatuses | formats.ToolCalls | formats.ToolDurations | formats.CancelledCalls |
+		formats.Refusals | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
+		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
+		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
+		formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunDurations |
+		formats.RawEvents),
+	Quirks: []string{"assistant messages besides the answer", "error notices besides the run's error",
+		"model names of runs without token counts"},
 }
 
 // jsonObject is the fields of the object that this package reads.
@@ -137,8 +146,7 @@ func usageOf(s *sessionStats) formats.UsageInfo {
 	}
 	for _, m := range s.Models {
 		t := m.Tokens
-		u.Add(formats.UsageInfo{InputTokens: formats.OptFrom(t.Prompt), OutputTokens: formats.OptFrom(t.Candidates),
-			CacheReadTokens: formats.OptFrom(t.Cached), TotalTokens: formats.OptFrom(t.Total)})
+		u.Add(usageOfCounts(t.Prompt, t.Candidates, t.Total, t.Cached, nil))
 	}
 	return u
 }
@@ -159,19 +167,18 @@ func warningText(w json.RawMessage) string {
 	return string(w)
 }
 
-// The gemini-json writer prints one object per run, at its end.
+// The gemini-json writer prints one object per run, at its end. The run's
+// meaning (its outcome, answer, usage and model) is the run view's; the
+// writer keeps only the warnings it will print.
 type jsonWriter struct {
-	w    io.Writer
-	opts formats.WriteOptions
-	text formats.TextTracker
-	run  writeRun
-	// raw is the run's source object while every event of the run came
-	// from it, so that gemini-json → gemini-json prints it unchanged.
-	raw []byte
+	w        io.Writer
+	opts     formats.WriteOptions
+	run      *formats.RunFollower
+	warnings []string
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &jsonWriter{w: w, opts: o}
+	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o)}
 }
 
 type outObject struct {
@@ -186,106 +193,61 @@ type outStats struct {
 	Models map[string]modelStats `json:"models"`
 }
 
+// Observe follows the events of an object that the pipeline copies from
+// gemini-json as it is.
+func (j *jsonWriter) Observe(e *formats.Event) {
+	j.run.Follow(e)
+	if e.Kind == formats.RunStart || e.Kind == formats.RunEnd {
+		j.warnings = nil
+	}
+}
+
 func (j *jsonWriter) Write(e *formats.Event) error {
-	same := e.Source.From(j.opts.Dialect)
-	switch {
-	case e.Kind == formats.RunStart && same && e.Source.Line != nil:
-		j.raw = e.Source.Line
-	case !(same && e.Source.Continued):
-		j.raw = nil
-	}
-	if !same {
-		reportLosses(e, j.opts.Report, false)
-	}
-	r := &j.run
-	main := e.Agent == ""
-	if main && e.Kind != formats.TextDelta && e.Kind != formats.Message {
-		j.text.Flush("") // a message streamed before this event has ended
-	}
+	v := j.run.Follow(e)
 	switch e.Kind {
 	case formats.RunStart:
-		j.run = writeRun{sessionID: e.Run.SessionID, model: e.Run.Model}
-	case formats.TextDelta:
-		if main {
-			if !r.answer.streaming {
-				r.messages++
-			}
-			j.text.Delta("", e.Text)
-			r.answer.delta(e.Text)
-		}
-	case formats.Message:
-		// Deltas that carried this very text were its stream.
-		if streamed := j.text.Flush(""); main && (streamed == "" || streamed != e.Text) && e.Text != "" {
-			r.messages++
-			r.answer.whole(e.Text)
-		}
-	case formats.Answer:
-		if main {
-			r.answerApart = e.Text != r.answer.text
-			r.answer.whole(e.Text)
-		}
-	case formats.ToolCall:
-		r.answer.tool()
-	case formats.ToolResult:
-		r.answer.tool()
-		if e.Call.Status == formats.Denied {
-			r.denied = e.Call.Error
-		}
+		j.warnings = nil
 	case formats.Notice:
-		if e.Severity == formats.Error {
-			r.lastError = e.Text
-		} else if e.Severity == formats.Warning {
-			r.warnings = append(r.warnings, e.Text)
-		}
-	case formats.Usage:
-		r.usage.Add(e.Usage)
-		r.usageSeen = true
-	case formats.ModelChange:
-		if main {
-			r.model = e.Run.Model
+		if e.Severity == formats.Warning {
+			j.warnings = append(j.warnings, e.Text)
 		}
 	case formats.RunEnd:
-		defer j.reset()
-		if j.raw != nil {
-			return formats.WriteRawLine(j.w, j.raw)
-		}
-		return j.end(e)
+		defer func() { j.warnings = nil }()
+		return j.end(v)
 	}
 	return nil
 }
 
-func (j *jsonWriter) end(e *formats.Event) error {
-	r := &j.run
-	if e.Run.SessionID != "" {
-		r.sessionID = e.Run.SessionID
-	}
-	if e.Run.Model != "" {
-		r.model = e.Run.Model
-	}
-	o := outObject{SessionID: r.sessionID, Warnings: r.warnings}
-	if n := r.messages; n > 0 && !e.Source.From(j.opts.Dialect) {
-		if r.answer.text != "" && !r.answerApart {
+func (j *jsonWriter) end(v *formats.RunView) error {
+	rep := j.opts.Report
+	o := outObject{SessionID: v.Info.SessionID, Warnings: j.warnings}
+	answer := v.Answer()
+	if n := v.Messages; n > 0 {
+		if answer != "" && answer == v.LastText {
 			n-- // the last message is the response
 		}
-		j.opts.Report.LoseN("assistant messages besides the answer", n)
+		rep.LoseN("assistant messages besides the answer", n)
 	}
-	ok, msg := outcome(e, r)
-	if ok || r.answer.text != "" {
-		a := r.answer.text
-		o.Response = &a
+	if v.Success() || answer != "" {
+		o.Response = &answer
 	}
-	if !ok {
-		o.Error = &errorObject{Type: errorType(e.Run.ExitCode), Message: msg}
-		if e.Run.ExitCode.OK {
-			o.Error.Code, _ = formats.Marshal(e.Run.ExitCode.V)
+	msg := ""
+	if !v.Success() {
+		msg = v.Failure
+		o.Error = &errorObject{Type: errorType(formats.Some(v.ExitCode)), Message: msg}
+		o.Error.Code, _ = formats.Marshal(v.ExitCode)
+	}
+	for _, t := range v.Errors {
+		if t != msg {
+			rep.Lose("error notices besides the run's error")
 		}
 	}
-	u := e.Usage
-	if u.Empty() && r.usageSeen {
-		u = r.usage
+	u := v.Usage
+	if u.Empty() && v.Info.Model != "" {
+		rep.Lose("model names of runs without token counts")
 	}
 	if !u.Empty() {
-		name := r.model
+		name := v.Info.Model
 		if name == "" {
 			name = "unknown"
 		}
@@ -303,12 +265,6 @@ func (j *jsonWriter) end(e *formats.Event) error {
 	out.WriteByte('\n')
 	_, err = j.w.Write(out.Bytes())
 	return err
-}
-
-func (j *jsonWriter) reset() {
-	j.text.Reset()
-	j.run = writeRun{}
-	j.raw = nil
 }
 
 func (j *jsonWriter) Close() error { return nil }

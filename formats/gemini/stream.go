@@ -19,6 +19,13 @@ var Stream = formats.Dialect{
 	NewReader:   newStreamReader,
 	NewWriter:   newStreamWriter,
 	Detect:      detectStream,
+	Carries: formats.AllFeatures &^ (formats.WorkingDirs | formats.Thinking | formats.Turns | formats.TurnStatuses |
+		formats.ToolDurations | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
+		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
+		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
+		formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RawEvents),
+	Quirks: []string{"subagent prompts", "session ids given only at the run's end", "model names given only at the run's end",
+		"exit codes Gemini CLI does not use"},
 }
 
 // Provider and agent name of the runs Gemini CLI prints.
@@ -97,7 +104,7 @@ type readRun struct {
 	names            map[string]string // tool id -> tool name
 	answer           answerTracker
 	// lastError and denied give a failed result without an error object
-	// its message, as the writers choose it (see outcome).
+	// its message: the last error, else the last refusal's reason.
 	lastError, denied string
 }
 
@@ -226,8 +233,7 @@ func (r *streamReader) result(ev *formats.Event, l *streamLine) {
 	}
 	end.Run.ExitCode = exitCode(end.Status, l.Error)
 	if s := l.Stats; s != nil {
-		end.Usage = formats.UsageInfo{InputTokens: formats.OptFrom(s.InputTokens), OutputTokens: formats.OptFrom(s.OutputTokens),
-			CacheReadTokens: formats.OptFrom(s.Cached), TotalTokens: formats.OptFrom(s.TotalTokens)}
+		end.Usage = usageOfCounts(s.InputTokens, s.OutputTokens, s.TotalTokens, s.Cached, nil)
 		if s.DurationMs != nil {
 			end.Duration = time.Duration(*s.DurationMs) * time.Millisecond
 		}

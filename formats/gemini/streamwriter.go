@@ -7,35 +7,27 @@ import (
 	"github.com/goccy/go-json"
 )
 
+// The gemini-stream writer prints a line per event. The run's meaning (its
+// outcome, answer, usage and calls) is the run view's; the writer keeps
+// only what it has printed of the run.
 type streamWriter struct {
-	w     io.Writer
-	opts  formats.WriteOptions
+	w    io.Writer
+	opts formats.WriteOptions
+	run  *formats.RunFollower
+	// open: the run's init is out, with session id and model.
+	open           bool
+	session, model string
+	// calls are the calls announced with a tool_use line.
 	calls formats.CallTracker
-	text  formats.TextTracker
-	run   writeRun
-}
-
-// writeRun is what the writers keep of the run being written.
-type writeRun struct {
-	open bool
-	// same: the run came from a gemini-stream input and is copied.
-	same      bool
-	sessionID string
-	model     string
-	answer    answerTracker
-	usage     formats.UsageInfo
-	usageSeen bool
-	toolCalls int64
-	lastError string
-	warnings  []string
-	messages  int // assistant messages, for gemini-json's losses
-	// answerApart: the answer is not the last message, which is lost.
-	answerApart bool
-	denied      string // the reason of the last refused call
+	// text is the main agent's text streamed in deltas, so that its whole
+	// message is not printed again.
+	text formats.TextTracker
+	// answer is what a reader takes for the answer of what is printed.
+	answer answerTracker
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o}
+	return &streamWriter{w: w, opts: o, run: formats.ViewFor(o), calls: formats.CallTracker{DropOutputs: true}}
 }
 
 type initLine struct {
@@ -85,111 +77,101 @@ type resultLine struct {
 	Stats     *streamStats `json:"stats,omitempty"`
 }
 
+// Observe follows a record that the pipeline copies from gemini-stream
+// as it is: the writer prints nothing of the run, and forgets it at its
+// end.
+func (s *streamWriter) Observe(e *formats.Event) {
+	s.run.Follow(e)
+	if e.Kind == formats.RunStart || e.Kind == formats.RunEnd {
+		s.reset()
+	}
+}
+
 func (s *streamWriter) Write(e *formats.Event) error {
-	if e.Source.From(s.opts.Dialect) {
-		// Same dialect: records go out as they came; events the pipeline
-		// made up print nothing.
-		switch e.Kind {
-		case formats.RunStart:
-			s.reset()
-			s.run.open, s.run.same, s.run.sessionID = true, true, e.Run.SessionID
-		case formats.ToolCall:
-			s.calls.Start(e)
-		case formats.RunEnd:
-			s.reset()
-		}
-		if e.Source.Line != nil && !e.Source.Continued {
-			return formats.WriteRawLine(s.w, e.Source.Line)
-		}
-		return nil
-	}
+	v := s.run.Follow(e)
 	rep := s.opts.Report
-	if s.run.same {
-		// What the pipeline adds to close a copied, cut run loses nothing.
-		rep = nil
-	}
-	reportLosses(e, rep, true)
 	ts := formatTime(e.TimeOf())
 	if e.Kind == formats.RunStart {
 		return s.start(ts, e.Run.SessionID, e.Run.Model)
 	}
-	if !s.run.open {
+	if !s.open {
 		if err := s.start(ts, "", ""); err != nil {
 			return err
 		}
 	}
-	r := &s.run
 	main := e.Agent == ""
 	if main && e.Kind != formats.TextDelta && e.Kind != formats.Message {
 		s.text.Flush("") // a message streamed before this event has ended
 	}
 	switch e.Kind {
 	case formats.UserMessage:
-		if main {
-			r.answer.other()
-			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "user", e.Text, false})
+		if !main {
+			rep.Lose("subagent prompts")
+			return nil
 		}
+		s.answer.other()
+		return formats.WriteJSONLine(s.w, messageLine{"message", ts, "user", e.Text, false})
 	case formats.TextDelta:
 		if main {
 			s.text.Delta("", e.Text)
-			r.answer.delta(e.Text)
+			s.answer.delta(e.Text)
 			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.Text, true})
 		}
 	case formats.Message:
 		// Deltas that carried this very text were its stream; any other
 		// message is one of its own.
 		if streamed := s.text.Flush(""); main && (streamed == "" || streamed != e.Text) && (e.Text != "" || e.Thinking == "") {
-			r.answer.whole(e.Text)
+			s.answer.whole(e.Text)
 			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.Text, false})
 		}
 	case formats.Answer:
-		if main && e.Text != "" && e.Text != r.answer.text {
-			r.answer.whole(e.Text)
+		// Gemini's answer is its last message: one that the reader would
+		// not take for it is printed.
+		if main && e.Text != "" && e.Text != s.answer.text {
+			s.answer.whole(e.Text)
 			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.Text, false})
 		}
 	case formats.ToolCall:
-		r.answer.tool()
-		r.toolCalls++
+		s.answer.tool()
 		c := s.calls.Start(e)
 		return formats.WriteJSONLine(s.w, toolUseLine{"tool_use", ts, c.Name, c.ID, args(c.Args)})
 	case formats.ToolResult:
-		r.answer.tool()
+		s.answer.tool()
 		c, started := s.calls.Finish(e)
-		if c.Status == formats.Denied {
-			r.denied = c.Error
-		}
 		if !started && c.Name != "" {
 			// Gemini names a tool only in tool_use.
-			r.toolCalls++
 			if err := formats.WriteJSONLine(s.w, toolUseLine{"tool_use", ts, c.Name, c.ID, args(c.Args)}); err != nil {
 				return err
 			}
 		}
 		return formats.WriteJSONLine(s.w, toolResult(ts, &e.Call))
 	case formats.Notice:
-		r.answer.other()
+		s.answer.other()
 		sev := "warning"
 		if e.Severity == formats.Error {
 			sev = "error"
-			r.lastError = e.Text
 		}
 		return formats.WriteJSONLine(s.w, errorLine{"error", ts, sev, e.Text})
-	case formats.Usage:
-		r.usage.Add(e.Usage)
-		r.usageSeen = true
 	case formats.RunEnd:
 		defer s.reset()
-		if e.Run.SessionID != "" && r.sessionID == "" {
+		if e.Run.SessionID != "" && s.session == "" {
 			rep.Lose("session ids given only at the run's end")
 		}
-		return formats.WriteJSONLine(s.w, s.result(ts, e))
+		if e.Run.Model != "" && s.model == "" {
+			rep.Lose("model names given only at the run's end")
+		}
+		l := result(ts, e, v)
+		if !v.Success() && readExitCode(l.Error, v) != v.ExitCode {
+			rep.Lose("exit codes Gemini CLI does not use")
+		}
+		return formats.WriteJSONLine(s.w, l)
 	}
 	return nil
 }
 
 func (s *streamWriter) start(ts, sessionID, model string) error {
 	s.reset()
-	s.run.open, s.run.sessionID, s.run.model = true, sessionID, model
+	s.open, s.session, s.model = true, sessionID, model
 	return formats.WriteJSONLine(s.w, initLine{"init", ts, sessionID, model})
 }
 
@@ -217,28 +199,19 @@ func toolResult(ts string, c *formats.Call) toolResultLine {
 	return l
 }
 
-// result is the run's closing event: its outcome, error and stats.
-func (s *streamWriter) result(ts string, e *formats.Event) resultLine {
-	r := &s.run
+// result is the run's closing event: the view's outcome, failure and
+// usage totals.
+func result(ts string, e *formats.Event, v *formats.RunView) resultLine {
 	l := resultLine{Type: "result", Timestamp: ts, Status: "success"}
-	if ok, msg := outcome(e, r); !ok {
+	if !v.Success() {
 		l.Status = "error"
-		if typ := errorType(e.Run.ExitCode); msg != "" || typ != "Error" {
-			l.Error = &errorObject{Type: typ, Message: msg}
-		}
+		l.Error = &errorObject{Type: errorType(formats.Some(v.ExitCode)), Message: v.Failure}
 	}
-	u := e.Usage
-	if u.Empty() && r.usageSeen {
-		u = r.usage
-	}
-	if !u.Empty() || e.Duration > 0 {
-		tc := r.toolCalls
-		l.Stats = &streamStats{TotalTokens: u.Total().Ptr(), InputTokens: u.InputTokens.Ptr(), OutputTokens: u.OutputTokens.Ptr(),
-			Cached: u.CacheReadTokens.Ptr(), ToolCalls: &tc}
-		if u.InputTokens.OK && u.CacheReadTokens.OK {
-			in := u.InputTokens.V - u.CacheReadTokens.V
-			l.Stats.Input = &in
-		}
+	if u := v.Usage; !u.Empty() || e.Duration > 0 {
+		c := countsOf(u, false) // stream-json has no thoughts count
+		calls := int64(len(v.Calls.All()))
+		l.Stats = &streamStats{TotalTokens: c.Total, InputTokens: c.Prompt, OutputTokens: c.Candidates,
+			Cached: c.Cached, Input: c.Input, ToolCalls: &calls}
 		if e.Duration > 0 {
 			ms := e.Duration.Milliseconds()
 			l.Stats.DurationMs = &ms
@@ -247,29 +220,23 @@ func (s *streamWriter) result(ts string, e *formats.Event) resultLine {
 	return l
 }
 
-// outcome says whether a run succeeded, and its error message if not, as
-// far as the events say it.
-func outcome(e *formats.Event, r *writeRun) (bool, string) {
-	ok := e.Status == formats.Completed ||
-		(e.Status == formats.StatusUnknown && (!e.Run.ExitCode.OK || e.Run.ExitCode.V == 0))
-	if ok {
-		return true, ""
+// readExitCode is the exit code that a run ending with the result error
+// reads back with: its type's, else 2 after a refused call, else 1.
+func readExitCode(e *errorObject, v *formats.RunView) int {
+	if c := exitCode(formats.Failed, e); c.OK {
+		return c.V
 	}
-	switch {
-	case e.Text != "":
-		return false, e.Text
-	case r.lastError != "":
-		return false, r.lastError
-	case r.denied != "":
-		return false, r.denied
+	if v.Stopped {
+		return 2
 	}
-	return false, ""
+	return 1
 }
 
 func (s *streamWriter) reset() {
+	s.open, s.session, s.model = false, "", ""
 	s.calls.Reset()
 	s.text.Reset()
-	s.run = writeRun{}
+	s.answer = answerTracker{}
 }
 
 func (s *streamWriter) Close() error { return nil }
@@ -279,93 +246,4 @@ func args(a json.RawMessage) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	return a
-}
-
-// reportLosses counts what Gemini CLI's output has no place for. stream:
-// the target is gemini-stream, which carries tool calls, notices, prompts
-// and timestamps that gemini-json does not.
-func reportLosses(e *formats.Event, rep *formats.Report, stream bool) {
-	switch e.Kind {
-	case formats.RunStart:
-		if e.Run.Cwd != "" {
-			rep.Lose("working directories")
-		}
-	case formats.ThinkingDelta:
-		rep.Lose("thinking text")
-	case formats.Message:
-		if e.Thinking != "" {
-			rep.Lose("thinking text")
-		}
-		if e.Agent != "" {
-			rep.Lose("subagent text")
-		}
-	case formats.TextDelta:
-		if e.Agent != "" {
-			rep.Lose("subagent text")
-		}
-	case formats.UserMessage:
-		if !stream || e.Agent != "" {
-			rep.Lose("user prompts")
-		}
-	case formats.Answer:
-		if e.Agent != "" {
-			rep.Lose("subagent answers")
-		}
-	case formats.TurnEnd:
-		rep.Lose("turn boundaries")
-	case formats.Todos:
-		rep.Lose("todo lists")
-	case formats.Compaction:
-		rep.Lose("compactions")
-	case formats.ModelChange:
-		rep.Lose("model changes")
-	case formats.PermissionRequest:
-		rep.Lose("permission requests")
-	case formats.PermissionAnswer:
-		rep.Lose("permission answers")
-	case formats.AgentStart:
-		if stream {
-			rep.Lose("subagents (their tool calls are flattened into the run)")
-		} else {
-			rep.Lose("subagents")
-		}
-	case formats.AgentEnd:
-		if e.Text != "" {
-			rep.Lose("subagent reports")
-		}
-	case formats.ToolCall:
-		if !stream {
-			rep.Lose("tool calls")
-		}
-	case formats.ToolResult:
-		if stream && e.Duration > 0 {
-			rep.Lose("tool call durations")
-		}
-	case formats.Notice:
-		if !stream && e.Severity != formats.Warning {
-			rep.Lose("notices besides warnings")
-		}
-	case formats.Usage:
-		if e.Usage.CostUSD.OK {
-			rep.Lose("costs")
-		}
-		if e.Usage.CacheWriteTokens.V > 0 {
-			rep.Lose("cache write token counts")
-		}
-	case formats.Raw:
-		rep.Lose("unknown " + e.Source.Dialect + " events")
-	case formats.RunEnd:
-		if e.Usage.CostUSD.OK {
-			rep.Lose("costs")
-		}
-		if !stream && e.Duration > 0 {
-			rep.Lose("run durations")
-		}
-		if c := e.Run.ExitCode; stream && c.OK && c.V != 0 && c.V != 1 && errorType(c) == "Error" {
-			rep.Lose("exit codes Gemini CLI does not use")
-		}
-	}
-	if !stream && !e.Time.IsZero() {
-		rep.Lose("event timestamps")
-	}
 }
