@@ -21,6 +21,7 @@ type runFacts struct {
 	code    int
 	usage   formats.UsageInfo
 	calls   int
+	cut     bool
 }
 
 // captureWriter records the run view at each RunEnd.
@@ -32,7 +33,7 @@ type captureWriter struct {
 func (c *captureWriter) Write(e *formats.Event) error {
 	if e.Kind == formats.RunEnd {
 		v := c.view
-		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All())})
+		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All()), cut: v.Cut})
 	}
 	return nil
 }
@@ -62,9 +63,9 @@ func readFacts(t *testing.T, from, data string) []runFacts {
 }
 
 // convertTo runs the command line on data and returns its output.
-func convertTo(t *testing.T, data, from, to string) (string, string) {
+func convertTo(t *testing.T, data, from, to string, more ...string) (string, string) {
 	t.Helper()
-	args := []string{"--deterministic", "--lenient", "--to", to}
+	args := append([]string{"--deterministic", "--lenient", "--to", to}, more...)
 	if from != "" {
 		args = append(args, "--from", from)
 	}

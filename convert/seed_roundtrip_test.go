@@ -19,7 +19,12 @@ func facts(t *testing.T, d formats.Dialect, data string) map[string]string {
 		t.Fatalf("reading %s: %v %v", d.Name, err, bad)
 	}
 	var order, names, statuses, outputs, errs, owners, agents, answers, runs, sessions, tokens, costs []string
+	var view formats.RunView // a run's status as the one rule settles it
 	for _, e := range evs {
+		if !view.Open && e.Kind != formats.RunStart {
+			view.Observe(&formats.Event{Kind: formats.RunStart})
+		}
+		view.Observe(e)
 		switch e.Kind {
 		case formats.ToolResult:
 			id := e.Call.ID + ": "
@@ -36,8 +41,9 @@ func facts(t *testing.T, d formats.Dialect, data string) map[string]string {
 		case formats.RunEnd:
 			runs = append(runs, e.Status.String())
 			sessions = append(sessions, e.Run.SessionID)
-			tokens = append(tokens, fmt.Sprint(e.Usage.InputTokens.V, "/", e.Usage.OutputTokens.V, "/", e.Usage.CacheReadTokens.V))
-			costs = append(costs, fmt.Sprint(e.Usage.CostUSD.V))
+			u := view.Usage // the run's totals, as the one rule makes them
+			tokens = append(tokens, fmt.Sprint(u.InputTokens.V, "/", u.OutputTokens.V, "/", u.CacheReadTokens.V))
+			costs = append(costs, fmt.Sprintf("%.9f", u.CostUSD.V))
 		}
 	}
 	// Calls are compared by id: the order of results is a field of its own.

@@ -22,7 +22,7 @@ var Dialect = formats.Dialect{
 	Detect:    detect,
 	Carries: formats.AllFeatures &^ (formats.Turns | formats.TurnStatuses | formats.PermissionRequests |
 		formats.PermissionAnswers | formats.TodoLists | formats.RawEvents),
-	Quirks: []string{lostEmptySubagents, lostToolErrors},
+	Quirks: []string{lostEmptySubagents},
 }
 
 // SchemaVersion is the version the writer writes.
@@ -31,7 +31,6 @@ const SchemaVersion = "ATIF-v1.7"
 // The writer's own losses.
 const (
 	lostEmptySubagents = "subagents that say nothing (a trajectory needs a step)"
-	lostToolErrors     = "tool error texts beside an output (kept in the result's extra.error)"
 )
 
 // trajectory is ATIF's root object, and an embedded subagent's.

@@ -227,8 +227,8 @@ func (d *decoder) results(st *readStep, agent string, at time.Time, subs map[str
 		} else if b, ok := r.Extra["tool_result_is_error"].(bool); ok && b {
 			e.Call.Status = formats.Failed // as Harbor's converters mark it
 		}
-		if errText := str(r.Extra[extraError]); errText != "" {
-			e.Call.Output, e.Call.Error = content, errText
+		if errText, ok := r.Extra[extraError]; ok {
+			e.Call.Output, e.Call.Error = content, str(errText)
 		} else if e.Call.Status == formats.Completed {
 			e.Call.Output = content
 		} else {

@@ -238,11 +238,13 @@ func (w *writer) result(e *formats.Event, a *agentTraj) {
 	}
 	id := e.Call.ID
 	r := &result{SourceCallID: &id}
+	// The content is the output, else the error; an error beside an
+	// output, and the (empty) error of a call that did not succeed but has
+	// an output, go in extra, so that a reader tells the two apart.
 	content := e.Call.Output
 	if content == "" {
 		content = e.Call.Error
-	} else if e.Call.Error != "" {
-		w.opts.Report.Lose(lostToolErrors)
+	} else if e.Call.Error != "" || e.Call.Status != formats.Completed && e.Call.Status != formats.StatusUnknown {
 		setExtra(&r.Extra, extraError, e.Call.Error)
 	}
 	r.Content = jsonString(content)
