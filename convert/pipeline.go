@@ -106,7 +106,7 @@ type Pipeline struct {
 	copying bool
 	// interrupted: a signal is closing the run.
 	interrupted bool
-	events  int
+	events      int
 	// rawOutput: the writer takes tool outputs as undecoded JSON.
 	rawOutput bool
 }
