@@ -81,8 +81,10 @@ func TestRoundTripThroughEachDialect(t *testing.T) {
 		{"malac/two-runs.jsonl", "cli-agents", []string{"call statuses", "call errors", "sessions"}},
 		{"malac/two-runs.jsonl", "adal-json", []string{"call outputs", "call errors", "run statuses"}},
 		// A refusal the run went on after, then failed for another reason:
-		// a failure (exit 1), not a stop at the refusal (exit 2).
-		{"malac/refused-then-failed.jsonl", "adal-stream", []string{"sessions"}},
+		// a failure (exit 1), not a stop at the refusal (exit 2);
+		// adal-stream's permission_denied says that a run stopped, so the
+		// refused call comes back as a failed one.
+		{"malac/refused-then-failed.jsonl", "adal-stream", []string{"sessions", "call statuses", "call errors"}},
 		{"malac/refused-then-failed.jsonl", "adal-json", []string{"call outputs", "call errors"}},
 		{"malac/failed-turn.jsonl", "cli-agents", []string{"sessions"}},
 		{"malac/failed-turn.jsonl", "adal-stream", []string{"sessions"}},

@@ -130,7 +130,7 @@ func TestStreamRefusalInARunThatSucceeded(t *testing.T) {
 	if !strings.Contains(out, `{"type":"tool_result","id":"r2c1","name":"bash","status":"failed","output":"Permission denied by user"}`) {
 		t.Errorf("the refused call is not a failed result:\n%s", out)
 	}
-	if !strings.Contains(stderr, "lost: 1 × refusals in runs that went on and succeeded (written as failed tool calls)") {
+	if !strings.Contains(stderr, "lost: 1 × refusals in runs that went on after them (written as failed tool calls)") {
 		t.Errorf("the refusal is not reported:\n%s", stderr)
 	}
 	// And it reads back as the run it was: the second succeeded.
@@ -142,7 +142,8 @@ func TestStreamRefusalInARunThatSucceeded(t *testing.T) {
 
 // A run that stopped on a refusal ends with permission_denied and
 // complete with exit code 2, with no answer in between; a run that went
-// on after a refusal and then failed keeps it as a refusal.
+// on after a refusal, even to fail later, gets the call as a failed
+// tool_result, written as soon as the next line shows that it went on.
 func TestStreamStopsAtRefusal(t *testing.T) {
 	in := `{"success":false,"answer":"I could not clean up.","error":"rm needs approval","exit_code":2,"tool_calls":[{"id":"c1","name":"ls","args":{},"status":"completed","output":"a"},{"id":"c2","name":"bash","args":{"command":"rm -rf a"},"status":"denied"}]}`
 	out, stderr := run(t, in, "--to", "adal-stream")
@@ -159,11 +160,11 @@ func TestStreamStopsAtRefusal(t *testing.T) {
 	}
 
 	out, stderr = run(t, fixture(t, "malac/refused-then-failed.jsonl"), "--to", "adal-stream")
-	if got, want := types(t, out), "tool_call:p1 permission_denied:p1 tool_call:p2 tool_result:p2 answer complete=1"; got != want {
+	if got, want := types(t, out), "tool_call:p1 tool_result:p1 tool_call:p2 tool_result:p2 answer complete=1"; got != want {
 		t.Errorf("lines %q, want %q:\n%s", got, want, out)
 	}
-	if strings.Contains(stderr, "refusals in runs") {
-		t.Errorf("a refusal kept as one is reported lost:\n%s", stderr)
+	if !strings.Contains(stderr, "lost: 1 × refusals in runs that went on after them") {
+		t.Errorf("the refusal written as a failed call is not reported:\n%s", stderr)
 	}
 }
 

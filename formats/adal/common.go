@@ -18,7 +18,7 @@ const (
 	lossMessages    = "assistant messages besides the answer"
 	lossPreviews    = "tool outputs past the adal-json preview size (kept as a preview)"
 	lossErrors      = "errors besides the run's failure"
-	lossWentOn      = "refusals in runs that went on and succeeded (written as failed tool calls)"
+	lossWentOn      = "refusals in runs that went on after them (written as failed tool calls)"
 	lossStopAnswers = "answers after the refusal a run stopped at"
 )
 

@@ -214,11 +214,13 @@ type streamWriter struct {
 	lines map[string]uint8
 	// errs are the error texts written in the run.
 	errs map[string]bool
-	// held is what the run wrote since its first refusal, kept until the
-	// run ends. permission_denied says that the run stopped: a run that
-	// went on after a refusal and succeeded gets the call as a failed
-	// tool_result instead, and one that stopped there (exit code 2) gets
-	// no answer after it.
+	// held is a refusal and the answers after it, kept until the run shows
+	// whether it stopped there. permission_denied says that the run
+	// stopped: a run that goes on after a refusal (any other line comes)
+	// gets the call as a failed tool_result instead, written before that
+	// line, so that a live pipe waits for one refusal at most; a run that
+	// ends there without success gets permission_denied and no answer
+	// after it.
 	held    []heldLine
 	holding bool
 }
@@ -331,8 +333,14 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	return nil
 }
 
-// line writes a line, or holds it after a refusal.
+// line writes a line, or holds an answer after a refusal. Any other
+// line says that the run went on after the refusal.
 func (s *streamWriter) line(v any, answer bool) error {
+	if s.holding && !answer {
+		if err := s.release(s.run.View(), true); err != nil {
+			return err
+		}
+	}
 	if !s.holding {
 		return formats.WriteJSONLine(s.w, v)
 	}
@@ -349,11 +357,12 @@ func (s *streamWriter) error(msg string) error {
 	return s.line(textLine{Type: "error", Message: msg}, false)
 }
 
-// release writes what was held since the run's first refusal, now that
-// the run's outcome is known: in a run that succeeded, each refusal as a
-// failed tool_result (permission_denied would say that it stopped); in
-// one that stopped on its last refusal (exit code 2), no answer after it.
-func (s *streamWriter) release(v *formats.RunView) error {
+// release writes what was held since a refusal, now that the run shows
+// whether it stopped there: if it went on (wentOn) or succeeded, each
+// refusal as a failed tool_result (permission_denied would say that it
+// stopped); if it stopped on its last refusal (exit code 2), no answer
+// after it.
+func (s *streamWriter) release(v *formats.RunView, wentOn bool) error {
 	if !s.holding {
 		return nil
 	}
@@ -364,7 +373,7 @@ func (s *streamWriter) release(v *formats.RunView) error {
 			last = i
 		}
 	}
-	stop := v.ExitCode == 2 && v.Stopped
+	stop := !wentOn && v.ExitCode == 2 && v.Stopped
 	for i, h := range s.held {
 		r := h.refusal
 		switch {
@@ -374,7 +383,7 @@ func (s *streamWriter) release(v *formats.RunView) error {
 			if err := formats.WriteRawLine(s.w, h.line); err != nil {
 				return err
 			}
-		case !v.Success():
+		case !wentOn && !v.Success():
 			if err := formats.WriteJSONLine(s.w, deniedLine{"permission_denied", r.id, r.name, args(r.args), r.reason}); err != nil {
 				return err
 			}
@@ -405,7 +414,7 @@ func (s *streamWriter) release(v *formats.RunView) error {
 func (s *streamWriter) end(e *formats.Event, v *formats.RunView) error {
 	defer s.reset()
 	stop := v.ExitCode == 2 && v.Stopped
-	if err := s.release(v); err != nil {
+	if err := s.release(v, false); err != nil {
 		return err
 	}
 	if stop {
