@@ -14,6 +14,7 @@ import (
 	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/cliagents"
 	"github.com/agentconv/agentconv/formats/codex"
+	"github.com/agentconv/agentconv/formats/cursor"
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
 	"github.com/agentconv/agentconv/formats/pretty"
@@ -29,6 +30,7 @@ var Dialects = []formats.Dialect{
 	adal.Text,
 	claude.Stream,
 	claude.JSON,
+	cursor.Stream,
 	malac.Dialect,
 	cliagents.Dialect,
 	pretty.Dialect,
