@@ -89,6 +89,9 @@ func TestReadToolResults(t *testing.T) {
 	if a := string(res[4].Call.Args); a != `{"q":"go"}` {
 		t.Errorf("function arguments %s", a)
 	}
+	if at := res[5].Time; !at.Equal(time.UnixMilli(1700000000500)) {
+		t.Errorf("a timestamp_ms string gives %v", at)
+	}
 	if p := evs[0].Run.Provider; p != "openai" {
 		t.Errorf("provider %q", p)
 	}
@@ -330,7 +333,7 @@ const toolResultsInput = `{"type":"system","subtype":"init","apiKeySource":"logi
 {"type":"tool_call","subtype":"completed","call_id":"c3","tool_call":{"editToolCall":{"args":{"path":"a"},"result":{"rejected":{"reason":"not allowed","isReadonly":true}}}},"session_id":"chat-7"}
 {"type":"tool_call","subtype":"completed","call_id":"c4","tool_call":{"writeToolCall":{"args":{"path":"b"},"result":{"error":{"errorMessage":"disk full"}}}},"session_id":"chat-7"}
 {"type":"tool_call","subtype":"completed","call_id":"c5","tool_call":{"function":{"name":"web.search","arguments":"{\"q\":\"go\"}","result":{"success":{"hits":3}}}},"session_id":"chat-7"}
-{"type":"tool_call","subtype":"completed","call_id":"c6","tool_call":{"globToolCall":{"args":{"glob":"*.go"},"result":{"success":{"stdout":"a.go","stderr":"warn"}}}},"session_id":"chat-7"}
+{"type":"tool_call","subtype":"completed","call_id":"c6","timestamp_ms":"1700000000500","tool_call":{"globToolCall":{"args":{"glob":"*.go"},"result":{"success":{"stdout":"a.go","stderr":"warn"}}}},"session_id":"chat-7"}
 `
 
 const partialInput = `{"type":"system","subtype":"init","session_id":"s","model":"Auto","cwd":"/x","apiKeySource":"env","permissionMode":"default"}

@@ -31,7 +31,8 @@ type record struct {
 	} `json:"message"`
 	// assistant, thinking, tool_call
 	ModelCallID *json.RawMessage `json:"model_call_id"`
-	TimestampMS *float64         `json:"timestamp_ms"`
+	// timestamp_ms: a number, or a numeric string.
+	TimestampMS *json.RawMessage `json:"timestamp_ms"`
 	// thinking/delta
 	Text string `json:"text"`
 
@@ -187,7 +188,7 @@ func (r *reader) readRecord() error {
 	}
 	var at time.Time
 	if rec.TimestampMS != nil {
-		at = msTime(*rec.TimestampMS)
+		at = msTime(number(*rec.TimestampMS))
 	}
 	for _, e := range evs {
 		if e.Time.IsZero() {
@@ -196,6 +197,19 @@ func (r *reader) readRecord() error {
 	}
 	r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: rec.Type, Line: r.takeHeld(line), LineNo: n}, evs...)
 	return nil
+}
+
+// number reads a JSON number, or a string that holds one; 0 otherwise.
+func number(raw json.RawMessage) float64 {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return f
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		f, _ = strconv.ParseFloat(strings.TrimSpace(s), 64)
+	}
+	return f
 }
 
 // msTime is a time from milliseconds since the epoch; zero for what is not
