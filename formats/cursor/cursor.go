@@ -32,7 +32,7 @@ var Stream = formats.Dialect{
 		formats.PermissionRequests | formats.PermissionAnswers | formats.TodoLists | formats.Compactions |
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |
 		formats.PerRequestUsage | formats.ReasoningTokens | formats.RawEvents),
-	Quirks: []string{lostTimes, lostErrors, lostFailedAnswers, lostCodes, lostCancelled, lostSubPrompts, lostSubThinking},
+	Quirks: []string{lostTimes, lostErrors, lostFailedAnswers, lostCodes, lostCancelled, lostSubPrompts, lostSubThinking, lostSubInfo},
 }
 
 // The losses the writer reports itself: what its encoding cannot keep of
@@ -45,6 +45,7 @@ const (
 	lostCancelled     = "cancelled run statuses (written as failures)"
 	lostSubPrompts    = "subagent prompts"
 	lostSubThinking   = "subagent thinking text"
+	lostSubInfo       = "subagents' models and working directories"
 )
 
 // probe is what detection looks at in a line.

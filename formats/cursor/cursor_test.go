@@ -183,7 +183,7 @@ func TestWrite(t *testing.T) {
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "t1", Name: "Bash", Args: []byte(`{"command":"ls"}`)}, Time: at},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Failed, Output: "o", Error: "boom"}, Time: at},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "t2", Name: "mcp__gh__pr", Status: formats.Denied, Error: "no"}, Time: at},
-		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{ParentCall: "t1"}},
+		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{ParentCall: "t1", Model: "small"}},
 		{Kind: formats.ToolCall, Agent: "a1", Call: formats.Call{ID: "t3", Name: "shell"}, Time: at},
 		{Kind: formats.ToolResult, Agent: "a1", Call: formats.Call{ID: "t3", Status: formats.Completed, Output: "x"}, Time: at},
 		{Kind: formats.ThinkingDelta, Agent: "a1", Text: "sub"},
@@ -216,7 +216,7 @@ func TestWrite(t *testing.T) {
 	}
 	// Outside a pipeline nothing reports the features it lacks; the
 	// writer reports its own losses only.
-	for _, l := range []string{"1 × " + lostSubThinking, "1 × " + lostErrors} {
+	for _, l := range []string{"1 × " + lostSubThinking, "1 × " + lostErrors, "1 × " + lostSubInfo} {
 		if !strings.Contains(rep, l) {
 			t.Errorf("report lacks %q:\n%s", l, rep)
 		}

@@ -252,10 +252,15 @@ func (c *writer) Write(e *formats.Event) error {
 }
 
 // subagent writes what a flat stream keeps of a subagent's event: its tool
-// calls, as the run's. The pipeline reports the rest, but for prompts and
-// thinking, which the stream has only for the main agent.
+// calls, as the run's. The pipeline reports the rest, but for prompts,
+// thinking, models and working directories, which the stream has only for
+// the main agent.
 func (c *writer) subagent(e *formats.Event) {
 	switch e.Kind {
+	case formats.AgentStart:
+		if e.AgentInfo.Model != "" || e.AgentInfo.Cwd != "" {
+			c.lose(lostSubInfo)
+		}
 	case formats.ToolCall:
 		c.started[e.Call.ID] = true
 		c.toolLine(e, "started", e.Call.Name, e.Call.Args, nil)
