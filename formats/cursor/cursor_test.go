@@ -141,7 +141,7 @@ func TestReadOddRecords(t *testing.T) {
 		t.Errorf("warnings %q", warn)
 	}
 	// A thinking/completed line at the end of the input is kept.
-	if last := evs[len(evs)-1]; !bytes.Contains(last.Source.Line, []byte(`"completed"`)) {
+	if last := evs[len(evs)-1]; !bytes.Contains(last.Source.Line, []byte(`"completed"`)) || last.Source.Type != "thinking" || last.Source.LineNo != 7 {
 		t.Errorf("last %+v", last.Source)
 	}
 

@@ -27,6 +27,17 @@ func TestDetectedAgainstNeighbours(t *testing.T) {
 	if d.Name != "cursor-stream" || score != 100 {
 		t.Fatalf("detected as %s (%d)", d.Name, score)
 	}
+	// A run without tools or thinking has Claude's envelope throughout,
+	// and claude-stream scores it as high: Cursor's apiKeySource marks it,
+	// and cursor-stream comes first in the table, which breaks the tie.
+	plain := `{"type":"system","subtype":"init","apiKeySource":"login","cwd":"/x","session_id":"c","model":"Auto","permissionMode":"default"}
+{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}]},"session_id":"c"}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Hello."}]},"session_id":"c"}
+{"type":"result","subtype":"success","duration_ms":1,"duration_api_ms":1,"is_error":false,"result":"Hello.","session_id":"c"}
+`
+	if d, _ := convert.Detect([]byte(plain)); d.Name != "cursor-stream" {
+		t.Errorf("a plain Cursor run is detected as %s", d.Name)
+	}
 	for _, name := range []string{"claude-stream", "claude-json", "adal-stream"} {
 		other, ok := convert.Lookup(name)
 		if !ok {
@@ -53,6 +64,16 @@ func TestCopiedVerbatim(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "cut") || strings.Contains(stderr, "lost:") {
 		t.Errorf("stderr %q", stderr)
+	}
+	// A stream cut in the middle of streamed text: its message is made
+	// for other dialects, but no line is added.
+	partial := in[:strings.Index(in, `{"type":"thinking"`)] +
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Work"}]},"session_id":"c","timestamp_ms":1770823434041}` + "\n"
+	if _, out, _ := run(partial, "--to", "cursor"); out != partial {
+		t.Errorf("output:\n%s\nwant:\n%s", out, partial)
+	}
+	if _, out, _ := run(partial, "--to", "malac"); !strings.Contains(out, `"type":"assistant_message","message":{"role":"assistant","content":[{"type":"text","text":"Work"}]}`) {
+		t.Errorf("malac %s", out)
 	}
 	// Into another dialect, the cut run is closed and its call cancelled.
 	code, out, _ = run(in, "--exit-status", "--to", "adal-json")

@@ -90,6 +90,7 @@ type reader struct {
 	// that cursor → cursor prints every line, in order.
 	held     [][]byte
 	heldLine int
+	heldType string
 	eof      bool
 
 	open    bool
@@ -131,15 +132,18 @@ func (r *reader) Next() (*formats.Event, error) {
 // finish ends the input: streamed text becomes its message, and records
 // still held go out as one unknown event, so that nothing is dropped.
 func (r *reader) finish() {
-	var evs []*formats.Event
-	if m := r.endStream(); m != nil {
-		evs = append(evs, m)
-	}
-	if len(r.held) > 0 || len(evs) > 0 {
-		if len(evs) == 0 {
-			evs = append(evs, &formats.Event{Kind: formats.Raw})
+	m := r.endStream()
+	if len(r.held) > 0 {
+		if m == nil {
+			m = &formats.Event{Kind: formats.Raw}
 		}
-		r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: "thinking", Line: r.takeHeld(nil), LineNo: r.heldLine}, evs...)
+		r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: r.heldType, Line: r.takeHeld(nil), LineNo: r.heldLine}, m)
+		return
+	}
+	if m != nil {
+		// The delta lines before it carried its text.
+		m.Source = formats.Source{Dialect: r.opts.Dialect, Type: "assistant", LineNo: r.lines.Line(), Continued: true}
+		r.queue.Push(m)
 	}
 }
 
@@ -181,7 +185,7 @@ func (r *reader) readRecord() error {
 	}
 	if len(evs) == 0 {
 		if len(r.held) == 0 {
-			r.heldLine = n
+			r.heldLine, r.heldType = n, rec.Type
 		}
 		r.held = append(r.held, append([]byte(nil), line...))
 		return nil
