@@ -2,6 +2,7 @@ package cursor
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"maps"
 	"math"
@@ -165,6 +166,10 @@ func (r *reader) takeHeld(line []byte) []byte {
 
 func (r *reader) readRecord() error {
 	line, err := r.lines.Next()
+	if errors.Is(err, formats.ErrLineTooLong) {
+		// The line reader skipped it: --lenient goes on after it.
+		return formats.Errorf(r.lines.Line(), "a line longer than 256 MiB")
+	}
 	if err != nil {
 		return err
 	}
