@@ -243,6 +243,30 @@ func modelCalls(out string) string {
 	return b.String()
 }
 
+// TestWriteMessageAfterItsToolCall: some sources end a message after the
+// tool calls it holds, repeating text that deltas carried; the writer gave
+// it its whole line before the call, and does not write it again.
+func TestWriteMessageAfterItsToolCall(t *testing.T) {
+	out, _ := formatstest.WriteReport(t, Stream, []*formats.Event{
+		{Kind: formats.RunStart},
+		{Kind: formats.TextDelta, Text: "Reading it."},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c", Name: "read"}},
+		{Kind: formats.Message, Text: "Reading it."},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c", Status: formats.Completed}},
+		{Kind: formats.Message, Text: "Reading it."},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	})
+	// The delta, its whole line, the answer in the result, and the second
+	// message, which is a message of its own.
+	if n := strings.Count(out, "Reading it."); n != 4 {
+		t.Errorf("text written %d times:\n%s", n, out)
+	}
+	evs := formatstest.Read(t, Stream, out)
+	if n := len(formatstest.OfKind(evs, formats.Message)); n != 2 {
+		t.Errorf("%d messages read back:\n%s", n, out)
+	}
+}
+
 func TestWriteFailedRuns(t *testing.T) {
 	out, rep := formatstest.WriteReport(t, Stream, []*formats.Event{
 		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},

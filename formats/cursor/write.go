@@ -111,8 +111,11 @@ type writer struct {
 	thinking, thought bool
 	// text is the main agent's streamed text, which a whole assistant line
 	// repeats when the agent moves on (as Cursor prints it).
-	text    formats.TextTracker
-	deltas  bool
+	text   formats.TextTracker
+	deltas bool
+	// flushed is the streamed text moveOn wrote as a whole line, which a
+	// source that ends its message after the message's calls repeats.
+	flushed string
 	started map[string]bool // calls whose started line was written
 	// response is the model_call_id of the model response being written,
 	// "" between responses; responses counts them.
@@ -144,7 +147,7 @@ func (c *writer) Observe(e *formats.Event) {
 }
 
 func (c *writer) reset() {
-	c.thinking, c.thought, c.deltas = false, false, false
+	c.thinking, c.thought, c.deltas, c.flushed = false, false, false, ""
 	c.text.Reset()
 	c.started = map[string]bool{}
 	c.response, c.responses = "", 0
@@ -196,7 +199,7 @@ func (c *writer) Write(e *formats.Event) error {
 			Model: e.Run.Model, PermissionMode: "default"})
 	case formats.UserMessage:
 		c.moveOn(e)
-		c.response = ""
+		c.response, c.flushed = "", ""
 		if stamped {
 			c.lose(lostTimes)
 		}
@@ -223,9 +226,10 @@ func (c *writer) Write(e *formats.Event) error {
 			c.line(thinkingOut{Type: "thinking", Subtype: "completed", SessionID: c.session(), TimestampMS: ms(e)})
 		}
 		c.thought = false
-		if e.Text != "" {
+		if e.Text != "" && e.Text != c.flushed {
 			c.assistant(e, e.Text)
 		}
+		c.flushed = ""
 	case formats.ToolCall:
 		c.moveOn(e)
 		c.started[e.Call.ID] = true
@@ -307,6 +311,7 @@ func (c *writer) moveOn(e *formats.Event) {
 	c.deltas = false
 	if t := c.text.Flush(""); t != "" {
 		c.assistant(e, t)
+		c.flushed = t
 	}
 }
 
