@@ -16,6 +16,7 @@ import (
 	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/cliagents"
 	"github.com/agentconv/agentconv/formats/codex"
+	"github.com/agentconv/agentconv/formats/cursor"
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
 	"github.com/agentconv/agentconv/formats/pretty"
@@ -29,6 +30,7 @@ var Dialects = []formats.Dialect{
 	adal.Stream,
 	adal.JSON,
 	adal.Text,
+	cursor.Stream,
 	claude.Stream,
 	claude.JSON,
 	malac.Dialect,
