@@ -17,6 +17,11 @@ var Dialect = formats.Dialect{
 	NewReader:   newReader,
 	NewWriter:   newWriter,
 	Detect:      detect,
+	// One flat stream of text, thinking, tool calls, turn ends, warnings
+	// and errors, and a result with the run's totals.
+	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.ToolCalls |
+		formats.WarningNotices | formats.TokenUsage | formats.Costs | formats.RunDurations | formats.RunOutcomes,
+	Quirks: Quirks,
 }
 
 var knownTypes = map[string]bool{

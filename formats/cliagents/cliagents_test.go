@@ -29,7 +29,7 @@ func TestReadClaudeRun(t *testing.T) {
 		t.Errorf("failed call %+v", r.Call)
 	}
 	end := evs[len(evs)-1]
-	if end.Status != formats.Completed || end.Run.ExitCode != formats.Some(0) || end.Usage.InputTokens.V != 21580 ||
+	if end.Status != formats.Completed || end.Run.ExitCode != formats.Some(0) || end.Usage.InputTokens.V != 21580+21570 ||
 		end.Usage.CacheReadTokens.V != 21570 || end.Usage.CostUSD.V != 0.1354875 || end.Duration.Milliseconds() != 8360 || !end.Source.Continued {
 		t.Errorf("run end %+v", end)
 	}
@@ -118,11 +118,8 @@ func TestWriteFlattensSubagentsAndRefusals(t *testing.T) {
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
-	for _, l := range []string{"1 × subagents (their tool calls are flattened into the run)", "1 × subagent text", "1 × subagent reports",
-		"1 × refused calls (written as failed tool calls)", "1 × model names", "2 × per-request token usage (only the run's totals are kept)"} {
-		if !strings.Contains(rep, l) {
-			t.Errorf("report lacks %q:\n%s", l, rep)
-		}
+	if rep != "" {
+		t.Errorf("the writer reported losses the pipeline reports from Carries:\n%s", rep)
 	}
 }
 
@@ -142,7 +139,7 @@ func TestWriteTextOnlyOnce(t *testing.T) {
 {"type":"turn_end"}
 {"type":"text_delta","text":"second"}
 {"type":"turn_end"}
-{"type":"done","result":{"success":false,"text":"Cancelled.","exitCode":null,"stats":{"inputTokens":null,"outputTokens":null,"totalTokens":null,"cachedTokens":null,"durationMs":null,"toolCalls":0},"sessionId":null,"stderr":null,"costUsd":null}}
+{"type":"done","result":{"success":false,"text":"Cancelled.","exitCode":1,"stats":{"inputTokens":null,"outputTokens":null,"totalTokens":null,"cachedTokens":null,"durationMs":null,"toolCalls":0},"sessionId":null,"stderr":null,"costUsd":null}}
 `
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)

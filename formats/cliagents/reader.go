@@ -69,7 +69,10 @@ type reader struct {
 	// open: an event of the current run was read (runs end with done).
 	open    bool
 	session string
-	names   map[string]string // tool id → tool name, for tool_end
+	// provider is the provider the run's opening raw event names, whose
+	// convention its stats follow.
+	provider string
+	names    map[string]string // tool id → tool name, for tool_end
 }
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -141,6 +144,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 			if info.SessionID != "" {
 				r.session = info.SessionID
 			}
+			r.provider = info.Provider
 			if first {
 				// The provider's opening event: the run's facts.
 				ev.Kind, ev.Run = formats.RunStart, info
@@ -177,7 +181,7 @@ func runFacts(rec *record) (formats.RunInfo, bool) {
 // done ends the run: the answer when it succeeded, stderr as a notice, and
 // RunEnd with the outcome, exit code, usage and duration.
 func (r *reader) done(rec *record, n int) []*formats.Event {
-	defer func() { r.open, r.session, r.names = false, "", nil }()
+	defer func() { r.open, r.session, r.provider, r.names = false, "", "", nil }()
 	res := rec.Result
 	if res == nil {
 		r.opts.Report.Warn(n, "done without a result; kept as a failed run")
@@ -209,6 +213,11 @@ func (r *reader) done(rec *record, n int) []*formats.Event {
 	if s := res.Stats; s != nil {
 		end.Usage = formats.UsageInfo{InputTokens: formats.OptFrom(s.InputTokens), OutputTokens: formats.OptFrom(s.OutputTokens),
 			TotalTokens: formats.OptFrom(s.TotalTokens), CacheReadTokens: formats.OptFrom(s.CachedTokens)}
+		if r.provider == "anthropic" && end.Usage.InputTokens.OK {
+			// The crate passes the provider's counts on: Claude's input
+			// tokens leave out cached ones, which the model counts in.
+			end.Usage.InputTokens.V += end.Usage.CacheReadTokens.V
+		}
 		if s.DurationMs != nil {
 			end.Duration = time.Duration(*s.DurationMs) * time.Millisecond
 		}

@@ -16,6 +16,13 @@ var Dialect = formats.Dialect{
 	NewReader:   newReader,
 	NewWriter:   newWriter,
 	Detect:      detect,
+	// malac has no place for the call that started a subagent (the reader
+	// guesses it back), an answer of a subagent, a cancelled call (it is
+	// failed), reasoning token counts, a run's own duration (its times
+	// give one) or other dialects' events.
+	Carries: formats.AllFeatures &^ (formats.SubagentCalls | formats.SubagentAnswers | formats.CancelledCalls |
+		formats.ReasoningTokens | formats.RunDurations | formats.RawEvents),
+	Quirks: Quirks,
 }
 
 // knownTypes are the 18 event types of the seed document.

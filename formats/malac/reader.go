@@ -41,6 +41,9 @@ type record struct {
 	Level         string          `json:"level"`
 	Status        string          `json:"status"`
 	Report        string          `json:"report"`
+	// ExitCode is not in malac's documentation: this writer adds it to the
+	// main agent's agent_finished when the outcome does not imply it.
+	ExitCode *float64 `json:"exit_code"`
 }
 
 // maxHeld bounds how many update records the reader holds before a run
@@ -77,7 +80,10 @@ type runState struct {
 	requests map[string]string // request_id → call_id
 	warned   map[string]bool   // agents warned about
 	totals   map[string]formats.UsageInfo
-	turn     struct {
+	// models is each agent's model ("" for the main agent), which sets the
+	// convention of its usage counts.
+	models map[string]string
+	turn   struct {
 		seen   bool
 		status formats.Status
 		text   string
@@ -227,6 +233,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 			evs = append(evs, r.endRun(nil)...)
 		}
 		r.startRun(rec.Agent)
+		run.models[""] = rec.Model
 		add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{
 			SessionID: rec.Agent, Model: rec.Model, Cwd: rec.Cwd, AgentName: "malac"}})
 		r.stamp(at)
@@ -244,6 +251,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	case "agent_started":
 		parent := r.agentID(*rec.Parent)
 		run.subs[rec.Agent] = parent
+		run.models[agent] = rec.Model
 		ev.Kind = formats.AgentStart
 		ev.AgentInfo = formats.AgentInfo{Label: rec.Label, Parent: parent, ParentCall: r.spawningCall(*rec.Parent), Model: rec.Model, Cwd: rec.Cwd}
 	case "agent_finished":
@@ -254,6 +262,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		ev.Kind, ev.Status, ev.Text = formats.AgentEnd, formats.ParseStatus(rec.Status), rec.Report
 	case "model_changed":
 		ev.Kind, ev.Run.Model = formats.ModelChange, rec.Model
+		run.models[agent] = rec.Model
 	case "user_message":
 		ev.Kind, ev.Text = formats.UserMessage, rec.Text
 	case "text_delta":
@@ -330,11 +339,11 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		}
 	case "usage":
 		ev.Kind = formats.Usage
-		ev.Usage = parseUsage(rec.Turn)
+		ev.Usage = readUsage(rec.Turn, run.models[agent])
 		if rec.ContextTokens != nil {
 			ev.Usage.ContextTokens = formats.Some(int64(*rec.ContextTokens))
 		}
-		if t := parseUsage(rec.Total); !t.Empty() {
+		if t := readUsage(rec.Total, run.models[agent]); !t.Empty() {
 			run.totals[rec.Agent] = t
 		}
 	case "compacted":
@@ -359,7 +368,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 
 func (r *reader) startRun(main string) {
 	r.run = runState{open: true, main: main, subs: map[string]string{}, calls: map[string]*callState{},
-		requests: map[string]string{}, warned: map[string]bool{}, totals: map[string]formats.UsageInfo{}}
+		requests: map[string]string{}, warned: map[string]bool{}, totals: map[string]formats.UsageInfo{}, models: map[string]string{}}
 }
 
 func (r *reader) stamp(at time.Time) {
@@ -464,6 +473,9 @@ func (r *reader) endRun(fin *record) []*formats.Event {
 	}
 	if fin != nil && !end.Status.OK() {
 		end.Text = fin.Report
+	}
+	if fin != nil && fin.ExitCode != nil && *fin.ExitCode >= 0 && *fin.ExitCode <= 255 {
+		end.Run.ExitCode = formats.Some(int(*fin.ExitCode))
 	}
 	for _, t := range run.totals {
 		end.Usage.Add(t)

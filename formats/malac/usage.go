@@ -2,6 +2,7 @@ package malac
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -36,14 +37,40 @@ type tokenCounts struct {
 	TotalCostUSD     num `json:"total_cost_usd"`
 }
 
-// parseUsage reads the counts it recognises from a usage object; anything
-// else (null, a number, a field of another type) gives what could be read.
-func parseUsage(raw json.RawMessage) formats.UsageInfo {
+// excludesCache reports whether the usage counts of an agent on a model
+// leave cached tokens out of the input count. malac does not document its
+// counts; they are taken in the convention of the API of the model's
+// provider: Anthropic's input_tokens exclude cache reads and writes, while
+// OpenAI's and Gemini's input counts include cached tokens, as the model's
+// InputTokens do.
+func excludesCache(model string) bool {
+	m := strings.ToLower(model)
+	return strings.HasPrefix(m, "claude") || strings.HasPrefix(m, "anthropic") || strings.Contains(m, "/claude") ||
+		strings.Contains(m, ".claude") // anthropic/claude-…, us.anthropic.claude-… (Bedrock)
+}
+
+// readUsage reads a usage object of an agent on a model, in the model's
+// meaning: input counts cache reads and writes.
+func readUsage(raw json.RawMessage, model string) formats.UsageInfo {
+	u, prompt := parseUsage(raw)
+	// prompt_tokens is OpenAI's name, which counts cached tokens whatever
+	// the model.
+	if excludesCache(model) && u.InputTokens.OK && !prompt {
+		u.InputTokens.V += u.CacheReadTokens.V + u.CacheWriteTokens.V
+	}
+	return u
+}
+
+// parseUsage reads the counts it recognises from a usage object, as they
+// are; anything else (null, a number, a field of another type) gives what
+// could be read.
+func parseUsage(raw json.RawMessage) (u formats.UsageInfo, prompt bool) {
 	if len(raw) == 0 || raw[0] != '{' {
-		return formats.UsageInfo{}
+		return formats.UsageInfo{}, false
 	}
 	var c tokenCounts
 	_ = json.Unmarshal(raw, &c)
+	prompt = !c.InputTokens.ok && !c.Input.ok && !c.InputCamel.ok && c.PromptTokens.ok
 	return formats.UsageInfo{
 		InputTokens:      count(c.InputTokens, c.Input, c.InputCamel, c.PromptTokens),
 		OutputTokens:     count(c.OutputTokens, c.Output, c.OutputCamel, c.CompletionTokens),
@@ -51,7 +78,7 @@ func parseUsage(raw json.RawMessage) formats.UsageInfo {
 		CacheWriteTokens: count(c.CacheWrite, c.CacheCreation),
 		TotalTokens:      count(c.TotalTokens, c.Total, c.TotalCamel),
 		CostUSD:          first(c.CostUSD, c.Cost, c.CostCamel, c.TotalCostUSD),
-	}
+	}, prompt
 }
 
 // num is a JSON number, or nothing: a value of another type (a string, an
@@ -86,6 +113,7 @@ func count(vs ...num) formats.Opt[int64] {
 // usageObject is the shape this writer gives usage.turn and usage.total.
 type usageObject struct {
 	InputTokens      *int64   `json:"input_tokens,omitempty"`
+	PromptTokens     *int64   `json:"prompt_tokens,omitempty"`
 	OutputTokens     *int64   `json:"output_tokens,omitempty"`
 	CachedTokens     *int64   `json:"cached_tokens,omitempty"`
 	CacheWriteTokens *int64   `json:"cache_write_tokens,omitempty"`
@@ -93,11 +121,24 @@ type usageObject struct {
 	CostUSD          *float64 `json:"cost_usd,omitempty"`
 }
 
-func toUsageObject(u formats.UsageInfo) *usageObject {
-	if u.Empty() || (!u.InputTokens.OK && !u.OutputTokens.OK && !u.CacheReadTokens.OK &&
-		!u.CacheWriteTokens.OK && !u.TotalTokens.OK && !u.CostUSD.OK) {
+// toUsageObject writes counts of the model's meaning in the convention of
+// the agent's model (see excludesCache).
+func toUsageObject(u formats.UsageInfo, model string) *usageObject {
+	if !u.InputTokens.OK && !u.OutputTokens.OK && !u.CacheReadTokens.OK &&
+		!u.CacheWriteTokens.OK && !u.TotalTokens.OK && !u.CostUSD.OK {
 		return nil
 	}
-	return &usageObject{u.InputTokens.Ptr(), u.OutputTokens.Ptr(), u.CacheReadTokens.Ptr(),
-		u.CacheWriteTokens.Ptr(), u.TotalTokens.Ptr(), u.CostUSD.Ptr()}
+	o := &usageObject{InputTokens: u.InputTokens.Ptr(), OutputTokens: u.OutputTokens.Ptr(), CachedTokens: u.CacheReadTokens.Ptr(),
+		CacheWriteTokens: u.CacheWriteTokens.Ptr(), TotalTokens: u.TotalTokens.Ptr(), CostUSD: u.CostUSD.Ptr()}
+	if excludesCache(model) && u.InputTokens.OK {
+		if n := u.InputTokens.V - u.CacheReadTokens.V - u.CacheWriteTokens.V; n >= 0 {
+			*o.InputTokens = n
+		} else {
+			// Fewer input tokens than cached ones: the counts break the
+			// model's rule, and only the name that includes cached tokens
+			// keeps them as they are.
+			o.InputTokens, o.PromptTokens = nil, o.InputTokens
+		}
+	}
+	return o
 }

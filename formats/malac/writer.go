@@ -116,6 +116,10 @@ type agentFinishedLine struct {
 	envelope
 	Status string `json:"status"`
 	Report string `json:"report"`
+	// ExitCode is not in malac's documentation: the writer adds it to the
+	// main agent's agent_finished for an exit code the outcome does not
+	// imply (the format takes added fields), and the reader reads it.
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // timeLayout is RFC 3339 in UTC with milliseconds.
@@ -125,32 +129,33 @@ type writer struct {
 	buf    formats.JSONLine
 	w      io.Writer
 	opts   formats.WriteOptions
+	view   *formats.RunFollower
 	seq    int64
 	lastAt time.Time
 	runs   int
-	run    writerRun
+	run    encoding
 }
 
-// writerRun is what the writer follows of one run.
-type writerRun struct {
-	main   string // the main agent's malac id
-	model  string
-	calls  formats.CallTracker
-	text   formats.TextTracker
-	perms  map[string]*permState // by call id
-	totals map[string]formats.UsageInfo
-	usage  bool // a usage line was written
-	timed  bool // the source had times
+// encoding is what the writer keeps of the lines it wrote for one run; the
+// run's meaning (outcome, answer, calls, usage) is the run view's.
+type encoding struct {
+	main string // the main agent's malac id
+	// models is the model each agent's lines name (the main agent's
+	// under ""), which sets the convention of its usage counts.
+	models    map[string]string
+	announced map[string]bool              // calls with a tool_started line
+	perms     map[string]*permState        // by call id
+	totals    map[string]formats.UsageInfo // each agent's running total
+	lastError string                       // the last error notice written
+	// refusedLast: the last call line written was a refusal, from which
+	// the reader settles a run that did not succeed as denied.
+	refusedLast bool
 	// The main agent's turn: whether it did anything since its last
 	// turn_finished, and that turn's status and text.
 	active     bool
 	turnSeen   bool
 	turnStatus string
 	turnText   string
-	lastText   string // the main agent's last assistant text
-	answered   bool
-	answer     string
-	lastError  string
 }
 
 type permState struct {
@@ -159,27 +164,53 @@ type permState struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o}
+	return &writer{w: w, opts: o, view: formats.ViewFor(o)}
 }
 
-func (m *writer) lose(what string) { m.opts.Report.Lose(what) }
+func (m *writer) quirk(what string) { m.opts.Report.Lose(what) }
+
+// Quirks are the losses of malac's own encoding, which the writer reports
+// itself.
+var Quirks = []string{lostReasons, lostErrorTexts, lostLateSessions, lostTotals}
+
+const (
+	lostReasons      = "permission answer reasons"
+	lostErrorTexts   = "tool error texts (merged into the output)"
+	lostLateSessions = "session ids given only at the run's end"
+	lostTotals       = "run usage totals that differ from the per-request sums"
+)
+
+// Observe follows a record the pipeline copies verbatim: the lines the
+// writer adds later (another input's runs) go on after its seq and time.
+func (m *writer) Observe(e *formats.Event) {
+	m.view.Follow(e)
+	switch e.Kind {
+	case formats.RunStart:
+		m.begin(e)
+	case formats.RunEnd:
+		m.run = encoding{}
+	}
+	if e.Time.After(m.lastAt) {
+		m.lastAt = e.Time
+	}
+	if e.Source.Line != nil && !e.Source.Continued {
+		m.seq = max(m.seq, maxSeq(e.Source.Line))
+	}
+}
+
+func (m *writer) begin(e *formats.Event) {
+	m.runs++
+	m.run = encoding{main: e.Run.SessionID, models: map[string]string{"": e.Run.Model},
+		announced: map[string]bool{}, perms: map[string]*permState{}, totals: map[string]formats.UsageInfo{}}
+	if m.run.main == "" {
+		m.run.main = "agent-" + strconv.Itoa(m.runs)
+	}
+}
 
 func (m *writer) Write(e *formats.Event) error {
-	if e.Source.From(m.opts.Dialect) && (e.Source.Line != nil || e.Source.Continued) {
-		// Same dialect: the record goes out as it came; the state still
-		// follows, in case the pipeline closes a cut run.
-		m.follow(e)
-		if e.Time.After(m.lastAt) {
-			m.lastAt = e.Time
-		}
-		if e.Source.Continued {
-			return nil
-		}
-		m.seq = max(m.seq, maxSeq(e.Source.Line))
-		return formats.WriteRawLine(m.w, e.Source.Line)
-	}
-	if !e.Time.IsZero() {
-		m.run.timed = true
+	v := m.view.Follow(e)
+	if m.run.models == nil && e.Kind != formats.RunStart {
+		m.begin(&formats.Event{}) // an event before any run, outside a pipeline
 	}
 	if e.Agent == "" {
 		switch e.Kind {
@@ -189,37 +220,28 @@ func (m *writer) Write(e *formats.Event) error {
 	}
 	switch e.Kind {
 	case formats.RunStart:
-		m.follow(e)
+		m.begin(e)
 		label := e.Run.AgentName
 		if label == "" {
 			label = "main"
 		}
 		return m.line(agentStartedLine{m.env(e, "agent_started"), label, nil, formats.NilIfEmpty(e.Run.Model), formats.NilIfEmpty(e.Run.Cwd)})
 	case formats.AgentStart:
-		if e.AgentInfo.ParentCall != "" {
-			m.lose("links from subagents to the calls that started them")
-		}
 		parent := m.agentID(e.AgentInfo.Parent)
+		m.run.models[e.Agent] = e.AgentInfo.Model
 		return m.line(agentStartedLine{m.env(e, "agent_started"), e.AgentInfo.Label, &parent, formats.NilIfEmpty(e.AgentInfo.Model), formats.NilIfEmpty(e.AgentInfo.Cwd)})
 	case formats.AgentEnd:
-		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Text})
+		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Text, nil})
 	case formats.ModelChange:
-		if e.Agent == "" {
-			m.run.model = e.Run.Model
-		}
+		m.run.models[e.Agent] = e.Run.Model
 		return m.line(modelLine{m.env(e, "model_changed"), e.Run.Model})
 	case formats.UserMessage:
 		return m.line(textLine{m.env(e, "user_message"), e.Text})
 	case formats.TextDelta:
-		m.run.text.Delta(e.Agent, e.Text)
 		return m.line(textLine{m.env(e, "text_delta"), e.Text})
 	case formats.ThinkingDelta:
 		return m.line(textLine{m.env(e, "thinking_delta"), e.Text})
 	case formats.Message:
-		m.run.text.Whole(e.Agent)
-		if e.Agent == "" && e.Text != "" {
-			m.run.lastText = e.Text
-		}
 		var blocks []contentBlock
 		if e.Thinking != "" {
 			blocks = append(blocks, contentBlock{Type: "thinking", Thinking: e.Thinking})
@@ -227,21 +249,22 @@ func (m *writer) Write(e *formats.Event) error {
 		blocks = append(blocks, contentBlock{Type: "text", Text: e.Text})
 		return m.line(messageLine{m.env(e, "assistant_message"), assistantMessage{"assistant", blocks}})
 	case formats.ToolCall:
-		m.endText(e.Agent)
-		m.run.calls.Start(e)
+		m.run.announced[e.Call.ID] = true
 		return m.line(toolStartedLine{m.env(e, "tool_started"), e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args)})
 	case formats.ToolResult:
-		m.endText(e.Agent)
-		return m.result(e)
+		return m.result(e, v)
 	case formats.PermissionRequest:
 		m.perm(e.Call.ID).requestID = e.Permission.RequestID
 		return m.line(permissionRequestedLine{m.env(e, "permission_requested"), e.Permission.RequestID, e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args)})
 	case formats.PermissionAnswer:
 		if e.Permission.Reason != "" {
-			m.lose("permission answer reasons")
+			m.quirk(lostReasons)
 		}
 		if e.Call.ID != "" {
 			m.perm(e.Call.ID).resolved = true
+		}
+		if !e.Permission.Allowed {
+			m.run.refusedLast = true
 		}
 		return m.line(permissionResolvedLine{m.env(e, "permission_resolved"), e.Permission.RequestID, e.Permission.Allowed})
 	case formats.Todos:
@@ -251,7 +274,7 @@ func (m *writer) Write(e *formats.Event) error {
 		}
 		return m.line(todosLine{m.env(e, "todos"), items})
 	case formats.Usage:
-		return m.usage(e, e.Usage)
+		return m.usage(e)
 	case formats.Compaction:
 		return m.line(compactedLine{m.env(e, "compacted"), e.Text})
 	case formats.Notice:
@@ -260,49 +283,21 @@ func (m *writer) Write(e *formats.Event) error {
 		}
 		return m.line(noticeLine{m.env(e, "notice"), e.Severity.String(), e.Text})
 	case formats.TurnEnd:
-		m.endText(e.Agent)
 		text := e.Text
 		if e.Agent == "" {
 			if text == "" && m.run.active && e.Status.OK() {
 				// The source ends turns without their text: it is the
 				// text the agent wrote last in the turn.
-				text = m.run.lastText
+				text = v.LastText
 			}
 			m.run.active, m.run.turnSeen = false, true
 			m.run.turnStatus, m.run.turnText = statusWord(e.Status), text
 		}
 		return m.line(turnFinishedLine{m.env(e, "turn_finished"), statusWord(e.Status), text})
-	case formats.Answer:
-		if e.Agent != "" {
-			m.lose("subagent answers")
-			return nil
-		}
-		m.run.answered, m.run.answer = true, e.Text
-	case formats.Raw:
-		m.lose("unknown " + e.Source.Dialect + " events")
 	case formats.RunEnd:
-		return m.end(e)
+		return m.end(e, v)
 	}
 	return nil
-}
-
-// follow keeps the run's state for an event written verbatim.
-func (m *writer) follow(e *formats.Event) {
-	switch e.Kind {
-	case formats.RunStart:
-		m.runs++
-		m.run = writerRun{main: e.Run.SessionID, model: e.Run.Model, perms: map[string]*permState{}, totals: map[string]formats.UsageInfo{}}
-		m.run.calls.DropOutputs = true // outputs are written as they come
-		if m.run.main == "" {
-			m.run.main = "agent-" + strconv.Itoa(m.runs)
-		}
-	case formats.ToolCall:
-		m.run.calls.Start(e)
-	case formats.ToolResult:
-		m.run.calls.Finish(e)
-	case formats.RunEnd:
-		m.run = writerRun{}
-	}
 }
 
 // env makes the envelope of the next line.
@@ -335,9 +330,6 @@ func (m *writer) agentID(agent string) string {
 func (m *writer) line(v any) error { return formats.WriteJSONLine(m.w, v) }
 
 func (m *writer) perm(callID string) *permState {
-	if m.run.perms == nil {
-		m.run.perms = map[string]*permState{}
-	}
 	p := m.run.perms[callID]
 	if p == nil {
 		p = &permState{}
@@ -346,29 +338,24 @@ func (m *writer) perm(callID string) *permState {
 	return p
 }
 
-// endText notes the main agent's streamed text as its last text.
-func (m *writer) endText(agent string) {
-	if t := m.run.text.Flush(agent); t != "" && agent == "" {
-		m.run.lastText = t
-	}
-}
-
 // result writes a call's end. A call the source never announced (an AdaL
 // refusal) is announced first; a refused call is asked and refused, as
 // malac shows a refusal, unless the source already said so.
-func (m *writer) result(e *formats.Event) error {
+func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	if e.Call.Error != "" {
 		e.DecodeOutput() // the error text is merged into it
 	}
-	c, started := m.run.calls.Finish(e)
-	if !started {
+	c := v.Calls.Get(e.Call.ID)
+	if c == nil { // not the view of this run: never in a pipeline
+		c = &formats.TrackedCall{Call: e.Call, Agent: e.Agent}
+	}
+	if !m.run.announced[c.ID] {
+		m.run.announced[c.ID] = true
 		if err := m.line(toolStartedLine{m.env(e, "tool_started"), c.ID, c.Name, c.Summary, args(c.Args)}); err != nil {
 			return err
 		}
 	}
-	out := e.Call.Output
-	switch e.Call.Status {
-	case formats.Denied:
+	if e.Call.Status == formats.Denied {
 		p := m.perm(c.ID)
 		if p.requestID == "" {
 			p.requestID = "perm-" + c.ID
@@ -382,25 +369,12 @@ func (m *writer) result(e *formats.Event) error {
 				return err
 			}
 		}
-		out = joinText(e.Call.Output, e.Call.Error)
-	case formats.Cancelled:
-		// The pipeline cancels the calls of a cut run (no source dialect);
-		// their output says they did not complete, so nothing is lost.
-		if e.Source.Dialect != "" {
-			m.lose("cancelled tool calls (written as failed)")
-		}
-		fallthrough
-	default:
-		if e.Call.Error != "" && e.Call.Output != "" {
-			m.lose("tool error texts (merged into the output)")
-		}
-		out = joinText(e.Call.Output, e.Call.Error)
 	}
-	var millis *int64
-	if e.Duration > 0 {
-		ms := e.Duration.Milliseconds()
-		millis = &ms
+	m.run.refusedLast = e.Call.Status == formats.Denied
+	if e.Call.Status != formats.Denied && e.Call.Error != "" && e.Call.Output != "" {
+		m.quirk(lostErrorTexts)
 	}
+	out := joinText(e.Call.Output, e.Call.Error)
 	name := e.Call.Name
 	if name == "" {
 		name = c.Name
@@ -416,8 +390,8 @@ func (m *writer) result(e *formats.Event) error {
 		j.Str("output", out)
 	}
 	j.Bool("is_error", !e.Call.Status.OK())
-	if millis != nil {
-		j.Int("millis", *millis)
+	if e.Duration > 0 {
+		j.Int("millis", e.Duration.Milliseconds())
 	} else {
 		j.Null("millis")
 	}
@@ -429,50 +403,44 @@ func (m *writer) result(e *formats.Event) error {
 func (m *writer) TakesRawOutput() {}
 
 // usage writes a usage line: the request's counts, and the agent's running
-// total.
-func (m *writer) usage(e *formats.Event, turn formats.UsageInfo) error {
-	if m.run.totals == nil {
-		m.run.totals = map[string]formats.UsageInfo{}
-	}
+// total, in the convention of the agent's model.
+func (m *writer) usage(e *formats.Event) error {
 	t := m.run.totals[e.Agent]
-	t.Add(turn)
+	t.Add(e.Usage)
 	t.ContextTokens = formats.Opt[int64]{}
 	m.run.totals[e.Agent] = t
-	m.run.usage = true
-	return m.line(usageLine{m.env(e, "usage"), toUsageObject(turn), toUsageObject(t), turn.ContextTokens.Ptr()})
+	model := m.run.models[e.Agent]
+	return m.line(usageLine{m.env(e, "usage"), toUsageObject(e.Usage, model), toUsageObject(t, model), e.Usage.ContextTokens.Ptr()})
 }
 
 // end closes a run. malac has no run end: the outcome is the main agent's
 // last turn_finished, so one is written unless the last one already says
-// it; the error goes out as a notice.
-func (m *writer) end(e *formats.Event) error {
+// it; the error goes out as a notice, and an exit code that malac's
+// outcome does not imply goes on the main agent's agent_finished.
+func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 	r := &m.run
-	m.endText("")
-	defer func() { m.run = writerRun{} }()
-	if e.Run.Model != "" && e.Run.Model != r.model {
+	defer func() { m.run = encoding{} }()
+	if e.Run.Model != "" && e.Run.Model != r.models[""] {
+		r.models[""] = e.Run.Model
 		if err := m.line(modelLine{m.env(e, "model_changed"), e.Run.Model}); err != nil {
 			return err
 		}
 	}
 	if e.Run.SessionID != "" && e.Run.SessionID != r.main {
-		m.lose("session ids given only at the run's end")
+		m.quirk(lostLateSessions)
 	}
-	status := m.outcome(e, r)
-	if e.Run.ExitCode.OK && e.Run.ExitCode.V != impliedExit(status) {
-		m.lose("exit codes other than 0, 1 and 2")
-	}
-	if e.Duration > 0 && !r.timed {
-		m.lose("run durations")
-	}
-	if !e.Usage.Empty() {
-		if !r.usage {
-			if err := m.line(usageLine{m.env(e, "usage"), nil, toUsageObject(e.Usage), e.Usage.ContextTokens.Ptr()}); err != nil {
+	if !v.Usage.Empty() && !sameUsage(v.Usage, r.totals) {
+		// The run's totals are the sum of each agent's last total: the
+		// main agent's last one makes up the difference.
+		if u, ok := mainTotal(v.Usage, r.totals); ok {
+			if err := m.line(usageLine{m.env(e, "usage"), nil, toUsageObject(u, r.models[""]), v.Usage.ContextTokens.Ptr()}); err != nil {
 				return err
 			}
-		} else if !sameUsage(e.Usage, r.totals) {
-			m.lose("run usage totals that differ from the per-request sums")
+		} else {
+			m.quirk(lostTotals)
 		}
 	}
+	status := v.Status
 	if msg := e.Text; !status.OK() && msg != "" && msg != r.lastError && status != formats.Denied {
 		level := "error"
 		if status == formats.Cancelled {
@@ -486,44 +454,67 @@ func (m *writer) end(e *formats.Event) error {
 	// ends with an empty text rather than its last remark.
 	var text string
 	switch {
-	case r.answered:
-		text = r.answer
+	case v.Answered():
+		text = v.Answer()
 	case !r.active && r.turnSeen:
 		text = r.turnText
 	case status.OK():
-		text = r.lastText
+		text = v.Answer()
 	}
 	word := statusWord(status)
-	if r.turnSeen && !r.active && r.turnText == text && r.turnStatus == word {
-		return nil
+	if !r.turnSeen || r.active || r.turnText != text || r.turnStatus != word {
+		if err := m.line(turnFinishedLine{m.env(e, "turn_finished"), word, text}); err != nil {
+			return err
+		}
 	}
-	return m.line(turnFinishedLine{m.env(e, "turn_finished"), word, text})
+	if code := v.ExitCode; code != readExit(status, r.refusedLast) {
+		return m.line(agentFinishedLine{m.env(e, "agent_finished"), word, "", &code})
+	}
+	return nil
 }
 
-// outcome is the run's status, read from its exit code and errors when the
-// source gives no status.
-func (m *writer) outcome(e *formats.Event, r *writerRun) formats.Status {
-	if e.Status != formats.StatusUnknown {
-		return e.Status
-	}
+// readExit is the exit code the reader settles for a malac outcome without
+// an exit_code: 0 for success, 2 for a run whose last call line was a
+// refusal, else 1.
+func readExit(s formats.Status, refusedLast bool) int {
 	switch {
-	case e.Run.ExitCode.OK && e.Run.ExitCode.V == 2:
-		return formats.Denied
-	case e.Run.ExitCode.OK && e.Run.ExitCode.V != 0, !e.Run.ExitCode.OK && r.lastError != "":
-		return formats.Failed
-	}
-	return formats.Completed
-}
-
-// impliedExit is the exit code a reader derives from a malac outcome.
-func impliedExit(s formats.Status) int {
-	switch s {
-	case formats.Completed:
+	case s == formats.Completed:
 		return 0
-	case formats.Denied:
+	case refusedLast:
 		return 2
 	}
 	return 1
+}
+
+// mainTotal is the main agent's total that makes the run's totals with
+// the subagents' totals; ok is false when no count can (a subagent's count
+// above the run's, or one the run lacks).
+func mainTotal(run formats.UsageInfo, totals map[string]formats.UsageInfo) (formats.UsageInfo, bool) {
+	var subs formats.UsageInfo
+	for agent, t := range totals {
+		if agent != "" {
+			subs.Add(t)
+		}
+	}
+	ok := true
+	less := func(a, b formats.Opt[int64]) formats.Opt[int64] {
+		if b.OK && (!a.OK || b.V > a.V) {
+			ok = false
+		}
+		return formats.Opt[int64]{V: a.V - b.V, OK: a.OK}
+	}
+	u := formats.UsageInfo{
+		InputTokens:      less(run.InputTokens, subs.InputTokens),
+		OutputTokens:     less(run.OutputTokens, subs.OutputTokens),
+		CacheReadTokens:  less(run.CacheReadTokens, subs.CacheReadTokens),
+		CacheWriteTokens: less(run.CacheWriteTokens, subs.CacheWriteTokens),
+		TotalTokens:      less(run.TotalTokens, subs.TotalTokens),
+		CostUSD:          formats.Opt[float64]{V: run.CostUSD.V - subs.CostUSD.V, OK: run.CostUSD.OK},
+	}
+	if subs.CostUSD.OK && (!run.CostUSD.OK || subs.CostUSD.V > run.CostUSD.V) {
+		ok = false
+	}
+	return u, ok
 }
 
 func sameUsage(u formats.UsageInfo, totals map[string]formats.UsageInfo) bool {

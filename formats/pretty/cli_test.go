@@ -98,7 +98,7 @@ func TestLive(t *testing.T) {
 	io.WriteString(pw, `{"type":"answer","content":"All green."}`+"\n")
 	waitFor(t, out, "All green.")
 	io.WriteString(pw, `{"type":"complete","exit_code":0}`+"\n")
-	waitFor(t, out, "■ ✓ completed · exit 0")
+	waitFor(t, out, "■ ✓ completed")
 	pw.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -330,6 +330,9 @@ func tokens(u formats.UsageInfo) string {
 	if u.CacheWriteTokens.V != 0 {
 		add(u.CacheWriteTokens, "cache write")
 	}
+	if u.ReasoningTokens.V != 0 {
+		add(u.ReasoningTokens, "reasoning")
+	}
 	s := ""
 	if total.OK {
 		s = count(total.V) + " tokens"

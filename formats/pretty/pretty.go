@@ -25,6 +25,11 @@ var Dialect = formats.Dialect{
 	Name:        "pretty",
 	Description: "a live view for a terminal: a line per tool call with status and duration, subagents indented, streamed text, a closing line with status, tokens and cost (write only)",
 	NewWriter:   newWriter,
+	// The view shows everything of a run but other dialects' events and
+	// each request's usage (its closing line has the run's totals), and
+	// leaves out tool outputs (Quirks).
+	Carries: formats.AllFeatures &^ (formats.RawEvents | formats.PerRequestUsage),
+	Quirks:  []string{lostOutputs},
 	Params: []formats.Param{{Key: ParamColor, Flag: "color", Default: "auto", Choices: []string{"auto", "always", "never"},
 		Usage: "colour the pretty view: auto (only on a terminal, never with NO_COLOR set), always or never"}},
 }
@@ -52,6 +57,7 @@ const (
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
+	view *formats.RunFollower
 	// color: paint the output.
 	color bool
 	out   []byte // what one event prints, written at once
@@ -86,12 +92,12 @@ type runState struct {
 	start     stamp
 	session   string // shown in the header
 	model     string
-	usage     formats.UsageInfo // the sum of Usage events
-	lastError string            // the last error notice printed
-	// outcomes counts the calls that ended: all, failed, denied, cancelled.
-	outcomes [4]int
-	agents   map[string]*agent
-	calls    map[string]*call
+	lastError string // the last error notice printed
+	agents    map[string]*agent
+	calls     map[string]*call
+	// ended are the calls whose result has its line: a result repeated
+	// for a call already done gets no second one.
+	ended    map[*formats.TrackedCall]bool
 	perms    map[string]*call
 	text     formats.TextTracker
 	thinking formats.TextTracker
@@ -119,10 +125,11 @@ type call struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, color: colorOn(o), atBOL: true}
+	return &writer{w: w, opts: o, view: formats.ViewFor(o), color: colorOn(o), atBOL: true}
 }
 
 func (w *writer) Write(e *formats.Event) error {
+	v := w.view.Follow(e)
 	if w.err != nil {
 		return w.err
 	}
@@ -134,7 +141,7 @@ func (w *writer) Write(e *formats.Event) error {
 	case formats.RunStart:
 		w.beginRun(e)
 	case formats.RunEnd:
-		w.endRun(e)
+		w.endRun(e, v)
 	case formats.AgentStart:
 		w.agentStart(e)
 	case formats.AgentEnd:
@@ -158,13 +165,11 @@ func (w *writer) Write(e *formats.Event) error {
 	case formats.ToolCall:
 		w.callStart(e)
 	case formats.ToolResult:
-		w.callEnd(e)
+		w.callEnd(e, v)
 	case formats.PermissionRequest:
 		w.permissionRequest(e)
 	case formats.PermissionAnswer:
 		w.permissionAnswer(e)
-	case formats.Usage:
-		w.run.usage.Add(e.Usage)
 	case formats.Todos:
 		w.todos(e)
 	case formats.Compaction:
@@ -174,8 +179,6 @@ func (w *writer) Write(e *formats.Event) error {
 	case formats.ModelChange:
 		a := w.agent(e.Agent)
 		w.line(a, w.paint(dim, "⇄ model "+oneLine(e.Run.Model)))
-	case formats.Raw:
-		w.opts.Report.Lose("unknown " + e.Source.Dialect + " events")
 	}
 	return w.flush()
 }
@@ -313,7 +316,7 @@ func (w *writer) beginRun(e *formats.Event) {
 		w.print("\n")
 	}
 	w.run = runState{start: stampOf(e), session: e.Run.SessionID, model: e.Run.Model,
-		agents: map[string]*agent{}, calls: map[string]*call{}, perms: map[string]*call{}}
+		agents: map[string]*agent{}, calls: map[string]*call{}, perms: map[string]*call{}, ended: map[*formats.TrackedCall]bool{}}
 	w.addAgent("", "", "")
 	w.lastAgent = ""
 	if e.Kind != formats.RunStart {
@@ -339,46 +342,28 @@ func (w *writer) beginRun(e *formats.Event) {
 	w.line(w.run.agents[""], strings.Join(parts, w.paint(dim, " · ")))
 }
 
-func (w *writer) endRun(e *formats.Event) {
+func (w *writer) endRun(e *formats.Event, v *formats.RunView) {
 	main := w.run.agents[""]
 	w.endLine()
 	if e.Text != "" && strings.TrimSpace(e.Text) != strings.TrimSpace(w.run.lastError) {
 		w.problem(main, w.paint(boldRed, "✗"), e.Text, red)
 	}
-	status := e.Status
-	if status == formats.StatusUnknown && e.Run.ExitCode.OK {
-		status = formats.Failed
-		if e.Run.ExitCode.V == 0 {
-			status = formats.Completed
-		}
-	}
 	var parts []string
-	switch status {
+	switch v.Status {
 	case formats.Completed:
 		parts = append(parts, w.paint(bold+";"+green, "■ ✓ completed"))
-	case formats.StatusUnknown:
-		parts = append(parts, w.paint(bold, "■ ended"))
 	case formats.Cancelled:
 		parts = append(parts, w.paint(bold+";"+yellow, "■ ⊘ cancelled"))
 	default:
-		parts = append(parts, w.paint(boldRed, "■ ✗ "+status.String()))
+		parts = append(parts, w.paint(boldRed, "■ ✗ "+v.Status.String()))
 	}
-	if e.Cut {
+	if v.Cut {
 		parts[0] += w.paint(boldRed, " (cut short)")
 	}
-	if e.Run.ExitCode.OK {
-		parts = append(parts, "exit "+itoa(e.Run.ExitCode.V))
+	if !v.Success() {
+		parts = append(parts, "exit "+itoa(v.ExitCode))
 	}
-	if n := w.run.outcomes; n[0] > 0 {
-		s := itoa(n[0]) + " calls"
-		if n[0] == 1 {
-			s = "1 call"
-		}
-		for i, what := range []string{"", "failed", "denied", "cancelled"} {
-			if i > 0 && n[i] > 0 {
-				s += ", " + itoa(n[i]) + " " + what
-			}
-		}
+	if s := calls(v.Calls.All()); s != "" {
 		parts = append(parts, s)
 	}
 	if s := oneLine(e.Run.SessionID); s != "" && s != w.run.session {
@@ -387,9 +372,10 @@ func (w *writer) endRun(e *formats.Event) {
 	if m := oneLine(e.Run.Model); m != "" && m != w.run.model {
 		parts = append(parts, m)
 	}
-	u := w.run.usage
-	if !e.Usage.Empty() {
-		u = mergeUsage(e.Usage, u)
+	u := v.Usage
+	if !e.Usage.TotalTokens.OK && (e.Usage.InputTokens.OK || e.Usage.OutputTokens.OK) {
+		// A total summed over requests would not match the run's parts.
+		u.TotalTokens = formats.Opt[int64]{}
 	}
 	if t := tokens(u); t != "" {
 		parts = append(parts, t)
@@ -410,32 +396,33 @@ func (w *writer) endRun(e *formats.Event) {
 	w.runs++
 }
 
-// mergeUsage takes the run's totals where the source gives them, and the
-// sum of its requests elsewhere.
-func mergeUsage(total, sum formats.UsageInfo) formats.UsageInfo {
-	pick := func(t, s formats.Opt[int64]) formats.Opt[int64] {
-		if t.OK {
-			return t
+// calls counts a run's calls, each once, and those that failed, were
+// refused or cancelled.
+func calls(all []*formats.TrackedCall) string {
+	if len(all) == 0 {
+		return ""
+	}
+	var n [4]int
+	for _, c := range all {
+		switch c.Status {
+		case formats.Failed:
+			n[1]++
+		case formats.Denied:
+			n[2]++
+		case formats.Cancelled:
+			n[3]++
 		}
-		return s
 	}
-	u := formats.UsageInfo{
-		InputTokens:      pick(total.InputTokens, sum.InputTokens),
-		OutputTokens:     pick(total.OutputTokens, sum.OutputTokens),
-		CacheReadTokens:  pick(total.CacheReadTokens, sum.CacheReadTokens),
-		CacheWriteTokens: pick(total.CacheWriteTokens, sum.CacheWriteTokens),
-		TotalTokens:      pick(total.TotalTokens, sum.TotalTokens),
-		ContextTokens:    pick(total.ContextTokens, sum.ContextTokens),
-		CostUSD:          sum.CostUSD,
+	s := itoa(len(all)) + " calls"
+	if len(all) == 1 {
+		s = "1 call"
 	}
-	if total.CostUSD.OK {
-		u.CostUSD = total.CostUSD
+	for i, what := range []string{"", "failed", "denied", "cancelled"} {
+		if i > 0 && n[i] > 0 {
+			s += ", " + itoa(n[i]) + " " + what
+		}
 	}
-	if !total.TotalTokens.OK && (total.InputTokens.OK || total.OutputTokens.OK) {
-		// A total summed over requests would not match the run's parts.
-		u.TotalTokens = formats.Opt[int64]{}
-	}
-	return u
+	return s
 }
 
 // problem prints an error or refusal: a mark, and its text on the line when
@@ -663,7 +650,13 @@ func (w *writer) callText(glyph string, c *call) string {
 	return s
 }
 
-func (w *writer) callEnd(e *formats.Event) {
+func (w *writer) callEnd(e *formats.Event, v *formats.RunView) {
+	if t := v.Calls.Get(e.Call.ID); t != nil {
+		if w.run.ended[t] {
+			return // a result repeated for a call already done
+		}
+		w.run.ended[t] = true
+	}
 	c, started := w.run.calls[e.Call.ID]
 	if started {
 		delete(w.run.calls, e.Call.ID)
@@ -690,15 +683,6 @@ func (w *writer) callEnd(e *formats.Event) {
 	}
 	w.open = ""
 	w.print(" ", w.status(e.Call.Status, dur(d)))
-	w.run.outcomes[0]++
-	switch e.Call.Status {
-	case formats.Failed:
-		w.run.outcomes[1]++
-	case formats.Denied:
-		w.run.outcomes[2]++
-	case formats.Cancelled:
-		w.run.outcomes[3]++
-	}
 
 	// A failed call shows why: its error, else its output, which is then
 	// the error. The output of a call that went well is not shown.

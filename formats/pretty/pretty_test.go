@@ -76,7 +76,7 @@ func TestRun(t *testing.T) {
 › fix the lint
 ▸ bash  npx eslint src/ ✓ 2.5s
 Fixed it.
-■ ✓ completed · exit 0 · 1 call · 2,550 tokens (2,500 in, 50 out) · $0.7500 · 8ms
+■ ✓ completed · 1 call · 2,550 tokens (2,500 in, 50 out) · $0.7500 · 8ms
 `)
 	if lost[lostOutputs] != 1 || len(lost) != 1 {
 		t.Errorf("losses %v, want 1 × %s", lost, lostOutputs)
@@ -118,7 +118,7 @@ func TestNesting(t *testing.T) {
   │ ↳ Task  dig deeper ✓ 6ms
   └ explorer ✓ · all found
 ↳ Task  explore ✓ 12ms
-■ ✓ completed · exit 0 · 3 calls · 14ms
+■ ✓ completed · 3 calls · 14ms
 `)
 }
 
@@ -273,10 +273,10 @@ func TestOtherEvents(t *testing.T) {
 ℹ info
 ⇄ model haiku
 · turn 2
-■ ended · 1,234,567 tokens (5 cache read) · 1m05s
+■ ✓ completed · 1,234,567 tokens (5 cache read) · 1m05s
 `)
-	if lost["unknown malac events"] != 1 || len(lost) != 1 {
-		t.Errorf("losses %v", lost)
+	if len(lost) != 0 {
+		t.Errorf("the writer reported losses the pipeline reports from Carries: %v", lost)
 	}
 }
 
@@ -290,7 +290,7 @@ func TestMultiRun(t *testing.T) {
 	)
 	check(t, got, `
 one
-■ ✓ completed · exit 0 · 1ms
+■ ✓ completed · 1ms
 
 ▶ run · s1 · m1 · /src
 ▸ x …
@@ -418,4 +418,45 @@ func colorParam(on bool) string {
 		return "always"
 	}
 	return "never"
+}
+
+// TestRepeatedResult: a result repeated for a call already done (Claude
+// gives a refused call's result, then its refusal) makes no second line,
+// and the call counts once, with its last status.
+func TestRepeatedResult(t *testing.T) {
+	got, _ := render(t, false,
+		runStart(),
+		toolCall("", "c1", "bash", `{"command":"rm x"}`),
+		result("", "c1", formats.Failed, "", "needs approval"),
+		&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "bash", Status: formats.Denied, Error: "needs approval"}},
+		&formats.Event{Kind: formats.RunEnd, Status: formats.Denied},
+	)
+	check(t, got, `
+▶ run · s1 · m1 · /src
+▸ bash  rm x ✗ failed 1ms: needs approval
+■ ✗ denied · exit 2 · 1 call, 1 denied · 4ms
+`)
+}
+
+// TestClosingLineFromTheView: the outcome is the view's (a source without
+// a status or code succeeded, one with a non-zero code failed), the exit
+// code shows only for a run that did not succeed, and the tokens are the
+// run's totals where the source gives them, else the sum of its requests.
+func TestClosingLineFromTheView(t *testing.T) {
+	got, _ := render(t, false,
+		runStart(),
+		&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](10),
+			ReasoningTokens: formats.Some[int64](4), CostUSD: formats.Some(0.5)}},
+		&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](10)}},
+		&formats.Event{Kind: formats.RunEnd, Usage: formats.UsageInfo{CostUSD: formats.Some(0.25)}},
+		runStart(),
+		&formats.Event{Kind: formats.RunEnd, Run: formats.RunInfo{ExitCode: formats.Some(42)}},
+	)
+	check(t, got, `
+▶ run · s1 · m1 · /src
+■ ✓ completed · 220 tokens (200 in, 20 out, 4 reasoning) · $0.2500 · 3ms
+
+▶ run · s1 · m1 · /src
+■ ✗ failed · exit 42 · 1ms
+`)
 }

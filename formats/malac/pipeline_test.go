@@ -1,0 +1,114 @@
+package malac_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
+	"github.com/agentconv/agentconv/formats/malac"
+)
+
+// agentconv runs the command line in memory and returns its exit status,
+// standard output and standard error.
+func agentconv(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := convert.Run(append([]string{"agentconv", "--deterministic"}, args...), convert.Sys{
+		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
+	})
+	return code, out.String(), errb.String()
+}
+
+func fixture(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestSameDialectIsCopied: the pipeline copies malac back byte for byte,
+// the update held before the run included, and the writer only observes.
+func TestSameDialectIsCopied(t *testing.T) {
+	for _, name := range []string{"subagents.jsonl", "two-runs.jsonl", "denied.jsonl"} {
+		in := fixture(t, "malac", name)
+		if _, out, _ := agentconv(t, in, "--from", "malac", "--to", "malac"); out != in {
+			t.Errorf("%s: malac → malac changed the input:\n%s", name, out)
+		}
+	}
+}
+
+// TestCopiedRunThenWrittenRun: lines the writer makes after a copied run
+// go on after the copied lines' seq.
+func TestCopiedRunThenWrittenRun(t *testing.T) {
+	dir := t.TempDir()
+	first := filepath.Join(dir, "a.jsonl")
+	second := filepath.Join(dir, "b.ndjson")
+	in := fixture(t, "malac", "denied.jsonl")
+	if err := os.WriteFile(first, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(second, []byte(fixture(t, "adal", "seed-stream.ndjson")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, errs := agentconv(t, "", "--to", "malac", first, second)
+	if !strings.HasPrefix(out, in) {
+		t.Fatalf("the malac run was not copied first:\n%s\n%s", out, errs)
+	}
+	last := int64(0)
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var env struct {
+			Seq int64 `json:"seq"`
+		}
+		if err := json.Unmarshal([]byte(l), &env); err != nil || env.Seq <= last {
+			t.Fatalf("seq %d after %d (%v) in\n%s", env.Seq, last, err, out)
+		}
+		last = env.Seq
+	}
+	evs := formatstest.Read(t, malac.Dialect, out)
+	if n := len(formatstest.OfKind(evs, formats.RunEnd)); n != 2 {
+		t.Errorf("%d runs read back, want 2", n)
+	}
+}
+
+// outcomes are the success and exit code of each run of an adal-json
+// output.
+func outcomes(t *testing.T, adalJSON string) string {
+	t.Helper()
+	var s []string
+	for _, l := range strings.Split(strings.TrimSpace(adalJSON), "\n") {
+		i := strings.Index(l, `"success":`)
+		j := strings.Index(l, `"exit_code":`)
+		if i < 0 || j < 0 {
+			t.Fatalf("not an adal-json object: %s", l)
+		}
+		s = append(s, l[i:i+len(`"success":`)+5]+" "+l[j:j+len(`"exit_code":`)+3])
+	}
+	return strings.Join(s, "; ")
+}
+
+// TestOutcomeSurvivesMalac: X → malac → adal-json gives each run the
+// success and exit code of X → adal-json, exit codes malac's outcome does
+// not imply (Gemini's 42 and 53, a failure after a refusal) included.
+func TestOutcomeSurvivesMalac(t *testing.T) {
+	for _, f := range [][2]string{
+		{"gemini", "input-error.json"}, {"gemini", "error-result-stream.jsonl"},
+		{"claude", "takopi-session.jsonl"}, {"adal", "refused-stream.ndjson"},
+		{"adal", "cut-stream.ndjson"}, {"malac", "refused-then-failed.jsonl"},
+	} {
+		in := fixture(t, f[0], f[1])
+		_, direct, _ := agentconv(t, in, "--to", "adal-json")
+		_, viaMalac, _ := agentconv(t, in, "--to", "malac")
+		_, back, _ := agentconv(t, viaMalac, "--from", "malac", "--to", "adal-json")
+		if want, got := outcomes(t, direct), outcomes(t, back); want != got {
+			t.Errorf("%s/%s: direct %s, through malac %s\n%s", f[0], f[1], want, got, viaMalac)
+		}
+	}
+}
