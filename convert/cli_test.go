@@ -154,8 +154,9 @@ func TestSameDialectRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, score := Detect(b)
-		if score == 0 || d.NewWriter == nil || d.Remote {
+		s := sniff(b)
+		d := s.d
+		if s.score == 0 || d.NewWriter == nil || d.Remote {
 			continue
 		}
 		t.Run(filepath.Base(in), func(t *testing.T) {
@@ -169,8 +170,9 @@ func TestSameDialectRoundTrip(t *testing.T) {
 			if strings.Contains(stderr, "cut") {
 				return // a cut run is closed, so the output is longer by design
 			}
-			if normalize(stdout) != normalize(string(b)) {
-				t.Errorf("%s → %s changed the input:\n%s", d.Name, d.Name, diff(normalize(string(b)), normalize(stdout)))
+			// Lines that are not JSON before the stream are not given back.
+			if want := normalize(string(b[s.skip:])); normalize(stdout) != want {
+				t.Errorf("%s → %s changed the input:\n%s", d.Name, d.Name, diff(want, normalize(stdout)))
 			}
 		})
 	}
