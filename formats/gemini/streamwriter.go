@@ -26,9 +26,12 @@ type writeRun struct {
 	usage     formats.UsageInfo
 	usageSeen bool
 	toolCalls int64
-	lastError string
-	warnings  []string
-	messages  int // assistant messages, for gemini-json's losses
+	// srcToolCalls is the count of tool calls a gemini-json source gives,
+	// whose calls are not events.
+	srcToolCalls formats.Opt[int64]
+	lastError    string
+	warnings     []string
+	messages     int // assistant messages, for gemini-json's losses
 	// answerApart: the answer is not the last message, which is lost.
 	answerApart bool
 	denied      string // the reason of the last refused call
@@ -111,7 +114,11 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	reportLosses(e, rep, true)
 	ts := formatTime(e.TimeOf())
 	if e.Kind == formats.RunStart {
-		return s.start(ts, e.Run.SessionID, e.Run.Model)
+		err := s.start(ts, e.Run.SessionID, e.Run.Model)
+		if e.Source.From(JSON.Name) && e.Source.Line != nil {
+			s.run.srcToolCalls = toolCallsOf(e.Source.Line)
+		}
+		return err
 	}
 	if !s.run.open {
 		if err := s.start(ts, "", ""); err != nil {
@@ -233,6 +240,9 @@ func (s *streamWriter) result(ts string, e *formats.Event) resultLine {
 	}
 	if !u.Empty() || e.Duration > 0 {
 		tc := r.toolCalls
+		if tc == 0 && r.srcToolCalls.OK {
+			tc = r.srcToolCalls.V
+		}
 		l.Stats = &streamStats{TotalTokens: u.Total().Ptr(), InputTokens: u.InputTokens.Ptr(), OutputTokens: u.OutputTokens.Ptr(),
 			Cached: u.CacheReadTokens.Ptr(), ToolCalls: &tc}
 		if u.InputTokens.OK && u.CacheReadTokens.OK {
