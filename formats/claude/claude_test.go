@@ -589,3 +589,26 @@ func TestResultError(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionCostIsARunningTotal: in a session of several prompts, each
+// result's total_cost_usd is the session's running total (the Claude Code
+// 2.1.285 capture): a run's own cost is what it adds, so that the runs'
+// costs sum to the session's, not to several times it. Another session's
+// first run costs what it says.
+func TestSessionCostIsARunningTotal(t *testing.T) {
+	var costs []float64
+	for _, f := range []string{"untether-autocompact-2.1.285.jsonl", "takopi-session.jsonl"} {
+		for _, e := range formatstest.OfKind(formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", f)), formats.RunEnd) {
+			costs = append(costs, e.Usage.CostUSD.V)
+		}
+	}
+	want := []float64{0.0640664, 0.0542771, 0.0771457, 0.0048121, 0.012345, 0.001}
+	if len(costs) != len(want) {
+		t.Fatalf("costs %v", costs)
+	}
+	for i := range want {
+		if d := costs[i] - want[i]; d > 1e-9 || d < -1e-9 {
+			t.Errorf("run %d costs %v, want %v", i+1, costs[i], want[i])
+		}
+	}
+}

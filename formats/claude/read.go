@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -267,6 +268,12 @@ type decoder struct {
 	// errors[]. A failed run's reason is all of them, as a writer gives
 	// them in errors[].
 	errors []string
+	// costSession and costTotal are the session and total_cost_usd of the
+	// last result: in a session of several prompts (init/result pairs),
+	// Claude Code prints the session's running total, so a run's own cost
+	// is what it adds to it.
+	costSession string
+	costTotal   float64
 }
 
 type streamedText struct{ text, thinking strings.Builder }
@@ -854,7 +861,14 @@ func (d *decoder) result(r *record) {
 	if r.Usage != nil {
 		end.Usage = r.Usage.info()
 	}
-	end.Usage.CostUSD = formats.OptFrom(r.TotalCostUSD)
+	if r.TotalCostUSD != nil {
+		cost := *r.TotalCostUSD
+		if d.costSession == end.Run.SessionID && end.Run.SessionID != "" && cost >= d.costTotal {
+			cost = math.Round((cost-d.costTotal)*1e12) / 1e12
+		}
+		d.costSession, d.costTotal = end.Run.SessionID, *r.TotalCostUSD
+		end.Usage.CostUSD = formats.Some(cost)
+	}
 	if r.DurationMS != nil && *r.DurationMS > 0 {
 		end.Duration = msDuration(*r.DurationMS)
 	}
