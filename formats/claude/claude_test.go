@@ -129,9 +129,16 @@ func TestFailuresDenialsAndSessions(t *testing.T) {
 	if len(failed) != 2 || failed[0].Error != "make: *** [test] Error 2" {
 		t.Errorf("failed calls: %+v", failed)
 	}
-	if len(denied) != 1 || denied[0].ID != "toolu_write" || denied[0].Name != "Write" ||
-		!strings.Contains(denied[0].Error, "haven't granted") || string(denied[0].Args) != `{"file_path":"/etc/hosts","content":"x"}` {
-		t.Errorf("denied calls: %+v", denied)
+	// The refused write ended with its failed result, which says the
+	// refusal; its denial in the result is the answer to its permission,
+	// not a second end of the call.
+	answers := formatstest.OfKind(evs, formats.PermissionAnswer)
+	if len(denied) != 0 || len(failed) != 2 || failed[1].ID != "toolu_write" || len(answers) != 1 {
+		t.Fatalf("denied calls: %+v, failed %+v, answers %+v", denied, failed, answers)
+	}
+	if a := answers[0]; a.Call.ID != "toolu_write" || a.Call.Name != "Write" || a.Permission.Allowed ||
+		!strings.Contains(a.Permission.Reason, "haven't granted") {
+		t.Errorf("permission answer: %+v", a)
 	}
 	if ends[0].Status != formats.Completed {
 		t.Errorf("run 1: %v", ends[0].Status)

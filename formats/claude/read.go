@@ -210,6 +210,7 @@ type call struct {
 	agent  string
 	args   json.RawMessage
 	failed string // the error text of a failed result
+	ended  bool   // its result came
 }
 
 // pendingMsg gathers the blocks of one assistant message, which Claude Code
@@ -759,6 +760,7 @@ func (d *decoder) toolResult(agent string, b *block) {
 	}
 	if c != nil {
 		res.Name = c.name
+		c.ended = true
 		if res.Status == formats.Failed {
 			c.failed = out
 		}
@@ -809,6 +811,13 @@ func (d *decoder) result(r *record) {
 	failed := (r.IsError != nil && *r.IsError) || (r.Subtype != "" && r.Subtype != "success")
 	errs := rawStrings(r.Errors)
 	for _, dn := range r.PermissionDenials {
+		if c := d.calls[dn.ToolUseID]; c != nil && c.ended {
+			// The call ended already, its result saying the refusal: the
+			// denial is the answer to its permission, not a second end.
+			d.emit(&formats.Event{Kind: formats.PermissionAnswer, Agent: c.agent, Call: formats.Call{ID: dn.ToolUseID, Name: c.name},
+				Permission: formats.Permission{RequestID: dn.ToolUseID, Reason: c.failed}})
+			continue
+		}
 		ev := &formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: dn.ToolUseID, Name: dn.ToolName, Args: dn.ToolInput, Status: formats.Denied}}
 		if c := d.calls[dn.ToolUseID]; c != nil {
 			ev.Agent, ev.Call.Error = c.agent, c.failed
