@@ -543,6 +543,22 @@ func TestSystemLinesBeforeInit(t *testing.T) {
 	if out, _ := formatstest.WriteAll(Stream, evs, false); string(out) != in {
 		t.Errorf("claude-stream → claude-stream:\n%s", out)
 	}
+	// So do a rate limit and a type of a newer version before init.
+	in = `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","rateLimitType":"five_hour"},"uuid":"u0","session_id":"s"}
+{"type":"conversation_reset","uuid":"u1","session_id":"s"}
+{"type":"system","subtype":"init","session_id":"s","model":"m","cwd":"/w"}
+{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}
+`
+	evs = formatstest.Read(t, Stream, in)
+	if got := formatstest.Kinds(evs); got != "run_start notice raw answer run_end" {
+		t.Fatalf("kinds: %s", got)
+	}
+	if evs[1].Source.LineNo != 1 || evs[2].Source.LineNo != 2 || evs[2].Source.Type != "conversation_reset" {
+		t.Errorf("events: %+v\n%+v", evs[1].Source, evs[2].Source)
+	}
+	if out, _ := formatstest.WriteAll(Stream, evs, false); string(out) != in {
+		t.Errorf("claude-stream → claude-stream:\n%s", out)
+	}
 }
 
 // TestTimestamps: the timestamp newer Claude Code prints on its lines is

@@ -409,18 +409,16 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 	case "stream_event":
 		d.streamEvent(&r)
 	case "rate_limit_event":
-		d.ensureRun(r.SessionID)
 		if r.RateLimitInfo == nil {
-			d.emitRaw()
+			d.runEvent(&r, &formats.Event{Kind: formats.Raw})
 			break
 		}
-		d.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Info, Text: r.RateLimitInfo.text()})
+		d.runEvent(&r, &formats.Event{Kind: formats.Notice, Severity: formats.Info, Text: r.RateLimitInfo.text()})
 	default:
 		if r.Type == "" {
 			d.opts.Report.Warn(line, "a message without a \"type\"; kept as an unknown event")
 		}
-		d.ensureRun(r.SessionID)
-		d.emitRaw()
+		d.runEvent(&r, &formats.Event{Kind: formats.Raw})
 	}
 	d.hold()
 	return nil
@@ -517,9 +515,15 @@ func (d *decoder) system(r *record) {
 	default:
 		ev = &formats.Event{Kind: formats.Raw}
 	}
+	d.runEvent(r, ev)
+}
+
+// runEvent emits the event of a line that is not a message of the
+// conversation (a system line, a rate limit, a type this reader does not
+// know). Before init, such a line belongs to the run that follows: its
+// record is held for that run's start, and its event waits for it.
+func (d *decoder) runEvent(r *record, ev *formats.Event) {
 	if !d.open {
-		// Before init: the line belongs to the run that follows. Its record
-		// is held for that run's start, and its event waits for it.
 		ev.Source = formats.Source{Type: d.recType, LineNo: d.recLine}
 		ev.Time = d.recTime
 		d.preRun = append(d.preRun, ev)
