@@ -31,11 +31,11 @@ type sniffed struct {
 func sniff(head []byte) sniffed {
 	n, lines := leadingText(head)
 	if n == 0 {
-		d, s := Detect(head)
+		d, s := detectHead(head)
 		return sniffed{d: d, score: s}
 	}
 	rest := head[n:]
-	if d, s := Detect(rest); s > 0 {
+	if d, s := detectHead(rest); s > 0 {
 		return sniffed{d, s, n, lines}
 	}
 	// Lines that are not JSON among the events too: the reader will say
@@ -43,18 +43,18 @@ func sniff(head []byte) sniffed {
 	var events [][]byte
 	for _, l := range formats.HeadLines(rest, 1<<30) {
 		if startsJSON(l) {
-			if _, s := Detect(append(l[:len(l):len(l)], '\n')); s > 0 {
+			if _, s := detectHead(append(l[:len(l):len(l)], '\n')); s > 0 {
 				events = append(events, l)
 			}
 		}
 	}
 	if len(events) > 0 {
-		d, s := Detect(append(bytes.Join(events, []byte{'\n'}), '\n'))
+		d, s := detectHead(append(bytes.Join(events, []byte{'\n'}), '\n'))
 		if s > 0 {
 			return sniffed{d, s, n, lines}
 		}
 	}
-	d, s := Detect(head)
+	d, s := detectHead(head)
 	return sniffed{d: d, score: s}
 }
 
@@ -126,10 +126,11 @@ func skipText(head []byte, from formats.Dialect) sniffed {
 	return sniffed{d: from, skip: n, lines: lines}
 }
 
-// skipping hands a reader the input after the skipped lines, with a blank
-// line in place of each, so that the line numbers it gives stay those of
-// the input.
-func skipping(d formats.Dialect, br *bufio.Reader, s sniffed, rep *formats.Report, head []byte) (formats.Dialect, error) {
+// skipping returns the dialect sniffed, whose reader gets the input after
+// the skipped lines, with a blank line in place of each, so that the line
+// numbers it gives stay those of the input.
+func skipping(s sniffed, br *bufio.Reader, rep *formats.Report, head []byte) (formats.Dialect, error) {
+	d := s.d
 	if s.skip == 0 {
 		return d, nil
 	}

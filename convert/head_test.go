@@ -132,7 +132,7 @@ func TestLeadingTextOnALivePipe(t *testing.T) {
 			io.WriteString(pw, "Loaded cached credentials.\n")
 			io.WriteString(pw, `{"type":"init","timestamp":"2026-01-19T21:26:44.030Z","session_id":"s","model":"m"}`+"\n")
 		}()
-		p := NewPipeline(nil, "", Options{From: from, Report: formats.NewReport(io.Discard)})
+		p := &Pipeline{opts: Options{From: from, Report: formats.NewReport(io.Discard)}}
 		br := bufio.NewReader(pr)
 		done := make(chan formats.Dialect, 1)
 		go func() {

@@ -75,8 +75,15 @@ func filter(keep func(formats.Dialect) bool) []formats.Dialect {
 }
 
 // Detect returns the readable dialect most sure of the head, and its score
-// (0 when none recognises it).
+// (0 when none recognises it). It looks past lines that are not JSON before
+// a stream of a known dialect, as a conversion skips them (see sniff).
 func Detect(head []byte) (formats.Dialect, int) {
+	s := sniff(head)
+	return s.d, s.score
+}
+
+// detectHead is Detect of the head as it is.
+func detectHead(head []byte) (formats.Dialect, int) {
 	var best formats.Dialect
 	score := 0
 	for _, d := range Readable() {
@@ -110,7 +117,7 @@ func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, erro
 					from.Name, d.Name, d.Name)}
 			}
 		}
-		return skipping(from, br, s, p.opts.Report, head)
+		return skipping(s, br, p.opts.Report, head)
 	}
 	if len(formats.HeadLines(head, 1)) == 0 {
 		// Nothing to detect from: an empty input converts to nothing.
@@ -124,7 +131,7 @@ func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, erro
 		return formats.Dialect{}, &InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
 			"cannot tell which dialect this is; name it with --from (one of: %s)", formats.Names(Readable()))}
 	}
-	return skipping(s.d, br, s, p.opts.Report, head)
+	return skipping(s, br, p.opts.Report, head)
 }
 
 // peekHead returns the start of an input for detection without consuming
