@@ -163,8 +163,9 @@ func TestSameDialectRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, score := Detect(b)
-		if score == 0 || d.NewWriter == nil || d.Remote {
+		s := sniff(b)
+		d := s.d
+		if s.score == 0 || d.NewWriter == nil || d.Remote {
 			continue
 		}
 		t.Run(filepath.Base(in), func(t *testing.T) {
@@ -175,8 +176,9 @@ func TestSameDialectRoundTrip(t *testing.T) {
 			if strings.Contains(stderr, "lost:") {
 				t.Errorf("a same-dialect conversion reported losses:\n%s", stderr)
 			}
-			if normalize(stdout) != normalize(string(b)) {
-				t.Errorf("%s → %s changed the input:\n%s", d.Name, d.Name, diff(normalize(string(b)), normalize(stdout)))
+			// Lines that are not JSON before the stream are not given back.
+			if want := normalize(string(b[s.skip:])); normalize(stdout) != want {
+				t.Errorf("%s → %s changed the input:\n%s", d.Name, d.Name, diff(want, normalize(stdout)))
 			}
 		})
 	}

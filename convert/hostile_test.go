@@ -70,8 +70,9 @@ func TestCRLFBOMAndBlankLines(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, score := Detect(b)
-		if score < 50 {
+		s := sniff(b)
+		d := s.d
+		if s.score < 50 {
 			continue
 		}
 		plain := string(b)

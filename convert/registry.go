@@ -4,7 +4,6 @@ package convert
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -82,8 +81,15 @@ func filter(keep func(formats.Dialect) bool) []formats.Dialect {
 }
 
 // Detect returns the readable dialect most sure of the head, and its score
-// (0 when none recognises it).
+// (0 when none recognises it). It looks past lines that are not JSON before
+// a stream of a known dialect, as a conversion skips them (see sniff).
 func Detect(head []byte) (formats.Dialect, int) {
+	s := sniff(head)
+	return s.d, s.score
+}
+
+// detectHead is Detect of the head as it is.
+func detectHead(head []byte) (formats.Dialect, int) {
 	var best formats.Dialect
 	score := 0
 	for _, d := range Readable() {
@@ -98,42 +104,40 @@ func Detect(head []byte) (formats.Dialect, int) {
 }
 
 // dialectFor decides the dialect of an input: --from if given (checked
-// against what detection sees), else detection.
+// against what detection sees), else detection. Lines that are not JSON
+// before the stream are skipped (see sniff); the dialect it returns reads
+// the input after them.
 func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, error) {
 	from := p.opts.From
-	head, err := peekHead(br, func(head []byte) bool {
-		if bytes.IndexByte(head, '\n') < 0 {
-			return false
-		}
-		if from.Name != "" {
-			return true
-		}
-		_, s := Detect(head)
-		return s >= 50
-	})
+	head, err := peekHead(br, func(head []byte) bool { return enoughHead(head, from) })
 	if err != nil {
 		return formats.Dialect{}, &InputError{File: in.Name, Msg: err.Error()}
 	}
 	if from.Name != "" {
-		if from.Detect != nil && len(formats.HeadLines(head, 1)) > 0 && from.Detect(head) == 0 {
-			if d, s := Detect(head); s >= 50 && d.Name != from.Name {
-				return formats.Dialect{}, &InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
+		s := skipText(head, from)
+		rest := head[s.skip:]
+		if from.Detect != nil && len(formats.HeadLines(rest, 1)) > 0 && from.Detect(rest) == 0 {
+			if d, sc := Detect(rest); sc >= 50 && d.Name != from.Name {
+				return formats.Dialect{}, &InputError{File: in.Name, Line: s.lines + 1, Msg: fmt.Sprintf(
 					"none of the first events is %s, as --from says; it looks like %s (try --from %s, or leave --from out)",
 					from.Name, d.Name, d.Name)}
 			}
 		}
-		return from, nil
+		return skipping(s, br, p.opts.Report, head)
 	}
 	if len(formats.HeadLines(head, 1)) == 0 {
 		// Nothing to detect from: an empty input converts to nothing.
 		return emptyDialect, nil
 	}
-	d, s := Detect(head)
-	if s == 0 {
+	s := sniff(head)
+	if s.score == 0 {
+		if err := binaryError(in, head); err != nil {
+			return formats.Dialect{}, err
+		}
 		return formats.Dialect{}, &InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
 			"cannot tell which dialect this is; name it with --from (one of: %s)", formats.Names(Readable()))}
 	}
-	return d, nil
+	return skipping(s, br, p.opts.Report, head)
 }
 
 // peekHead returns the start of an input for detection without consuming

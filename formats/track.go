@@ -103,7 +103,9 @@ func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 	if c.Name == "" {
 		c.Name = e.Call.Name
 	}
-	if len(c.Args) == 0 {
+	if len(e.Call.Args) > 0 {
+		// What the call did in the end (a search's query is known when it
+		// completes).
 		c.Args = e.Call.Args
 	}
 	c.Done = true

@@ -23,10 +23,13 @@ var Text = formats.Dialect{
 }
 
 // detectText claims any input that is not JSON, weakly: plain text is what
-// is left when nothing else matches.
+// is left when nothing else matches. Binary data is not text.
 func detectText(head []byte) int {
 	t := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
 	if len(t) == 0 || t[0] == '{' || t[0] == '[' {
+		return 0
+	}
+	if _, bin := formats.Binary(head); bin {
 		return 0
 	}
 	return 5
@@ -54,6 +57,9 @@ func (t *textReader) Next() (*formats.Event, error) {
 		}
 		if len(b) > formats.MaxLine {
 			return nil, formats.Errorf(1, "the answer is longer than 256 MiB")
+		}
+		if line, bin := formats.Binary(b); bin {
+			return nil, formats.Errorf(line, "binary data, not the text of an answer (a NUL byte, or mostly invalid UTF-8 and control characters)")
 		}
 		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
 		answer := strings.TrimSuffix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n")

@@ -54,8 +54,9 @@ type probe struct {
 	Event           *json.RawMessage `json:"event"`
 	IsError         *json.RawMessage `json:"is_error"`
 	UUID            *json.RawMessage `json:"uuid"`
-	// Other dialects' envelopes: Gemini's timestamp, malac's seq, and the
-	// camelCase session id of Claude Code's own transcript files.
+	// Other dialects' envelopes: malac's seq, and the camelCase session id
+	// of Claude Code's own transcript files. A timestamp is Gemini's, but
+	// newer Claude Code stamps its messages too.
 	Timestamp *json.RawMessage `json:"timestamp"`
 	Seq       *json.RawMessage `json:"seq"`
 	SessionId *json.RawMessage `json:"sessionId"`
@@ -64,7 +65,7 @@ type probe struct {
 // claudeMessage reports whether a JSON object is a Claude Code message.
 func claudeMessage(b []byte) (typ string, ok bool) {
 	var p probe
-	if json.Unmarshal(b, &p) != nil || p.Timestamp != nil || p.Seq != nil || p.SessionId != nil {
+	if json.Unmarshal(b, &p) != nil || p.Seq != nil || p.SessionId != nil {
 		return "", false
 	}
 	marked := p.SessionID != nil || p.ParentToolUseID != nil
@@ -79,7 +80,7 @@ func claudeMessage(b []byte) (typ string, ok bool) {
 		return p.Type, marked && p.Event != nil
 	}
 	// Newer types (rate_limit_event, …) share the envelope.
-	return p.Type, p.Type != "" && p.SessionID != nil && p.UUID != nil
+	return p.Type, p.Type != "" && p.SessionID != nil && p.UUID != nil && p.Timestamp == nil
 }
 
 func detectStream(head []byte) int {

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -128,9 +129,16 @@ func TestFailuresDenialsAndSessions(t *testing.T) {
 	if len(failed) != 2 || failed[0].Error != "make: *** [test] Error 2" {
 		t.Errorf("failed calls: %+v", failed)
 	}
-	if len(denied) != 1 || denied[0].ID != "toolu_write" || denied[0].Name != "Write" ||
-		!strings.Contains(denied[0].Error, "haven't granted") || string(denied[0].Args) != `{"file_path":"/etc/hosts","content":"x"}` {
-		t.Errorf("denied calls: %+v", denied)
+	// The refused write ended with its failed result, which says the
+	// refusal; its denial in the result is the answer to its permission,
+	// not a second end of the call.
+	answers := formatstest.OfKind(evs, formats.PermissionAnswer)
+	if len(denied) != 0 || len(failed) != 2 || failed[1].ID != "toolu_write" || len(answers) != 1 {
+		t.Fatalf("denied calls: %+v, failed %+v, answers %+v", denied, failed, answers)
+	}
+	if a := answers[0]; a.Call.ID != "toolu_write" || a.Call.Name != "Write" || a.Permission.Allowed ||
+		!strings.Contains(a.Permission.Reason, "haven't granted") {
+		t.Errorf("permission answer: %+v", a)
 	}
 	if ends[0].Status != formats.Completed {
 		t.Errorf("run 1: %v", ends[0].Status)
@@ -172,11 +180,17 @@ func TestUnknownTypesKeptRaw(t *testing.T) {
 	for _, e := range formatstest.OfKind(evs, formats.Raw) {
 		raws = append(raws, e.Source.Type)
 	}
-	if strings.Join(raws, ",") != "system,rate_limit_event,conversation_reset" {
+	// A system line's type names its subtype; rate_limit_event is known.
+	if strings.Join(raws, ",") != "system/hook_started,conversation_reset" {
 		t.Errorf("raw: %v", raws)
 	}
-	if len(formatstest.OfKind(evs, formats.Compaction)) != 1 || len(formatstest.OfKind(evs, formats.Notice)) != 1 {
-		t.Errorf("kinds: %s", formatstest.Kinds(evs))
+	notices := formatstest.OfKind(evs, formats.Notice)
+	if len(formatstest.OfKind(evs, formats.Compaction)) != 1 || len(notices) != 2 {
+		t.Fatalf("kinds: %s", formatstest.Kinds(evs))
+	}
+	if n := notices[1]; n.Severity != formats.Info || n.Source.Type != "rate_limit_event" ||
+		n.Text != "rate limit (five_hour): allowed, resets at 2026-01-01T00:00:00Z" {
+		t.Errorf("rate limit notice: %v %q (%s)", n.Severity, n.Text, n.Source.Type)
 	}
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
@@ -184,7 +198,7 @@ func TestUnknownTypesKeptRaw(t *testing.T) {
 	for _, e := range evs {
 		w.Write(e)
 	}
-	if rep.LossTable()["unknown claude-stream events"] != 3 {
+	if rep.LossTable()["unknown claude-stream events"] != 2 {
 		t.Errorf("losses: %v", rep.LossTable())
 	}
 }
@@ -253,7 +267,8 @@ func TestDetect(t *testing.T) {
 			t.Errorf("%s: stream %d, json %d", c.in, s, j)
 		}
 	}
-	for _, f := range []string{"takopi-session.jsonl", "partial-messages-stream.jsonl", "unknown-types-stream.jsonl"} {
+	for _, f := range []string{"takopi-session.jsonl", "partial-messages-stream.jsonl", "unknown-types-stream.jsonl",
+		"orchestrator-task-tool-output.jsonl", "untether-autocompact-2.1.285.jsonl"} {
 		if s, j := Stream.Detect(formatstest.Fixture(t, "claude", f)), JSON.Detect(formatstest.Fixture(t, "claude", f)); s != 100 || j >= s {
 			t.Errorf("%s: stream %d, json %d", f, s, j)
 		}
@@ -488,6 +503,135 @@ func TestResultDuration(t *testing.T) {
 		out, _ := formatstest.WriteReport(t, Stream, []*formats.Event{&start, &end})
 		if !strings.Contains(out, c.want) {
 			t.Errorf("%s: want %s in\n%s", c.name, c.want, out)
+		}
+	}
+}
+
+// TestSystemLinesBeforeInit: a SessionStart hook's response before init
+// belongs to the run that init starts: one run, which succeeds, with the
+// hook's line kept raw after its start and named by its subtype.
+func TestSystemLinesBeforeInit(t *testing.T) {
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "orchestrator-task-tool-output.jsonl"))
+	starts, ends := formatstest.OfKind(evs, formats.RunStart), formatstest.OfKind(evs, formats.RunEnd)
+	if len(starts) != 1 || len(ends) != 1 || ends[0].Status != formats.Completed || ends[0].Cut {
+		t.Fatalf("runs: %d starts, %d ends %+v", len(starts), len(ends), ends)
+	}
+	if evs[0].Kind != formats.RunStart || evs[0].Run.Cwd != `c:\Projects\Claude-Orchestrator` || evs[0].Source.LineNo != 2 {
+		t.Errorf("first event: %+v", evs[0])
+	}
+	if !bytes.HasPrefix(evs[0].Source.Line, []byte(`{"type": "system", "subtype": "hook_response"`)) || bytes.Count(evs[0].Source.Line, []byte{'\n'}) != 1 {
+		t.Errorf("the run's start does not carry the hook's line and init's: %.120s", evs[0].Source.Line)
+	}
+	if r := evs[1]; r.Kind != formats.Raw || r.Source.Type != "system/hook_response" || r.Source.LineNo != 1 || !r.Source.Continued {
+		t.Errorf("second event: %v %+v", r.Kind, r.Source)
+	}
+	// A retry before init is a warning of that run; a hook line with no run
+	// after it is kept.
+	in := `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":3,"session_id":"s","uuid":"u1"}
+{"type":"system","subtype":"init","session_id":"s","model":"m","cwd":"/w"}
+{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}
+{"type":"system","subtype":"hook_response","session_id":"s","uuid":"u2"}
+`
+	evs = formatstest.Read(t, Stream, in)
+	if got := formatstest.Kinds(evs); got != "run_start notice answer run_end raw" {
+		t.Fatalf("kinds: %s", got)
+	}
+	if evs[1].Severity != formats.Warning || evs[1].Source.LineNo != 1 || evs[4].Source.Type != "system/hook_response" ||
+		string(evs[4].Source.Line) != strings.Split(in, "\n")[3] {
+		t.Errorf("events: %+v\n%+v", evs[1], evs[4])
+	}
+	if out, _ := formatstest.WriteAll(Stream, evs, false); string(out) != in {
+		t.Errorf("claude-stream → claude-stream:\n%s", out)
+	}
+	// So do a rate limit and a type of a newer version before init.
+	in = `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","rateLimitType":"five_hour"},"uuid":"u0","session_id":"s"}
+{"type":"conversation_reset","uuid":"u1","session_id":"s"}
+{"type":"system","subtype":"init","session_id":"s","model":"m","cwd":"/w"}
+{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}
+`
+	evs = formatstest.Read(t, Stream, in)
+	if got := formatstest.Kinds(evs); got != "run_start notice raw answer run_end" {
+		t.Fatalf("kinds: %s", got)
+	}
+	if evs[1].Source.LineNo != 1 || evs[2].Source.LineNo != 2 || evs[2].Source.Type != "conversation_reset" {
+		t.Errorf("events: %+v\n%+v", evs[1].Source, evs[2].Source)
+	}
+	if out, _ := formatstest.WriteAll(Stream, evs, false); string(out) != in {
+		t.Errorf("claude-stream → claude-stream:\n%s", out)
+	}
+}
+
+// TestTimestamps: the timestamp newer Claude Code prints on its lines is
+// the time of their events; lines without one give events without a time.
+func TestTimestamps(t *testing.T) {
+	data := formatstest.Fixture(t, "claude", "untether-autocompact-2.1.285.jsonl")
+	stamps := map[int]time.Time{}
+	for i, l := range strings.Split(string(data), "\n") {
+		var v struct{ Timestamp string }
+		if json.Unmarshal([]byte(l), &v) == nil && v.Timestamp != "" {
+			ts, err := time.Parse(time.RFC3339Nano, v.Timestamp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stamps[i+1] = ts
+		}
+	}
+	evs := formatstest.Read(t, Stream, data)
+	timed := 0
+	for _, e := range evs {
+		want, ok := stamps[e.Source.LineNo]
+		if e.Kind == formats.RunEnd || e.Kind == formats.RunStart {
+			ok = false // result and init lines carry no timestamp
+		}
+		if ok && !e.Time.Equal(want) || !ok && !e.Time.IsZero() {
+			t.Errorf("%v of line %d at %v, want %v", e.Kind, e.Source.LineNo, e.Time, want)
+		}
+		if !e.Time.IsZero() {
+			timed++
+		}
+	}
+	if timed < 15 {
+		t.Errorf("only %d events have a time", timed)
+	}
+	calls := formatstest.OfKind(evs, formats.ToolCall)
+	if len(calls) == 0 || !calls[0].Time.Equal(time.Date(2026, 9, 30, 15, 53, 30, 709e6, time.UTC)) {
+		t.Errorf("first call: %+v", calls)
+	}
+}
+
+// TestResultError: result.error is the run's error text, a string or an
+// object with a message.
+func TestResultError(t *testing.T) {
+	for _, e := range []string{`"Claude AI usage limit reached"`, `{"type":"rate_limit_error","message":"Claude AI usage limit reached"}`} {
+		in := `{"type":"system","subtype":"init","session_id":"s"}
+{"type":"result","subtype":"error_during_execution","is_error":true,"error":` + e + `,"errors":["other"],"session_id":"s"}
+`
+		end := formatstest.OfKind(formatstest.Read(t, Stream, in), formats.RunEnd)
+		if len(end) != 1 || end[0].Status != formats.Failed || end[0].Text != "Claude AI usage limit reached" {
+			t.Errorf("%s: %+v", e, end)
+		}
+	}
+}
+
+// TestSessionCostIsARunningTotal: in a session of several prompts, each
+// result's total_cost_usd is the session's running total (the Claude Code
+// 2.1.285 capture): a run's own cost is what it adds, so that the runs'
+// costs sum to the session's, not to several times it. Another session's
+// first run costs what it says.
+func TestSessionCostIsARunningTotal(t *testing.T) {
+	var costs []float64
+	for _, f := range []string{"untether-autocompact-2.1.285.jsonl", "takopi-session.jsonl"} {
+		for _, e := range formatstest.OfKind(formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", f)), formats.RunEnd) {
+			costs = append(costs, e.Usage.CostUSD.V)
+		}
+	}
+	want := []float64{0.0640664, 0.0542771, 0.0771457, 0.0048121, 0.012345, 0.001}
+	if len(costs) != len(want) {
+		t.Fatalf("costs %v", costs)
+	}
+	for i := range want {
+		if d := costs[i] - want[i]; d > 1e-9 || d < -1e-9 {
+			t.Errorf("run %d costs %v, want %v", i+1, costs[i], want[i])
 		}
 	}
 }

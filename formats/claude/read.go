@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"io"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -20,8 +23,11 @@ type record struct {
 	ParentToolUseID *string     `json:"parent_tool_use_id"`
 	Message         *apiMessage `json:"message"`
 	Event           *apiEvent   `json:"event"`
-	// Error marks an assistant message that reports an API failure.
+	// Error marks an assistant message that reports an API failure; in a
+	// result it is the run's error.
 	Error json.RawMessage `json:"error"`
+	// Timestamp: newer Claude Code stamps its messages.
+	Timestamp string `json:"timestamp"`
 
 	// system/init
 	Model string `json:"model"`
@@ -29,6 +35,8 @@ type record struct {
 	// system/api_retry
 	Attempt    *int `json:"attempt"`
 	MaxRetries *int `json:"max_retries"`
+	// rate_limit_event
+	RateLimitInfo *rateLimitInfo `json:"rate_limit_info"`
 
 	// result
 	IsError           *bool                      `json:"is_error"`
@@ -88,6 +96,33 @@ type apiEvent struct {
 		Text     string `json:"text"`
 		Thinking string `json:"thinking"`
 	} `json:"delta"`
+}
+
+type rateLimitInfo struct {
+	Status        string   `json:"status"`
+	RateLimitType string   `json:"rateLimitType"`
+	Utilization   *float64 `json:"utilization"`
+	ResetsAt      *float64 `json:"resetsAt"`
+}
+
+// text says what the notice says: which limit, its status, how much of it
+// is used, and when it resets.
+func (i *rateLimitInfo) text() string {
+	var b strings.Builder
+	b.WriteString("rate limit")
+	if i.RateLimitType != "" {
+		b.WriteString(" (" + i.RateLimitType + ")")
+	}
+	if i.Status != "" {
+		b.WriteString(": " + i.Status)
+	}
+	if i.Utilization != nil {
+		b.WriteString(", " + strconv.FormatFloat(*i.Utilization*100, 'f', -1, 64) + "% used")
+	}
+	if i.ResetsAt != nil && *i.ResetsAt > 0 {
+		b.WriteString(", resets at " + time.Unix(int64(*i.ResetsAt), 0).UTC().Format(time.RFC3339))
+	}
+	return b.String()
 }
 
 type denial struct {
@@ -175,6 +210,7 @@ type call struct {
 	agent  string
 	args   json.RawMessage
 	failed string // the error text of a failed result
+	ended  bool   // its result came
 }
 
 // pendingMsg gathers the blocks of one assistant message, which Claude Code
@@ -184,6 +220,7 @@ type pendingMsg struct {
 	id       string
 	agent    string
 	line     int
+	time     time.Time
 	text     string
 	thinking string
 }
@@ -195,10 +232,12 @@ type decoder struct {
 	out  formats.EventQueue
 
 	// The record being decoded: its bytes to pass through (nil when an
-	// earlier event carried them), line and type.
+	// earlier event carried them), line, type (system lines with their
+	// subtype: system/status) and time.
 	rec     []byte
 	recLine int
 	recType string
+	recTime time.Time
 	carried bool
 	// held are records that produced no event yet (a line of a message
 	// still being gathered, a stream event that only frames deltas); the
@@ -209,6 +248,11 @@ type decoder struct {
 	// heldOnly: the event being emitted ends what came before the current
 	// record, so it carries the held records only.
 	heldOnly bool
+	// preRun are the events of system lines that came before a run (a
+	// SessionStart hook's response before init): they belong to the run
+	// that follows, and go out after its start, which carries their
+	// records.
+	preRun []*formats.Event
 
 	open     bool
 	session  string
@@ -225,6 +269,12 @@ type decoder struct {
 	// errors[]. A failed run's reason is all of them, as a writer gives
 	// them in errors[].
 	errors []string
+	// costSession and costTotal are the session and total_cost_usd of the
+	// last result: in a session of several prompts (init/result pairs),
+	// Claude Code prints the session's running total, so a run's own cost
+	// is what it adds to it.
+	costSession string
+	costTotal   float64
 }
 
 type streamedText struct{ text, thinking strings.Builder }
@@ -298,6 +348,9 @@ func (d *decoder) push(ev *formats.Event) {
 	if ev.Source.LineNo == 0 {
 		ev.Source.LineNo = d.recLine
 	}
+	if ev.Time.IsZero() {
+		ev.Time = d.recTime
+	}
 	var line []byte
 	if len(d.held) > 0 {
 		line = bytes.Join(d.held, []byte{'\n'})
@@ -321,7 +374,7 @@ func (d *decoder) push(ev *formats.Event) {
 // decode reads one record. data is the JSON object; carrier is the input
 // text to pass through for it (nil when an earlier record carried it).
 func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
-	d.rec, d.recLine, d.recType, d.carried = carrier, line, "", false
+	d.rec, d.recLine, d.recType, d.recTime, d.carried = carrier, line, "", time.Time{}, false
 	var r record
 	if err := formats.Unmarshal(line, data, &r); err != nil {
 		if !json.Valid(data) {
@@ -336,6 +389,14 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 		return nil
 	}
 	d.recType = r.Type
+	if r.Type == "system" && r.Subtype != "" {
+		d.recType += "/" + r.Subtype
+	}
+	if r.Timestamp != "" {
+		if t, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil {
+			d.recTime = t
+		}
+	}
 	switch r.Type {
 	case "system":
 		d.system(&r)
@@ -347,12 +408,17 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 		d.result(&r)
 	case "stream_event":
 		d.streamEvent(&r)
+	case "rate_limit_event":
+		if r.RateLimitInfo == nil {
+			d.runEvent(&r, &formats.Event{Kind: formats.Raw})
+			break
+		}
+		d.runEvent(&r, &formats.Event{Kind: formats.Notice, Severity: formats.Info, Text: r.RateLimitInfo.text()})
 	default:
 		if r.Type == "" {
 			d.opts.Report.Warn(line, "a message without a \"type\"; kept as an unknown event")
 		}
-		d.ensureRun(r.SessionID)
-		d.emitRaw()
+		d.runEvent(&r, &formats.Event{Kind: formats.Raw})
 	}
 	d.hold()
 	return nil
@@ -380,8 +446,16 @@ func (d *decoder) hold() {
 func (d *decoder) finish() {
 	d.flushMsg()
 	d.wholeStreamedAll()
+	d.rec, d.recLine, d.recType, d.recTime, d.carried = nil, d.heldLine, "stream_event", time.Time{}, true
+	if len(d.preRun) > 0 {
+		// System lines, and no run after them: their events carry them.
+		pre := d.preRun
+		d.preRun = nil
+		for _, ev := range pre {
+			d.emit(ev)
+		}
+	}
 	if len(d.held) > 0 {
-		d.rec, d.recLine, d.recType, d.carried = nil, d.heldLine, "stream_event", true
 		d.emit(&formats.Event{Kind: formats.Raw})
 	}
 }
@@ -411,18 +485,24 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	d.agents = d.agents[:0]
 	info.Provider, info.AgentName = Provider, AgentName
 	d.emit(&formats.Event{Kind: formats.RunStart, Run: info})
+	pre := d.preRun
+	d.preRun = nil
+	for _, ev := range pre {
+		d.emit(ev)
+	}
 }
 
 func (d *decoder) system(r *record) {
-	switch r.Subtype {
-	case "init":
+	if r.Subtype == "init" {
 		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd})
+		return
+	}
+	var ev *formats.Event
+	switch r.Subtype {
 	case "compact_boundary":
-		d.ensureRun(r.SessionID)
 		d.flushMsg()
-		d.emit(&formats.Event{Kind: formats.Compaction})
+		ev = &formats.Event{Kind: formats.Compaction}
 	case "api_retry":
-		d.ensureRun(r.SessionID)
 		text := "the API request failed; retrying"
 		if r.Attempt != nil {
 			text += " (attempt " + itoa(*r.Attempt)
@@ -431,11 +511,26 @@ func (d *decoder) system(r *record) {
 			}
 			text += ")"
 		}
-		d.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text})
+		ev = &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}
 	default:
-		d.ensureRun(r.SessionID)
-		d.emitRaw()
+		ev = &formats.Event{Kind: formats.Raw}
 	}
+	d.runEvent(r, ev)
+}
+
+// runEvent emits the event of a line that is not a message of the
+// conversation (a system line, a rate limit, a type this reader does not
+// know). Before init, such a line belongs to the run that follows: its
+// record is held for that run's start, and its event waits for it.
+func (d *decoder) runEvent(r *record, ev *formats.Event) {
+	if !d.open {
+		ev.Source = formats.Source{Type: d.recType, LineNo: d.recLine}
+		ev.Time = d.recTime
+		d.preRun = append(d.preRun, ev)
+		return
+	}
+	d.ensureRun(r.SessionID)
+	d.emit(ev)
 }
 
 // agentOf is the agent of a message: the main agent, or the subagent that
@@ -534,7 +629,7 @@ func (d *decoder) assistant(r *record) {
 	}
 	agent := d.agentOf(r)
 	if !d.msg.active {
-		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.recLine}
+		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.recLine, time: d.recTime}
 	}
 	if m.Usage != nil && (m.ID == "" || !d.usageIDs[m.ID]) {
 		if d.usageIDs == nil {
@@ -614,7 +709,7 @@ func (d *decoder) flushContent() {
 		return
 	}
 	d.heldOnly = m.line != d.recLine
-	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: m.text, Thinking: m.thinking,
+	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: m.text, Thinking: m.thinking, Time: m.time,
 		Source: formats.Source{Type: "assistant", LineNo: m.line}})
 	d.heldOnly = false
 	if m.agent == "" && m.text != "" {
@@ -669,6 +764,7 @@ func (d *decoder) toolResult(agent string, b *block) {
 	}
 	if c != nil {
 		res.Name = c.name
+		c.ended = true
 		if res.Status == formats.Failed {
 			c.failed = out
 		}
@@ -719,6 +815,13 @@ func (d *decoder) result(r *record) {
 	failed := (r.IsError != nil && *r.IsError) || (r.Subtype != "" && r.Subtype != "success")
 	errs := rawStrings(r.Errors)
 	for _, dn := range r.PermissionDenials {
+		if c := d.calls[dn.ToolUseID]; c != nil && c.ended {
+			// The call ended already, its result saying the refusal: the
+			// denial is the answer to its permission, not a second end.
+			d.emit(&formats.Event{Kind: formats.PermissionAnswer, Agent: c.agent, Call: formats.Call{ID: dn.ToolUseID, Name: c.name},
+				Permission: formats.Permission{RequestID: dn.ToolUseID, Reason: c.failed}})
+			continue
+		}
 		ev := &formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: dn.ToolUseID, Name: dn.ToolName, Args: dn.ToolInput, Status: formats.Denied}}
 		if c := d.calls[dn.ToolUseID]; c != nil {
 			ev.Agent, ev.Call.Error = c.agent, c.failed
@@ -753,7 +856,10 @@ func (d *decoder) result(r *record) {
 	}
 	if failed {
 		end.Status, end.Run.ExitCode = formats.Failed, formats.Some(1)
-		end.Text = strings.Join(d.errors, "\n")
+		end.Text = errorText(r.Error)
+		if end.Text == "" {
+			end.Text = strings.Join(d.errors, "\n")
+		}
 		if end.Text == "" && r.Result != nil {
 			end.Text = *r.Result
 		}
@@ -768,13 +874,40 @@ func (d *decoder) result(r *record) {
 	if r.Usage != nil {
 		end.Usage = r.Usage.info()
 	}
-	end.Usage.CostUSD = formats.OptFrom(r.TotalCostUSD)
+	if r.TotalCostUSD != nil {
+		cost := *r.TotalCostUSD
+		if d.costSession == end.Run.SessionID && end.Run.SessionID != "" && cost >= d.costTotal {
+			cost = math.Round((cost-d.costTotal)*1e12) / 1e12
+		}
+		d.costSession, d.costTotal = end.Run.SessionID, *r.TotalCostUSD
+		end.Usage.CostUSD = formats.Some(cost)
+	}
 	if r.DurationMS != nil && *r.DurationMS > 0 {
 		end.Duration = msDuration(*r.DurationMS)
 	}
 	d.emit(end)
 	d.open = false
 	d.msg = pendingMsg{}
+}
+
+// errorText reads a result's error: a string, or an object with a message
+// (and a type, said when there is no message).
+func errorText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &o) == nil {
+		if o.Message != "" {
+			return o.Message
+		}
+		return o.Type
+	}
+	return ""
 }
 
 // recordSource yields records: lines of NDJSON, or JSON values.

@@ -332,7 +332,7 @@ func TestWriterFailures(t *testing.T) {
 var roundTripKinds = []formats.Kind{formats.ToolCall, formats.ToolResult, formats.Message, formats.Answer, formats.Notice, formats.Todos, formats.RunEnd}
 
 func FuzzReader(f *testing.F) {
-	for _, n := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl", "two-threads.jsonl", "legacy-0.40.jsonl"} {
+	for _, n := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl", "two-threads.jsonl", "legacy-0.40.jsonl", "untether-0157-web-search.jsonl"} {
 		f.Add(formatstest.Fixture(f, "codex", n))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -356,4 +356,76 @@ func byOrder(cs []formatstest.Comparable) []formatstest.Comparable {
 		cs[i].CallID = ids[cs[i].CallID]
 	}
 	return cs
+}
+
+// TestWebSearchActions: a web_search keeps what it did, from the real
+// Codex 0.157 capture: the query and action of the completed item (its
+// started item had an empty query) in the call's arguments, and its
+// results as the call's output; codex → codex writes them back.
+func TestWebSearchActions(t *testing.T) {
+	data := formatstest.Fixture(t, "codex", "untether-0157-web-search.jsonl")
+	data = data[bytes.Index(data, []byte("\n{"))+1:] // the capture's # comments are the pipeline's to skip
+	evs := formatstest.Read(t, Dialect, data)
+	calls, results := formatstest.OfKind(evs, formats.ToolCall), formatstest.OfKind(evs, formats.ToolResult)
+	if len(calls) != 2 || len(results) != 2 {
+		t.Fatalf("kinds: %s", formatstest.Kinds(evs))
+	}
+	// The call started with an empty query; its completion, the next line,
+	// says what it searched for.
+	done := `{"query":"codex-cli latest version npm GitHub","action":{"type":"search","query":"codex-cli latest version npm GitHub"}}`
+	if c := calls[0].Call; c.ID != "item_2" || c.Name != "web_search" || string(c.Args) != done || c.Summary != "codex-cli latest version npm GitHub" ||
+		!bytes.HasPrefix(calls[0].Source.Line, []byte(`{"type":"item.started","item":{"id":"item_2"`)) {
+		t.Errorf("started search: %+v %s", c, c.Args)
+	}
+	r := results[0].Call
+	if string(r.Args) != done ||
+		!strings.HasPrefix(r.Output, `[{"type":"text_result","domain":"www.npmjs.com"`) || !strings.Contains(r.Output, `"title":"@openai/codex - npm"`) {
+		t.Errorf("completed search: %s\n%s", r.Args, r.Output)
+	}
+	if r := results[1].Call; r.ID != "item_3" || !strings.Contains(r.Output, `"title":"Internal Error"`) || string(r.Args) != `{"query":"","action":{"type":"other"}}` {
+		t.Errorf("second search: %+v", r)
+	}
+	if got := formatstest.Kinds(evs); got != "run_start turn_start tool_call tool_result tool_call tool_result message usage turn_end answer run_end" {
+		t.Errorf("kinds: %s", got)
+	}
+	// When other lines come between, the call keeps its start's arguments,
+	// and the result has the completed item's, which win where a writer
+	// reads the call at its end.
+	lines := strings.Split(string(data), "\n")
+	apart := strings.Join(append([]string{lines[0], lines[1], lines[2], `{"type":"item.completed","item":{"id":"item_9","type":"reasoning","text":"hm"}}`}, lines[3:]...), "\n")
+	evs2 := formatstest.Read(t, Dialect, apart)
+	c2, r2 := formatstest.OfKind(evs2, formats.ToolCall)[0], formatstest.OfKind(evs2, formats.ToolResult)[0]
+	if string(c2.Call.Args) != `{"query":"","action":{"type":"other"}}` || string(r2.Call.Args) != done {
+		t.Errorf("apart: %s, %s", c2.Call.Args, r2.Call.Args)
+	}
+	var tr formats.CallTracker
+	tr.Start(c2)
+	if c, _ := tr.Finish(r2); string(c.Args) != done {
+		t.Errorf("tracked call: %s", c.Args)
+	}
+	out, err := formatstest.WriteAll(Dialect, evs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out, []byte(`"query":"codex-cli latest version npm GitHub","action":{"type":"search","query":"codex-cli latest version npm GitHub"},"results":[{"type":"text_result","domain":"www.npmjs.com"`)) {
+		t.Errorf("codex writer:\n%s", out)
+	}
+	formatstest.RoundTripNormalized(t, Dialect, data, byOrder, roundTripKinds...)
+
+	// The other actions, as Codex defines them: the summary says what was
+	// done.
+	for action, want := range map[string]string{
+		`{"type":"search","query":null,"queries":["a b","c"]}`:                    "a b",
+		`{"type":"open_page","url":"https://go.dev/doc"}`:                         "https://go.dev/doc",
+		`{"type":"find_in_page","url":"https://go.dev/doc","pattern":"generics"}`: "'generics' in https://go.dev/doc",
+		`{"type":"find_in_page","pattern":"generics"}`:                            "'generics'",
+		`{"type":"other"}`: "the item's query",
+	} {
+		line := `{"type":"item.completed","item":{"id":"item_1","type":"web_search","query":"the item's query","action":` + action + `}}`
+		evs := formatstest.Read(t, Dialect, line)
+		calls := formatstest.OfKind(evs, formats.ToolCall)
+		if len(calls) != 1 || calls[0].Call.Summary != want || !bytes.Contains(calls[0].Call.Args, []byte(`"action":`+action)) {
+			t.Errorf("%s: %+v", action, calls)
+		}
+	}
 }

@@ -127,8 +127,11 @@ type item struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Result    *mcpResult      `json:"result"`
 	Error     *message        `json:"error"`
-	// web_search
-	Query string `json:"query"`
+	// web_search: the query, and in newer Codex the action (search,
+	// open_page, find_in_page, other, with their details) and the results
+	Query   string          `json:"query"`
+	Action  json.RawMessage `json:"action"`
+	Results json.RawMessage `json:"results"`
 	// collab_tool_call
 	SenderThreadID    string          `json:"sender_thread_id"`
 	ReceiverThreadIDs json.RawMessage `json:"receiver_thread_ids"`
@@ -159,9 +162,14 @@ type reader struct {
 	queue formats.EventQueue
 	// held: the config summary and prompt of a run of Codex before 0.44,
 	// kept until session_configured names the session of its RunStart.
-	held  []*formats.Event
-	run   runState
-	ended bool
+	held []*formats.Event
+	// search is the call of a web_search that started without saying
+	// what it does (an empty query): held for one line, so that its
+	// completion, which comes next, gives it its query and action.
+	search     []*formats.Event
+	holdSearch bool
+	run        runState
+	ended      bool
 }
 
 // runState follows one run (one thread): a codex stream has no end event, so
@@ -196,6 +204,7 @@ func (r *reader) Next() (*formats.Event, error) {
 			// last turn ended (or a fatal error came); else it was cut, and
 			// the pipeline closes it.
 			r.ended = true
+			r.releaseSearch()
 			r.release("")
 			r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: r.run.lastLine, Continued: true})
 			continue
@@ -204,7 +213,13 @@ func (r *reader) Next() (*formats.Event, error) {
 			return nil, err
 		}
 		if err := r.record(b, r.lines.Line()); err != nil {
+			r.releaseSearch()
 			return nil, err
+		}
+		r.releaseSearch()
+		if r.holdSearch {
+			r.holdSearch = false
+			r.search = r.queue.Take()
 		}
 		if e := r.queue.Peek(); len(r.held) > 0 || e != nil && e.Kind == formats.RunStart && e.Source.Type == "" {
 			r.hold(b) // only lines of Codex before 0.44 have no type
@@ -253,6 +268,17 @@ func (r *reader) release(sessionID string) {
 	r.queue.Push(r.held...)
 	r.queue.Push(current...)
 	r.held = nil
+}
+
+// releaseSearch queues a held search call before the current events.
+func (r *reader) releaseSearch() {
+	if len(r.search) == 0 {
+		return
+	}
+	current := r.queue.Take()
+	r.queue.Push(r.search...)
+	r.queue.Push(current...)
+	r.search = nil
 }
 
 // record turns one line into events.
@@ -409,11 +435,17 @@ func (r *reader) item(evType string, raw json.RawMessage, n int, emit func(*form
 		c := callOf(id, &it)
 		r.run.started[id] = c.Name
 		emit(&formats.Event{Kind: formats.ToolCall, Call: c})
+		r.holdSearch = it.Type == typeSearch && it.Query == "" && searchSummary(&it) == ""
 	case isToolItem(it.Type) && completed:
 		res := resultOf(id, &it)
 		if res.Status == formats.StatusUnknown {
 			r.opts.Report.Warn(n, "%s item %q has status %q; kept as completed", it.Type, id, it.Status)
 			res.Status = formats.Completed
+		}
+		if len(r.search) > 0 && r.search[0].Call.ID == id {
+			// The search held at its start: what it did is known now.
+			c := callOf(id, &it)
+			r.search[0].Call.Args, r.search[0].Call.Summary = c.Args, c.Summary
 		}
 		// An item that only completes (file changes, some searches) still
 		// starts a call, except a declined one, which never ran.
@@ -459,7 +491,48 @@ type fileArgs struct {
 }
 
 type searchArgs struct {
-	Query string `json:"query"`
+	Query  string          `json:"query"`
+	Action json.RawMessage `json:"action,omitempty"`
+}
+
+// searchAction is what a web_search item says it did.
+type searchAction struct {
+	Type    string   `json:"type"`
+	Query   string   `json:"query"`
+	Queries []string `json:"queries"`
+	URL     string   `json:"url"`
+	Pattern string   `json:"pattern"`
+}
+
+// searchSummary says what a search did, as Codex shows it: the query (of
+// the action, else its first query, else the item's), the page opened, or
+// the pattern looked for in it.
+func searchSummary(it *item) string {
+	var a searchAction
+	json.Unmarshal(it.Action, &a)
+	switch a.Type {
+	case "search":
+		if a.Query != "" {
+			return a.Query
+		}
+		if len(a.Queries) > 0 && a.Queries[0] != "" {
+			return a.Queries[0]
+		}
+	case "open_page":
+		if a.URL != "" {
+			return a.URL
+		}
+	case "find_in_page":
+		switch {
+		case a.Pattern != "" && a.URL != "":
+			return "'" + a.Pattern + "' in " + a.URL
+		case a.Pattern != "":
+			return "'" + a.Pattern + "'"
+		case a.URL != "":
+			return a.URL
+		}
+	}
+	return it.Query
 }
 
 type collabArgs struct {
@@ -478,7 +551,7 @@ func callOf(id string, it *item) formats.Call {
 	case typeFile:
 		args = fileArgs{orNull(it.Changes)}
 	case typeSearch:
-		args, c.Summary = searchArgs{it.Query}, it.Query
+		args, c.Summary = searchArgs{it.Query, nilIfNull(it.Action)}, searchSummary(it)
 	case typeCollab:
 		args = collabArgs{orNull(it.Tool), it.SenderThreadID, it.ReceiverThreadIDs, it.Prompt}
 	case typeMCP:
@@ -532,9 +605,15 @@ func resultOf(id string, it *item) formats.Call {
 			}
 		}
 	case typeSearch:
-		// A search item has no status: completing is succeeding.
+		// A search item has no status: completing is succeeding. What it
+		// did is known once it completed (its query was empty when it
+		// started), and its results come with it.
 		if it.Status == "" {
 			c.Status = formats.Completed
+		}
+		c.Args = callOf(id, it).Args
+		if r := nilIfNull(it.Results); r != nil && string(r) != "[]" {
+			c.Output = compact(r)
 		}
 	case typeCollab:
 		if len(it.AgentsStates) > 0 && string(it.AgentsStates) != "null" && string(it.AgentsStates) != "{}" {
@@ -546,6 +625,14 @@ func resultOf(id string, it *item) formats.Call {
 		c.Status = formats.Completed
 	}
 	return c
+}
+
+// nilIfNull is nil for an absent or null JSON value.
+func nilIfNull(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	return b
 }
 
 func orNull(b json.RawMessage) json.RawMessage {

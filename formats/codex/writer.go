@@ -136,10 +136,12 @@ type mcpResultLine struct {
 }
 
 type searchItem struct {
-	ID     string `json:"id"`
-	Type   string `json:"type"`
-	Query  string `json:"query"`
-	Status string `json:"status,omitempty"`
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Query   string          `json:"query"`
+	Action  json.RawMessage `json:"action,omitempty"`
+	Results json.RawMessage `json:"results,omitempty"`
+	Status  string          `json:"status,omitempty"`
 }
 
 type collabItem struct {
@@ -462,7 +464,11 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 		if !done(c.Status) || c.Status == formats.Completed {
 			status = ""
 		}
-		return searchItem{id, typeSearch, a.Query, status}
+		it := searchItem{ID: id, Type: typeSearch, Query: a.Query, Action: a.Action, Status: status}
+		if out := strings.TrimSpace(c.Output); done(c.Status) && strings.HasPrefix(out, "[") && json.Valid([]byte(out)) {
+			it.Results = json.RawMessage(out)
+		}
+		return it
 	case typeCollab:
 		var a collabArgs
 		json.Unmarshal(c.Args, &a)

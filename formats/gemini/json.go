@@ -42,6 +42,24 @@ type jsonObject struct {
 
 type sessionStats struct {
 	Models map[string]modelStats `json:"models"`
+	Tools  *toolStats            `json:"tools,omitempty"`
+}
+
+// toolStats are the tool counts of a run; the event model has no place for
+// them, so writers of Gemini's other dialect read them from the object.
+type toolStats struct {
+	TotalCalls *int64 `json:"totalCalls"`
+}
+
+// toolCallsOf is the number of tool calls a gemini-json object counts.
+func toolCallsOf(object []byte) formats.Opt[int64] {
+	var o struct {
+		Stats *sessionStats `json:"stats"`
+	}
+	if json.Unmarshal(object, &o) != nil || o.Stats == nil || o.Stats.Tools == nil {
+		return formats.Opt[int64]{}
+	}
+	return formats.OptFrom(o.Stats.Tools.TotalCalls)
 }
 
 type modelStats struct {

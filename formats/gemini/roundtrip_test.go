@@ -1,8 +1,10 @@
 package gemini_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentconv/agentconv/convert"
@@ -126,5 +128,31 @@ func TestFromAdaL(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: adal-stream → gemini-stream → adal-stream:\n got %+v\nwant %+v", name, got, want)
 		}
+	}
+}
+
+// TestJSONKeepsStats: gemini-json → gemini-json keeps every model's stats
+// and the tool stats; gemini-json → gemini-stream counts the object's tool
+// calls (which are not events) and sums every model's tokens.
+func TestJSONKeepsStats(t *testing.T) {
+	in := formatstest.Fixture(t, "gemini", "two-models-tools.json")
+	if out := converttest.Convert(t, in, "gemini-json", "gemini-json"); string(out) != string(in) {
+		t.Errorf("gemini-json → gemini-json:\n%s", out)
+	}
+	stream := converttest.Convert(t, in, "gemini-json", "gemini-stream")
+	evs := formatstest.Read(t, gemini.Stream, stream)
+	end := formatstest.OfKind(evs, formats.RunEnd)
+	if len(end) != 1 || end[0].Usage.InputTokens != formats.Some[int64](23) || end[0].Usage.OutputTokens != formats.Some[int64](7) ||
+		end[0].Usage.TotalTokens != formats.Some[int64](30) || end[0].Usage.CacheReadTokens != formats.Some[int64](10) {
+		t.Errorf("run end: %+v", end)
+	}
+	var result struct {
+		Stats struct {
+			ToolCalls *int64 `json:"tool_calls"`
+		} `json:"stats"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(stream)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &result); err != nil || result.Stats.ToolCalls == nil || *result.Stats.ToolCalls != 3 {
+		t.Errorf("result line %s: %v", lines[len(lines)-1], err)
 	}
 }

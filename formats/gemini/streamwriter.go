@@ -24,6 +24,9 @@ type streamWriter struct {
 	text formats.TextTracker
 	// answer is what a reader takes for the answer of what is printed.
 	answer answerTracker
+	// srcToolCalls is the count of tool calls a gemini-json source gives,
+	// whose calls are not events.
+	srcToolCalls formats.Opt[int64]
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -92,7 +95,12 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	rep := s.opts.Report
 	ts := formatTime(e.TimeOf())
 	if e.Kind == formats.RunStart {
-		return s.start(ts, e.Run.SessionID, e.Run.Model)
+		err := s.start(ts, e.Run.SessionID, e.Run.Model)
+		s.srcToolCalls = formats.Opt[int64]{}
+		if e.Source.From(JSON.Name) && e.Source.Line != nil {
+			s.srcToolCalls = toolCallsOf(e.Source.Line)
+		}
+		return err
 	}
 	if !s.open {
 		if err := s.start(ts, "", ""); err != nil {
@@ -160,7 +168,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		if e.Run.Model != "" && s.model == "" {
 			rep.Lose("model names given only at the run's end")
 		}
-		l := result(ts, e, v)
+		l := result(ts, e, v, s.srcToolCalls)
 		if !v.Success() && readExitCode(l.Error, v) != v.ExitCode {
 			rep.Lose("exit codes Gemini CLI does not use")
 		}
@@ -201,7 +209,8 @@ func toolResult(ts string, c *formats.Call) toolResultLine {
 
 // result is the run's closing event: the view's outcome, failure and
 // usage totals.
-func result(ts string, e *formats.Event, v *formats.RunView) resultLine {
+// A gemini-json source counts its calls (srcCalls) without giving them.
+func result(ts string, e *formats.Event, v *formats.RunView, srcCalls formats.Opt[int64]) resultLine {
 	l := resultLine{Type: "result", Timestamp: ts, Status: "success"}
 	if !v.Success() {
 		l.Status = "error"
@@ -210,6 +219,9 @@ func result(ts string, e *formats.Event, v *formats.RunView) resultLine {
 	if u := v.Usage; !u.Empty() || e.Duration > 0 {
 		c := countsOf(u, false) // stream-json has no thoughts count
 		calls := int64(len(v.Calls.All()))
+		if calls == 0 && srcCalls.OK {
+			calls = srcCalls.V
+		}
 		l.Stats = &streamStats{TotalTokens: c.Total, InputTokens: c.Prompt, OutputTokens: c.Candidates,
 			Cached: c.Cached, Input: c.Input, ToolCalls: &calls}
 		if e.Duration > 0 {
