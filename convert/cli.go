@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/otel"
 	"github.com/urfave/cli/v2"
 )
 
@@ -123,6 +124,7 @@ func Run(args []string, sys Sys) int {
 			},
 		}},
 	}
+	app.DisableSliceFlagSeparator = true // --otlp-header x=a,b is one header, whose value is a,b
 	if err := app.Run(flagsFirst(args, app.Flags)); err != nil {
 		fmt.Fprintf(sys.Stderr, "agentconv: %v\n", err)
 		return ExitUsage
@@ -166,7 +168,7 @@ func otlpParams(c *cli.Context, params map[string]string) {
 		}
 	}
 	if hs := c.StringSlice("otlp-header"); len(hs) > 0 {
-		params["otlp.headers"] = strings.Join(hs, ",")
+		params["otlp.headers"] = strings.Join(hs, "\n")
 	}
 	if c.Bool("otlp-insecure") {
 		params["otlp.insecure"] = "true"
@@ -327,6 +329,13 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		Color:         colorMode == "always" || (colorMode == "auto" && tmp == nil && isTerminal(sys.Stdout) && sys.getenv("NO_COLOR") == "" && sys.getenv("TERM") != "dumb"),
 	}
 	otlpParams(c, wopts.Params)
+	if err := otel.CheckConfig(wopts, names); err != nil {
+		if tmp != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+		return fail(ExitUsage, "%v", err)
+	}
 	w := to.NewWriter(bw, wopts)
 	opts := Options{From: from, Lenient: c.Bool("lenient"), Strict: c.Bool("strict"), Clock: clock, Report: rep}
 	if tmp == nil && isLive(sys.Stdout) {

@@ -25,7 +25,7 @@ import (
 const (
 	ParamEndpoint     = "otlp.endpoint"      // URL or host:port
 	ParamProtocol     = "otlp.protocol"      // grpc or http/protobuf
-	ParamHeaders      = "otlp.headers"       // k=v,k2=v2
+	ParamHeaders      = "otlp.headers"       // KEY=VALUE lines, one per --otlp-header, taken as they are
 	ParamInsecure     = "otlp.insecure"      // "true": no TLS
 	ParamTimeout      = "otlp.timeout"       // a Go duration: how long delivery may take
 	ParamServiceName  = "otlp.service_name"  // service.name of the resource
@@ -97,11 +97,9 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		return nil, err
 	}
 
-	hs := o.Param(ParamHeaders, "")
-	if envHs, _ := env(o, "HEADERS"); envHs != "" {
-		hs = strings.Trim(envHs+","+hs, ",")
+	if c.headers, err = headers(o); err != nil {
+		return nil, err
 	}
-	c.headers = parseList(hs)
 
 	if t := o.Param(ParamTimeout, ""); t != "" {
 		if c.timeout, err = time.ParseDuration(t); err != nil || c.timeout <= 0 {
@@ -123,7 +121,9 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		return nil, err
 	}
 
-	c.resource, c.service = resourceAttrs(o)
+	if c.resource, c.service, err = resourceAttrs(o); err != nil {
+		return nil, err
+	}
 	c.content = o.Param(ParamContent, "") == "true"
 	if l := o.Param(ParamContentLimit, ""); l != "" {
 		if c.contentLimit, err = strconv.Atoi(l); err != nil || c.contentLimit < 0 {
@@ -168,38 +168,69 @@ func (c *config) endpointURL(ep string, specific bool) (string, error) {
 	return u.String(), nil
 }
 
-// parseList reads k=v,k2=v2 with URL-encoded values, as the OTEL_* lists are.
-func parseList(s string) map[string]string {
+// headers reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, then the
+// --otlp-header flags, which win. A malformed pair is an error.
+func headers(o formats.WriteOptions) (map[string]string, error) {
 	m := map[string]string{}
-	for _, kv := range parsePairs(s) {
+	name := "OTEL_EXPORTER_OTLP_HEADERS"
+	envHs, specific := env(o, "HEADERS")
+	if specific {
+		name = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	}
+	pairs, err := parsePairs(envHs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	for _, kv := range pairs {
 		m[kv[0]] = kv[1]
 	}
-	return m
+	for _, h := range strings.Split(o.Param(ParamHeaders, ""), "\n") {
+		if strings.TrimSpace(h) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(h, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return nil, fmt.Errorf("--otlp-header %q: give KEY=VALUE, such as authorization=Bearer%%20…", h)
+		}
+		m[k] = strings.TrimSpace(v)
+	}
+	return m, nil
 }
 
-// parsePairs reads k=v,k2=v2 in order.
-func parsePairs(s string) [][2]string {
+// parsePairs reads k=v,k2=v2 in order, as the OTEL_* lists are written
+// (the W3C baggage format): the values are percent-decoded, and "+" is a
+// plus, not a space. Empty members are skipped; a member without a key or
+// "=", or with a bad percent escape, is an error.
+func parsePairs(s string) ([][2]string, error) {
 	var out [][2]string
 	for _, kv := range strings.Split(s, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" {
-			continue
+			return nil, fmt.Errorf("%q is not KEY=VALUE; separate pairs with commas and percent-encode commas in values (%%2C)", kv)
 		}
-		if dv, err := url.QueryUnescape(v); err == nil {
-			v = dv
+		dv, err := url.PathUnescape(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q: bad percent-encoding in the value (write %% as %%25)", kv)
 		}
-		out = append(out, [2]string{k, v})
+		out = append(out, [2]string{k, dv})
 	}
-	return out
+	return out, nil
 }
 
 // resourceAttrs reads OTEL_RESOURCE_ATTRIBUTES in their order, and the
 // service name from the flag, OTEL_SERVICE_NAME or those attributes.
-func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string) {
+func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string, error) {
 	service := o.Param(ParamServiceName, o.Env("OTEL_SERVICE_NAME"))
 	var attrs []attribute.KeyValue
-	for _, kv := range parsePairs(o.Env("OTEL_RESOURCE_ATTRIBUTES")) {
+	pairs, err := parsePairs(o.Env("OTEL_RESOURCE_ATTRIBUTES"))
+	if err != nil {
+		return nil, "", fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %v", err)
+	}
+	for _, kv := range pairs {
 		if kv[0] == "service.name" {
 			if service == "" {
 				service = kv[1]
@@ -208,7 +239,7 @@ func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string) {
 		}
 		attrs = append(attrs, attribute.String(kv[0], kv[1]))
 	}
-	return attrs, service
+	return attrs, service, nil
 }
 
 // tlsConfig reads the certificate variables; nil when none is set.
@@ -281,4 +312,42 @@ func (c *config) newExporter(ctx context.Context) (sdktrace.SpanExporter, error)
 		opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(cfg)))
 	}
 	return otlptracegrpc.New(ctx, opts...)
+}
+
+// CheckConfig checks the settings of the otel writers (o.Dialect otlp or
+// otlp-json; any other is fine), so that the command line can refuse bad
+// ones at start-up, before it reads anything. inputs are the files to be
+// read ("-" is standard input): a spool file that is also an input would
+// read its own appends, so it is refused.
+func CheckConfig(o formats.WriteOptions, inputs []string) error {
+	if o.Dialect != OTLP.Name && o.Dialect != OTLPJSON.Name {
+		return nil
+	}
+	c, err := newConfig(o)
+	if err != nil {
+		return err
+	}
+	if o.Dialect != OTLP.Name || c.spool == "" {
+		return nil
+	}
+	spool, err := os.Stat(c.spool)
+	if err != nil {
+		return nil // a new file
+	}
+	if spool.IsDir() {
+		return fmt.Errorf("--otlp-spool %s is a directory: name a file", c.spool)
+	}
+	for _, in := range inputs {
+		name := in
+		if in == "-" {
+			name = "/dev/stdin"
+		}
+		if st, err := os.Stat(name); err == nil && os.SameFile(st, spool) {
+			if in == "-" {
+				in = "standard input"
+			}
+			return fmt.Errorf("--otlp-spool %s is also the input (%s): spans that are still undelivered would be appended to what is being read; name a new file, or leave --otlp-spool out to get one", c.spool, in)
+		}
+	}
+	return nil
 }
