@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -296,15 +295,13 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		}
 	}
 
-	// The output: standard output, or a temporary file renamed into place.
+	// The output: standard output, or the -o file (output.go).
 	var out io.Writer = sys.Stdout
-	var tmp *os.File
-	outPath := c.String("output")
-	if outPath != "" && outPath != "-" {
+	var tmp *outputFile
+	if outPath := c.String("output"); outPath != "" && outPath != "-" {
 		var err error
-		tmp, err = os.CreateTemp(filepath.Dir(outPath), "."+filepath.Base(outPath)+".*.tmp")
-		if err != nil {
-			return fail(ExitOutput, "cannot write %s: %v", outPath, errors.Unwrap(err))
+		if tmp, err = openOutput(outPath); err != nil {
+			return fail(ExitOutput, "%v", err)
 		}
 		out = tmp
 	}
@@ -331,8 +328,7 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	otlpParams(c, wopts.Params)
 	if err := otel.CheckConfig(wopts, names); err != nil {
 		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+			tmp.discard()
 		}
 		return fail(ExitUsage, "%v", err)
 	}
@@ -399,17 +395,9 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	}
 
 	if tmp != nil {
-		if err := tmp.Sync(); err != nil && closeErr == nil {
-			closeErr = &OutputError{err}
-		}
-		if err := tmp.Close(); err != nil && closeErr == nil {
-			closeErr = &OutputError{err}
-		}
 		var oe *OutputError
-		if errors.As(closeErr, &oe) || errors.As(runErr, &oe) {
-			os.Remove(tmp.Name())
-		} else if err := os.Rename(tmp.Name(), outPath); err != nil {
-			os.Remove(tmp.Name())
+		failed := errors.As(closeErr, &oe) || errors.As(runErr, &oe)
+		if err := tmp.finish(failed); err != nil && closeErr == nil {
 			closeErr = &OutputError{err}
 		}
 	}
