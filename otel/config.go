@@ -1,7 +1,6 @@
 package otel
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -14,10 +13,6 @@ import (
 
 	"github.com/agentconv/agentconv/formats"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"google.golang.org/grpc/credentials"
 )
 
 // The writer parameters (formats.WriteOptions.Params) that the command
@@ -269,49 +264,6 @@ func tlsConfig(o formats.WriteOptions) (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
-}
-
-// newExporter makes the OTLP exporter the configuration asks for. Every
-// setting is passed explicitly, so that the SDK's own reading of the
-// environment never differs from ours. Retries stop within the timeout.
-func (c *config) newExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
-	if c.protocol == "http/protobuf" {
-		opts := []otlptracehttp.Option{
-			otlptracehttp.WithEndpointURL(c.endpoint),
-			otlptracehttp.WithHeaders(c.headers),
-			otlptracehttp.WithTimeout(c.timeout),
-			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
-				InitialInterval: 200 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: c.timeout}),
-			otlptracehttp.WithCompression(otlptracehttp.NoCompression),
-		}
-		if c.compression == "gzip" {
-			opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		}
-		if c.tls != nil && !c.insecure {
-			opts = append(opts, otlptracehttp.WithTLSClientConfig(c.tls))
-		}
-		return otlptracehttp.New(ctx, opts...)
-	}
-	opts := []otlptracegrpc.Option{
-		otlptracegrpc.WithEndpointURL(c.endpoint),
-		otlptracegrpc.WithHeaders(c.headers),
-		otlptracegrpc.WithTimeout(c.timeout),
-		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
-			InitialInterval: 200 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: c.timeout}),
-	}
-	if c.compression == "gzip" {
-		opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
-	}
-	if c.insecure {
-		opts = append(opts, otlptracegrpc.WithInsecure())
-	} else {
-		cfg := c.tls
-		if cfg == nil {
-			cfg = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(cfg)))
-	}
-	return otlptracegrpc.New(ctx, opts...)
 }
 
 // CheckConfig checks the settings of the otel writers (o.Dialect otlp or
