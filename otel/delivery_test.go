@@ -1,6 +1,14 @@
 package otel_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +117,139 @@ func TestHTTPRetriesARefusedConnection(t *testing.T) {
 				t.Errorf("a spool was written")
 			}
 		})
+	}
+}
+
+// bigOutputs is an adal-stream run whose calls have outputs of the sizes
+// given, in bytes.
+func bigOutputs(sizes ...int) string {
+	var b strings.Builder
+	for i, n := range sizes {
+		id := fmt.Sprintf("c%d", i)
+		fmt.Fprintf(&b, `{"type":"tool_call","id":"%s","name":"bash","args":{"command":"cat big"}}`+"\n", id)
+		fmt.Fprintf(&b, `{"type":"tool_result","id":"%s","name":"bash","status":"completed","output":"%s"}`+"\n", id, strings.Repeat("é", n/2))
+	}
+	b.WriteString(`{"type":"complete","exit_code":0,"session_id":"big-1"}` + "\n")
+	return b.String()
+}
+
+// TestRequestsAreCapped: no request is over 4 MiB, however large the
+// spans with --otlp-content; a span over that has its content cut, which
+// is reported.
+func TestRequestsAreCapped(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(protoName(p), func(t *testing.T) {
+			c := newCollector(t, p, nil)
+			in := filepath.Join(t.TempDir(), "big.ndjson")
+			// Twelve calls of 1.5 MB: 18 MB of content in one run, and a
+			// call of 6 MB, over the cap on its own.
+			sizes := []int{6 << 20}
+			for range 12 {
+				sizes = append(sizes, 1500<<10)
+			}
+			if err := os.WriteFile(in, []byte(bigOutputs(sizes...)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, stderr, spool := send(t, c, nil, "--otlp-content", "--otlp-content-limit", "8000000", in)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+			if !strings.Contains(stderr, "over the 4 MiB OTLP request limit, cut to fit") {
+				t.Errorf("the cut span is not reported:\n%s", stderr)
+			}
+			if c.biggest > 4<<20 {
+				t.Errorf("a request of %d bytes, over 4 MiB", c.biggest)
+			}
+			// The run, its 13 calls.
+			if n := len(c.accepted()); n != 14 || c.requests < 5 {
+				t.Errorf("%d spans delivered in %d requests, want 14 in at least 5", n, c.requests)
+			}
+			if _, err := os.Stat(spool); err == nil {
+				t.Errorf("a spool was written")
+			}
+		})
+	}
+}
+
+// TestHeadersArriveAsWritten: the variable's values are percent-decoded
+// with + kept; a flag's value is taken as it is, commas included.
+func TestHeadersArriveAsWritten(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(protoName(p), func(t *testing.T) {
+			c := newCollector(t, p, nil)
+			env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Basic%20YQ+b/c==,x-tenant=a%2Cb"}
+			code, stderr, _ := send(t, c, env, "--otlp-header", "x-list=a,b", "--otlp-header", "x-raw=100%", fixture("adal/seed-stream.ndjson"))
+			if code != 0 || len(c.headers) == 0 {
+				t.Fatalf("exit %d, %d requests; stderr:\n%s", code, len(c.headers), stderr)
+			}
+			for k, want := range map[string]string{"authorization": "Basic YQ+b/c==", "x-tenant": "a,b", "x-list": "a,b", "x-raw": "100%"} {
+				if got := c.headers[0][k]; got != want {
+					t.Errorf("header %s: %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestExplicitSchemeWins: an http:// endpoint is plain text even with
+// OTEL_EXPORTER_OTLP_CERTIFICATE set.
+func TestExplicitSchemeWins(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, selfSignedPEM(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range protocols {
+		t.Run(protoName(p), func(t *testing.T) {
+			c := newCollector(t, p, nil)
+			code, stderr, _ := send(t, c, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": ca, "OTEL_EXPORTER_OTLP_TIMEOUT": "3000"}, fixture("adal/seed-stream.ndjson"))
+			if code != 0 || len(c.accepted()) == 0 {
+				t.Errorf("exit %d, %d spans delivered; stderr:\n%s", code, len(c.accepted()), stderr)
+			}
+		})
+	}
+}
+
+func selfSignedPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestCutLastLineOfASpool: reading a spool skips a last line that was cut
+// short, with a warning; a cut line elsewhere is an error without --lenient.
+func TestCutLastLineOfASpool(t *testing.T) {
+	in, _ := spanInput(t, 300<<10, 200)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strings.LastIndexByte(string(data[:len(data)-1]), '\n') + 1
+	cut := data[:last+(len(data)-last)/2]
+	dir := t.TempDir()
+	cutFile := filepath.Join(dir, "cut.jsonl")
+	os.WriteFile(cutFile, cut, 0o644)
+	c := newCollector(t, "grpc", nil)
+	code, stderr, spool := send(t, c, nil, "--from", "otlp-json", cutFile)
+	if code != 0 || !strings.Contains(stderr, "the last line is cut short") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	checkAccounts(t, spanIDsOf(t, cut), c.accepted(), spanIDsOfFile(t, spool))
+
+	// The same cut line, followed by another: malformed.
+	middle := filepath.Join(dir, "middle.jsonl")
+	os.WriteFile(middle, append(append(cut[:len(cut):len(cut)], '\n'), data[:last]...), 0o644)
+	code, _, stderr = runCLI(t, nil, nil, "--from", "otlp-json", "--to", "otlp-json", middle)
+	if code != convert.ExitInput || !strings.Contains(stderr, "--lenient") {
+		t.Errorf("a cut line before the last: exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -294,6 +294,9 @@ func (s *exportSink) send() {
 		if !down {
 			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timeout)
 			rejected, msg, err = s.up.upload(ctx, b)
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				err = s.timedOut(err)
+			}
 			cancel()
 		}
 		s.mu.Lock()
@@ -326,6 +329,15 @@ func (s *exportSink) send() {
 	}
 }
 
+// timedOut words an error of a request that ran out of time.
+func (s *exportSink) timedOut(err error) error {
+	why := fmt.Errorf("not delivered within the delivery timeout (%v; --otlp-timeout sets it)", s.cfg.timeout)
+	if errors.Is(err, context.DeadlineExceeded) && err.Error() == context.DeadlineExceeded.Error() {
+		return why
+	}
+	return fmt.Errorf("%v: %w", why, err)
+}
+
 // stop ends the delivery: the requests in flight are cancelled, and what is
 // left goes to the spool.
 func (s *exportSink) stop(why error) {
@@ -352,7 +364,7 @@ func (s *exportSink) close() error {
 	select {
 	case <-done:
 	case <-t.C:
-		s.stop(fmt.Errorf("not delivered within the delivery timeout (%v; --otlp-timeout sets it)", s.cfg.timeout))
+		s.stop(s.timedOut(context.DeadlineExceeded))
 		<-done
 	case <-s.abort:
 		s.stop(errors.New("a second signal ended the delivery"))
@@ -424,7 +436,7 @@ func joinMessages(ms []string) string {
 // the rest as lost.
 type spoolFile struct {
 	name   string // the name asked for; "" for a new one
-	f      *os.File
+	f      spoolTarget
 	enc    requestEncoder
 	off    int64 // the end of the last whole line
 	whole  int   // spans written whole
@@ -432,7 +444,21 @@ type spoolFile struct {
 	err    error
 }
 
-var createSpoolFile = createSpool
+// spoolTarget is the spool's file (tests give one whose disk fills).
+type spoolTarget interface {
+	io.WriteCloser
+	Name() string
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
+}
+
+var createSpoolFile = func(name string) (spoolTarget, error) {
+	f, err := createSpool(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
 
 func (p *spoolFile) spans() int { return p.whole + p.failed }
 
