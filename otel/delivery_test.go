@@ -1,6 +1,7 @@
 package otel_test
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -8,14 +9,20 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/otel"
+	"github.com/goccy/go-json"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 func protoName(p string) string { return strings.ReplaceAll(p, "/", "-") }
@@ -251,5 +258,145 @@ func TestCutLastLineOfASpool(t *testing.T) {
 	code, _, stderr = runCLI(t, nil, nil, "--from", "otlp-json", "--to", "otlp-json", middle)
 	if code != convert.ExitInput || !strings.Contains(stderr, "--lenient") {
 		t.Errorf("a cut line before the last: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// withoutRoot is an OTLP/JSON line with its root span taken out: the spans
+// of a run whose root has not come yet.
+func withoutRoot(t *testing.T, line []byte) []byte {
+	t.Helper()
+	var req map[string]any
+	if err := json.Unmarshal(line, &req); err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range req["resourceSpans"].([]any) {
+		for _, ss := range rs.(map[string]any)["scopeSpans"].([]any) {
+			m := ss.(map[string]any)
+			var kept []any
+			for _, sp := range m["spans"].([]any) {
+				if p, _ := sp.(map[string]any)["parentSpanId"].(string); p != "" {
+					kept = append(kept, sp)
+				}
+			}
+			m["spans"] = kept
+		}
+	}
+	out, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, '\n')
+}
+
+// TestInterruptedResend: on SIGINT, every span read and not yet delivered
+// is delivered or spooled, those held for a root that never came
+// included, and nothing is made up for runs that had already ended.
+func TestInterruptedResend(t *testing.T) {
+	in, _ := spanInput(t, 400<<10, 200)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 4 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	for _, p := range protocols {
+		t.Run(protoName(p), func(t *testing.T) {
+			for try := range 5 {
+				c := newCollector(t, p, nil)
+				complete := strings.Join(lines[:len(lines)-1], "")
+				held := withoutRoot(t, []byte(lines[len(lines)-1]))
+				read := append(spanIDsOf(t, []byte(complete)), spanIDsOf(t, held)...)
+				pr, pw := io.Pipe()
+				sigs := make(chan os.Signal, 1)
+				spool := filepath.Join(t.TempDir(), "spool.jsonl")
+				var errb bytes.Buffer
+				done := make(chan int, 1)
+				go func() {
+					done <- convert.Run([]string{"agentconv", "--from", "otlp-json", "--to", "otlp", "--otlp-protocol", p, "--otlp-endpoint", c.endpoint, "--otlp-spool", spool},
+						convert.Sys{Stdin: pr, Stdout: io.Discard, Stderr: &errb, Signals: sigs, Getenv: func(string) string { return "" }})
+				}()
+				go func() {
+					io.WriteString(pw, complete)
+					pw.Write(held)
+				}()
+				// Wait for the complete runs to be delivered (the held
+				// spans wait for their root), then interrupt.
+				want := len(spanIDsOf(t, []byte(complete)))
+				for deadline := time.Now().Add(20 * time.Second); len(c.accepted()) < want && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond)
+				}
+				sigs <- syscall.SIGINT
+				var code int
+				select {
+				case code = <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatal("no exit after SIGINT")
+				}
+				pw.Close()
+				if code != convert.ExitInterrupted {
+					t.Errorf("try %d: exit %d, want 130; stderr:\n%s", try, code, errb.String())
+				}
+				checkAccounts(t, read, c.accepted(), spanIDsOfFile(t, spool))
+				if t.Failed() {
+					t.Logf("try %d: stderr:\n%s", try, errb.String())
+					return
+				}
+			}
+		})
+	}
+}
+
+// TestNothingMadeUpForARunReadFromOTLPJSON: a signal in the middle of a run
+// read from otlp-json closes it in the pipeline; its spans are what was
+// read, and no cancelled root or tool spans are added to them.
+func TestNothingMadeUpForARunReadFromOTLPJSON(t *testing.T) {
+	line, err := os.ReadFile(fixture("otlp-json/malac-subagents.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := strings.SplitAfter(string(line), "\n")[0]
+	evs := readAllEvents(t, first)
+	if len(evs) < 6 {
+		t.Fatalf("%d events", len(evs))
+	}
+	exp := tracetest.NewInMemoryExporter()
+	rep := discardReport()
+	w := otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }})
+	p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+	for _, e := range evs[:len(evs)/2] { // up to the middle of the run
+		if err := p.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	read := spanIDsOf(t, []byte(first))
+	var got []string
+	for _, s := range exp.GetSpans() {
+		got = append(got, s.SpanContext.TraceID().String()+"/"+s.SpanContext.SpanID().String())
+	}
+	delivered := map[string]int{}
+	for _, id := range got {
+		delivered[id]++
+	}
+	checkAccounts(t, read, delivered, nil)
+}
+
+func readAllEvents(t *testing.T, data string) []*formats.Event {
+	t.Helper()
+	r := otel.OTLPJSON.NewReader(strings.NewReader(data), formats.ReadOptions{Dialect: otel.OTLPJSON.Name, Report: discardReport()})
+	var evs []*formats.Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return evs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
 	}
 }

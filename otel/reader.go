@@ -47,6 +47,7 @@ type reader struct {
 	anonymous int // subagents given an id here
 	lines     *formats.LineReader
 	tail      *tailReader
+	ledger    *ledger // what was read, for the writer (nil if none)
 	opts      formats.ReadOptions
 	traces    map[string][]readSpan // spans waiting for their root, by trace id
 	order     []string              // trace ids in the order they were first seen
@@ -68,7 +69,7 @@ type record struct {
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	t := &tailReader{r: r}
-	return &reader{lines: formats.NewLineReader(t), tail: t, opts: o, traces: map[string][]readSpan{}}
+	return &reader{lines: formats.NewLineReader(t), tail: t, opts: o, traces: map[string][]readSpan{}, ledger: readerLedger(o.Report)}
 }
 
 // tailReader remembers the last byte of its input, and whether it ended,
@@ -133,6 +134,7 @@ func (r *reader) Next() (*formats.Event, error) {
 			return nil, formats.Errorf(no, "not an OTLP/JSON trace request: no resourceSpans")
 		}
 		r.records = append(r.records, record{line: bytes.Clone(line), no: no})
+		r.ledger.read(r.records[len(r.records)-1])
 		for _, d := range req.spans() {
 			s := readSpan{jsonSpan: d.span, line: no}
 			if _, seen := r.traces[s.TraceID]; !seen {

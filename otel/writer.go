@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"errors"
 	"io"
 	"os"
 	"time"
@@ -33,6 +34,13 @@ type writer struct {
 	sink    sink
 	err     error // a configuration error, reported at the first write
 	emitErr error // the first error of the sink during one Write
+	// passthrough: the run being written was read from otlp-json, and its
+	// records are its spans. Events that the pipeline makes to close such
+	// a run (at a signal, or a cut input) add nothing: its spans are what
+	// was read.
+	passthrough bool
+	ledger      *ledger
+	rep         *formats.Report
 }
 
 // sink takes the spans of runs as they end.
@@ -51,10 +59,18 @@ func (w *writer) Write(e *formats.Event) error {
 		return w.err
 	}
 	if e.Source.From(OTLPJSON.Name) {
+		w.passthrough = e.Kind != formats.RunEnd
 		if e.Source.Continued || e.Source.Line == nil {
 			return nil
 		}
+		w.ledger.given(e.Source.LineNo)
 		return w.sink.raw(e.Source.Line)
+	}
+	if w.passthrough {
+		if e.Kind == formats.RunEnd {
+			w.passthrough = false
+		}
+		return nil
 	}
 	w.b.write(e)
 	if err := w.emitErr; err != nil {
@@ -71,7 +87,13 @@ func (w *writer) Close() error {
 	if w.err != nil {
 		return w.err
 	}
-	return w.sink.close()
+	var errs []error
+	for _, rec := range w.ledger.close(w.rep) {
+		if err := w.sink.raw(rec.line); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(append(errs, w.sink.close())...)
 }
 
 // emit hands a span the builder ended to the sink.
@@ -86,11 +108,12 @@ func newWriter(o formats.WriteOptions, s func(*config) (sink, error)) formats.Wr
 	if err != nil {
 		return &writer{err: err}
 	}
-	w := &writer{}
+	w := &writer{rep: o.Report}
 	w.b = newBuilder(cfg, o.Report, w.emit)
 	if w.sink, err = s(cfg); err != nil {
 		return &writer{err: err}
 	}
+	w.ledger = openLedger(o.Report)
 	return w
 }
 
