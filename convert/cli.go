@@ -408,6 +408,13 @@ func convertCmd(c *cli.Context, sys Sys) int {
 			code = c2
 		}
 	}
+	if code == ExitOK {
+		select {
+		case <-sigSeen: // after the input was read, while delivering
+			code = ExitInterrupted
+		default:
+		}
+	}
 	if code == ExitInterrupted {
 		select {
 		case <-sigSeen:

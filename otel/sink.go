@@ -73,12 +73,13 @@ type exportSink struct {
 	quit    chan struct{} // closed by close: the batch timer ends
 	sigs    chan os.Signal
 	abort   chan struct{} // closed at a second signal
+	ended   chan struct{} // closed when close is done
 	sigOnce sync.Once
 }
 
 func newExportSink(up uploader, cfg *config, o formats.WriteOptions, target string, signals bool) *exportSink {
 	s := &exportSink{up: up, cfg: cfg, target: target, stderr: o.Stderr, rep: o.Report,
-		curGroups: map[groupKey]bool{}, quit: make(chan struct{}), abort: make(chan struct{})}
+		curGroups: map[groupKey]bool{}, quit: make(chan struct{}), abort: make(chan struct{}), ended: make(chan struct{})}
 	if s.stderr == nil {
 		s.stderr = io.Discard
 	}
@@ -108,7 +109,7 @@ func (s *exportSink) watch() {
 			if n++; n == 2 {
 				s.sigOnce.Do(func() { close(s.abort) })
 			}
-		case <-s.quit:
+		case <-s.ended:
 			return
 		}
 	}
@@ -374,6 +375,7 @@ func (s *exportSink) close() error {
 	if s.sigs != nil {
 		signal.Stop(s.sigs)
 	}
+	close(s.ended)
 	// What no sender took.
 	s.mu.Lock()
 	for _, b := range s.pending {
