@@ -208,9 +208,12 @@ func buildRequest(items []item) *collpb.ExportTraceServiceRequest {
 // span bigger than that has its tool arguments and results cut, then, if
 // that is not enough, its other longest strings. cut says whether it was.
 func fit(s sdktrace.ReadOnlySpan) (it item, cut bool) {
+	limit := maxRequest - spanHeadroom
+	if n := estimate(s); n <= limit {
+		return item{span: s, size: n}, false
+	}
 	pb := protoSpan(s)
 	size := proto.Size(pb)
-	limit := maxRequest - spanHeadroom
 	if size <= limit {
 		return item{span: s, pb: pb, size: size + 8}, false
 	}
@@ -260,4 +263,56 @@ func fit(s sdktrace.ReadOnlySpan) (it item, cut bool) {
 	s = stub.Snapshot()
 	pb = protoSpan(s)
 	return item{span: s, pb: pb, size: proto.Size(pb) + 8}, true
+}
+
+// estimate is an upper bound of the bytes a span takes in a request,
+// cheaper to reckon than its encoding: every length and tag counted at
+// its largest.
+func estimate(s sdktrace.ReadOnlySpan) int {
+	n := 100 + len(s.Name()) + len(s.Status().Description) + len(s.SpanContext().TraceState().String()) + attrsEstimate(s.Attributes())
+	for _, e := range s.Events() {
+		n += 40 + len(e.Name) + attrsEstimate(e.Attributes)
+	}
+	for _, l := range s.Links() {
+		n += 80 + attrsEstimate(l.Attributes)
+	}
+	return n
+}
+
+func attrsEstimate(kvs []attribute.KeyValue) int {
+	n := 0
+	for _, kv := range kvs {
+		n += 24 + len(kv.Key) + valueEstimate(kv.Value)
+	}
+	return n
+}
+
+func valueEstimate(v attribute.Value) int {
+	switch v.Type() {
+	case attribute.STRING:
+		return len(v.AsString())
+	case attribute.BYTESLICE:
+		return len(v.AsByteSlice())
+	case attribute.BOOLSLICE:
+		return 8 * len(v.AsBoolSlice())
+	case attribute.INT64SLICE:
+		return 16 * len(v.AsInt64Slice())
+	case attribute.FLOAT64SLICE:
+		return 16 * len(v.AsFloat64Slice())
+	case attribute.STRINGSLICE:
+		n := 0
+		for _, e := range v.AsStringSlice() {
+			n += 12 + len(e)
+		}
+		return n
+	case attribute.SLICE:
+		n := 0
+		for _, e := range v.AsSlice() {
+			n += 12 + valueEstimate(e)
+		}
+		return n
+	case attribute.MAP:
+		return 12 + attrsEstimate(v.AsMap())
+	}
+	return 16
 }
