@@ -280,3 +280,56 @@ func waitRead(t *testing.T, pid int, in string) {
 	}
 	t.Fatal("agentconv did not read its input within a minute")
 }
+
+// TestSignalOnALivePipe: an agent still running, a collector taking 6 s a
+// request: Ctrl-C ends agentconv within the 4 s delivery timeout, with
+// what was not delivered spooled, and nothing both delivered and spooled.
+func TestSignalOnALivePipe(t *testing.T) {
+	gen, err := exec.Command(binary, "generate", "--to", "adal-stream", "--size", "3MB", "--max-output", "200").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newSlowCollector(t, 6*time.Second)
+	spool := filepath.Join(t.TempDir(), "spool.jsonl")
+	cmd := exec.Command(binary, "--to", "otlp", "--otlp-endpoint", c.endpoint, "--otlp-timeout", "4s", "--otlp-spool", spool)
+	stdin, _ := cmd.StdinPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	go stdin.Write(gen) // and the agent goes on, silent
+	for deadline := time.Now().Add(30 * time.Second); c.started() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	sent := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(40 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running 40 s after SIGINT; stderr:\n%s", stderr.String())
+	}
+	if took := time.Since(sent); took > 4*time.Second+5*time.Second {
+		t.Errorf("exited %v after SIGINT, with a 4 s timeout", took)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !bytes.Contains(stderr.Bytes(), []byte(spool)) {
+		t.Errorf("exit %v, want 4 with the spool named; stderr:\n%s", err, stderr.String())
+	}
+	spooled := spanIDs(t, spool)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range spooled {
+		if c.spans[id] > 0 {
+			t.Errorf("span %s delivered and spooled", id)
+			break
+		}
+	}
+	if len(spooled) == 0 {
+		t.Errorf("%d delivered, none spooled", len(c.spans))
+	}
+}

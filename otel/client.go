@@ -97,7 +97,17 @@ func (c *client) shutdown(context.Context) error {
 // over maxRequest, and retries what may be retried until ctx ends.
 func (c *client) upload(ctx context.Context, items []item) (int64, string, error) {
 	req := buildRequest(items)
-	if len(items) > 1 && proto.Size(req) > maxRequest {
+	// The batches are made to fit by their spans' upper bounds; the exact
+	// size is reckoned only when those come near the cap.
+	bound, groups := 0, map[groupKey]bool{}
+	for _, it := range items {
+		bound += it.size
+		if k := keyOf(it.span); !groups[k] {
+			groups[k] = true
+			bound += groupSize(it.span)
+		}
+	}
+	if len(items) > 1 && bound > maxRequest-spanHeadroom && proto.Size(req) > maxRequest {
 		h := len(items) / 2
 		r1, m1, err := c.upload(ctx, items[:h])
 		if err != nil {
