@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -125,6 +124,7 @@ func Run(args []string, sys Sys) int {
 			},
 		}},
 	}
+	app.DisableSliceFlagSeparator = true // --otlp-header x=a,b is one header, whose value is a,b
 	if err := app.Run(flagsFirst(args, app.Flags)); err != nil {
 		fmt.Fprintf(sys.Stderr, "agentconv: %v\n", err)
 		return ExitUsage
@@ -203,7 +203,7 @@ func paramValues(c *cli.Context) (map[string]string, error) {
 		case formats.ParamDuration:
 			v = c.Duration(p.Flag).String()
 		case formats.ParamList:
-			v = strings.Join(c.StringSlice(p.Flag), ",")
+			v = strings.Join(c.StringSlice(p.Flag), "\n")
 		default:
 			v = c.String(p.Flag)
 		}
@@ -329,15 +329,13 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		}
 	}
 
-	// The output: standard output, or a temporary file renamed into place.
+	// The output: standard output, or the -o file (output.go).
 	var out io.Writer = sys.Stdout
-	var tmp *os.File
-	outPath := c.String("output")
-	if outPath != "" && outPath != "-" {
+	var tmp *outputFile
+	if outPath := c.String("output"); outPath != "" && outPath != "-" {
 		var err error
-		tmp, err = os.CreateTemp(filepath.Dir(outPath), "."+filepath.Base(outPath)+".*.tmp")
-		if err != nil {
-			return fail(ExitOutput, "cannot write %s: %v", outPath, errors.Unwrap(err))
+		if tmp, err = openOutput(outPath); err != nil {
+			return fail(ExitOutput, "%v", err)
 		}
 		out = tmp
 	}
@@ -359,6 +357,14 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		Params:   params,
 		Getenv:   sys.Getenv,
 		Terminal: tmp == nil && isTerminal(sys.Stdout),
+	}
+	if to.Check != nil {
+		if err := to.Check(wopts, names); err != nil {
+			if tmp != nil {
+				tmp.discard()
+			}
+			return fail(ExitUsage, "%v", err)
+		}
 	}
 	opts := Options{From: from, Lenient: c.Bool("lenient"), Strict: c.Bool("strict"), Clock: clock, Report: rep}
 	if tmp == nil && isLive(sys.Stdout) {
@@ -422,17 +428,9 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	}
 
 	if tmp != nil {
-		if err := tmp.Sync(); err != nil && closeErr == nil {
-			closeErr = &OutputError{err}
-		}
-		if err := tmp.Close(); err != nil && closeErr == nil {
-			closeErr = &OutputError{err}
-		}
 		var oe *OutputError
-		if errors.As(closeErr, &oe) || errors.As(runErr, &oe) {
-			os.Remove(tmp.Name())
-		} else if err := os.Rename(tmp.Name(), outPath); err != nil {
-			os.Remove(tmp.Name())
+		failed := errors.As(closeErr, &oe) || errors.As(runErr, &oe)
+		if err := tmp.finish(failed); err != nil && closeErr == nil {
 			closeErr = &OutputError{err}
 		}
 	}
@@ -441,6 +439,13 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	if code == ExitOK || code == ExitInterrupted {
 		if c2 := exitFor(closeErr, sys.Stderr); c2 != ExitOK {
 			code = c2
+		}
+	}
+	if code == ExitOK {
+		select {
+		case <-sigSeen: // after the input was read, while delivering
+			code = ExitInterrupted
+		default:
 		}
 	}
 	if code == ExitInterrupted {

@@ -40,6 +40,10 @@ type Dialect struct {
 	// Resends names the dialects whose records the writer passes on as
 	// they are (otlp resends what otlp-json holds): nothing of them is lost.
 	Resends []string
+	// Check, if set, checks the writer's settings before any input is
+	// read, so that a bad one is a usage error at start-up; inputs are the
+	// files to be read ("-" is standard input).
+	Check func(o WriteOptions, inputs []string) error
 	// Params are the writer's settings, which the command line offers as
 	// flags; WriteOptions.Params has their values by Key.
 	Params []Param
@@ -71,7 +75,8 @@ const (
 	ParamBool
 	ParamInt
 	ParamDuration
-	// ParamList: repeatable; the values are joined with commas.
+	// ParamList: repeatable; the values are joined with newlines (a value
+	// may hold commas).
 	ParamList
 )
 

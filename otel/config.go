@@ -1,7 +1,6 @@
 package otel
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -14,10 +13,6 @@ import (
 
 	"github.com/agentconv/agentconv/formats"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"google.golang.org/grpc/credentials"
 )
 
 // The writer parameters (formats.WriteOptions.Params) that the command
@@ -25,7 +20,7 @@ import (
 const (
 	ParamEndpoint     = "otlp.endpoint"      // URL or host:port
 	ParamProtocol     = "otlp.protocol"      // grpc or http/protobuf
-	ParamHeaders      = "otlp.headers"       // k=v,k2=v2
+	ParamHeaders      = "otlp.headers"       // KEY=VALUE lines, one per --otlp-header, taken as they are
 	ParamInsecure     = "otlp.insecure"      // "true": no TLS
 	ParamTimeout      = "otlp.timeout"       // a Go duration: how long delivery may take
 	ParamServiceName  = "otlp.service_name"  // service.name of the resource
@@ -97,11 +92,9 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		return nil, err
 	}
 
-	hs := o.Param(ParamHeaders, "")
-	if envHs, _ := env(o, "HEADERS"); envHs != "" {
-		hs = strings.Trim(envHs+","+hs, ",")
+	if c.headers, err = headers(o); err != nil {
+		return nil, err
 	}
-	c.headers = parseList(hs)
 
 	if t := o.Param(ParamTimeout, ""); t != "" {
 		if c.timeout, err = time.ParseDuration(t); err != nil || c.timeout <= 0 {
@@ -123,7 +116,9 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		return nil, err
 	}
 
-	c.resource, c.service = resourceAttrs(o)
+	if c.resource, c.service, err = resourceAttrs(o); err != nil {
+		return nil, err
+	}
 	c.content = o.Param(ParamContent, "") == "true"
 	if l := o.Param(ParamContentLimit, ""); l != "" {
 		if c.contentLimit, err = strconv.Atoi(l); err != nil || c.contentLimit < 0 {
@@ -168,38 +163,69 @@ func (c *config) endpointURL(ep string, specific bool) (string, error) {
 	return u.String(), nil
 }
 
-// parseList reads k=v,k2=v2 with URL-encoded values, as the OTEL_* lists are.
-func parseList(s string) map[string]string {
+// headers reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, then the
+// --otlp-header flags, which win. A malformed pair is an error.
+func headers(o formats.WriteOptions) (map[string]string, error) {
 	m := map[string]string{}
-	for _, kv := range parsePairs(s) {
+	name := "OTEL_EXPORTER_OTLP_HEADERS"
+	envHs, specific := env(o, "HEADERS")
+	if specific {
+		name = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+	}
+	pairs, err := parsePairs(envHs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", name, err)
+	}
+	for _, kv := range pairs {
 		m[kv[0]] = kv[1]
 	}
-	return m
+	for _, h := range strings.Split(o.Param(ParamHeaders, ""), "\n") {
+		if strings.TrimSpace(h) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(h, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			return nil, fmt.Errorf("--otlp-header %q: give KEY=VALUE, such as authorization=Bearer%%20…", h)
+		}
+		m[k] = strings.TrimSpace(v)
+	}
+	return m, nil
 }
 
-// parsePairs reads k=v,k2=v2 in order.
-func parsePairs(s string) [][2]string {
+// parsePairs reads k=v,k2=v2 in order, as the OTEL_* lists are written
+// (the W3C baggage format): the values are percent-decoded, and "+" is a
+// plus, not a space. Empty members are skipped; a member without a key or
+// "=", or with a bad percent escape, is an error.
+func parsePairs(s string) ([][2]string, error) {
 	var out [][2]string
 	for _, kv := range strings.Split(s, ",") {
+		if strings.TrimSpace(kv) == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" {
-			continue
+			return nil, fmt.Errorf("%q is not KEY=VALUE; separate pairs with commas and percent-encode commas in values (%%2C)", kv)
 		}
-		if dv, err := url.QueryUnescape(v); err == nil {
-			v = dv
+		dv, err := url.PathUnescape(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q: bad percent-encoding in the value (write %% as %%25)", kv)
 		}
-		out = append(out, [2]string{k, v})
+		out = append(out, [2]string{k, dv})
 	}
-	return out
+	return out, nil
 }
 
 // resourceAttrs reads OTEL_RESOURCE_ATTRIBUTES in their order, and the
 // service name from the flag, OTEL_SERVICE_NAME or those attributes.
-func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string) {
+func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string, error) {
 	service := o.Param(ParamServiceName, o.Env("OTEL_SERVICE_NAME"))
 	var attrs []attribute.KeyValue
-	for _, kv := range parsePairs(o.Env("OTEL_RESOURCE_ATTRIBUTES")) {
+	pairs, err := parsePairs(o.Env("OTEL_RESOURCE_ATTRIBUTES"))
+	if err != nil {
+		return nil, "", fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %v", err)
+	}
+	for _, kv := range pairs {
 		if kv[0] == "service.name" {
 			if service == "" {
 				service = kv[1]
@@ -208,7 +234,7 @@ func resourceAttrs(o formats.WriteOptions) ([]attribute.KeyValue, string) {
 		}
 		attrs = append(attrs, attribute.String(kv[0], kv[1]))
 	}
-	return attrs, service
+	return attrs, service, nil
 }
 
 // tlsConfig reads the certificate variables; nil when none is set.
@@ -240,45 +266,46 @@ func tlsConfig(o formats.WriteOptions) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// newExporter makes the OTLP exporter the configuration asks for. Every
-// setting is passed explicitly, so that the SDK's own reading of the
-// environment never differs from ours. Retries stop within the timeout.
-func (c *config) newExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
-	if c.protocol == "http/protobuf" {
-		opts := []otlptracehttp.Option{
-			otlptracehttp.WithEndpointURL(c.endpoint),
-			otlptracehttp.WithHeaders(c.headers),
-			otlptracehttp.WithTimeout(c.timeout),
-			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
-				InitialInterval: 200 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: c.timeout}),
-			otlptracehttp.WithCompression(otlptracehttp.NoCompression),
-		}
-		if c.compression == "gzip" {
-			opts = append(opts, otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
-		}
-		if c.tls != nil && !c.insecure {
-			opts = append(opts, otlptracehttp.WithTLSClientConfig(c.tls))
-		}
-		return otlptracehttp.New(ctx, opts...)
+// CheckConfig checks the settings of the otel writers (o.Dialect otlp or
+// otlp-json; any other is fine), so that the command line can refuse bad
+// ones at start-up, before it reads anything. inputs are the files to be
+// read ("-" is standard input): a spool file that is also an input would
+// read its own appends, so it is refused.
+func CheckConfig(o formats.WriteOptions, inputs []string) error {
+	if o.Dialect != nameOTLP && o.Dialect != nameOTLPJSON {
+		return nil
 	}
-	opts := []otlptracegrpc.Option{
-		otlptracegrpc.WithEndpointURL(c.endpoint),
-		otlptracegrpc.WithHeaders(c.headers),
-		otlptracegrpc.WithTimeout(c.timeout),
-		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
-			InitialInterval: 200 * time.Millisecond, MaxInterval: 2 * time.Second, MaxElapsedTime: c.timeout}),
+	c, err := newConfig(o)
+	if err != nil {
+		return err
 	}
-	if c.compression == "gzip" {
-		opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
+	if o.Dialect != nameOTLP || c.spool == "" {
+		return nil
 	}
-	if c.insecure {
-		opts = append(opts, otlptracegrpc.WithInsecure())
-	} else {
-		cfg := c.tls
-		if cfg == nil {
-			cfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	spool, err := os.Stat(c.spool)
+	if err != nil {
+		return nil // a new file
+	}
+	if spool.IsDir() {
+		return fmt.Errorf("--otlp-spool %s is a directory: name a file", c.spool)
+	}
+	for _, in := range inputs {
+		name := in
+		if in == "-" {
+			name = "/dev/stdin"
 		}
-		opts = append(opts, otlptracegrpc.WithTLSCredentials(credentials.NewTLS(cfg)))
+		if st, err := os.Stat(name); err == nil && os.SameFile(st, spool) {
+			if in == "-" {
+				in = "standard input"
+			}
+			return fmt.Errorf("--otlp-spool %s is also the input (%s): spans that are still undelivered would be appended to what is being read; name a new file, or leave --otlp-spool out to get one", c.spool, in)
+		}
 	}
-	return otlptracegrpc.New(ctx, opts...)
+	return nil
 }
+
+// The dialects' names, which CheckConfig needs before the table rows exist.
+const (
+	nameOTLP     = "otlp"
+	nameOTLPJSON = "otlp-json"
+)

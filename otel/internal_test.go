@@ -46,6 +46,20 @@ func TestConfig(t *testing.T) {
 		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, err: "http/json"},
 		{name: "bad timeout", params: map[string]string{ParamTimeout: "soon"}, err: "--otlp-timeout"},
 		{name: "bad endpoint", params: map[string]string{ParamEndpoint: "ftp://x"}, err: "not a URL"},
+		// The OTel specification: values are percent-decoded, and + stays a plus.
+		{name: "header values percent-decoded, + kept", env: map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Basic%20YQ+b/c==, x-a = %2C1 ,"},
+			endpoint: "http://localhost:4317", prot: "grpc", insecure: true, timeout: 10 * time.Second, headers: "authorization=Basic YQ+b/c==,x-a=,1"},
+		{name: "a flag header keeps its commas", params: map[string]string{ParamHeaders: "x-a=a,b\nx-b=c%20d"},
+			endpoint: "http://localhost:4317", prot: "grpc", insecure: true, timeout: 10 * time.Second, headers: "x-a=a,b,x-b=c%20d"},
+		{name: "traces headers win", env: map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-a=1", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-b=2"},
+			endpoint: "http://localhost:4317", prot: "grpc", insecure: true, timeout: 10 * time.Second, headers: "x-b=2"},
+		{name: "malformed header pair", env: map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-a=1,novalue"}, err: `OTEL_EXPORTER_OTLP_HEADERS: "novalue" is not KEY=VALUE`},
+		{name: "header without a key", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "=1"}, err: "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
+		{name: "bad percent escape", env: map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-a=100%"}, err: "percent-encoding"},
+		{name: "malformed flag header", params: map[string]string{ParamHeaders: "x-a"}, err: `--otlp-header "x-a"`},
+		{name: "bad env timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "abc"}, err: "OTEL_EXPORTER_OTLP_TIMEOUT"},
+		{name: "zero timeout", params: map[string]string{ParamTimeout: "0s"}, err: "--otlp-timeout"},
+		{name: "endpoint not a URL", params: map[string]string{ParamEndpoint: "http://"}, err: "not a URL"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,6 +46,8 @@ func decodeLine(line []byte) ([]sdktrace.ReadOnlySpan, error) {
 type reader struct {
 	anonymous int // subagents given an id here
 	lines     *formats.LineReader
+	tail      *tailReader
+	ledger    *ledger // what was read, for the writer (nil if none)
 	opts      formats.ReadOptions
 	traces    map[string][]readSpan // spans waiting for their root, by trace id
 	order     []string              // trace ids in the order they were first seen
@@ -66,7 +68,33 @@ type record struct {
 }
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
-	return &reader{lines: formats.NewLineReader(r), opts: o, traces: map[string][]readSpan{}}
+	t := &tailReader{r: r}
+	return &reader{lines: formats.NewLineReader(t), tail: t, opts: o, traces: map[string][]readSpan{}, ledger: readerLedger(o.Report)}
+}
+
+// tailReader remembers the last byte of its input, and whether it ended,
+// so that a last line without its newline can be told from the others.
+type tailReader struct {
+	r    io.Reader
+	last byte
+	eof  bool
+}
+
+func (t *tailReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		t.last = p[n-1]
+	}
+	if err == io.EOF {
+		t.eof = true
+	}
+	return n, err
+}
+
+// cutLast: the line just read is the input's last, and has no newline: a
+// spool written as the disk filled, or by a process that was killed.
+func (r *reader) cutLast() bool {
+	return r.tail.eof && r.tail.last != '\n' && r.lines.Buffered() == 0
 }
 
 func (r *reader) Next() (*formats.Event, error) {
@@ -94,12 +122,19 @@ func (r *reader) Next() (*formats.Event, error) {
 		no := r.lines.Line()
 		var req jsonRequest
 		if le := formats.Unmarshal(no, line, &req); le != nil {
+			if r.cutLast() {
+				// The one cut line that is not an error: what a full disk
+				// or a kill leaves at the end of a spool.
+				r.opts.Report.Warn(no, "the last line is cut short (the spool's disk filled, or its writer was killed?); skipped, with the spans in it")
+				continue
+			}
 			return nil, le
 		}
 		if len(req.ResourceSpans) == 0 && !bytes.Contains(line, []byte(`"resourceSpans"`)) {
 			return nil, formats.Errorf(no, "not an OTLP/JSON trace request: no resourceSpans")
 		}
 		r.records = append(r.records, record{line: bytes.Clone(line), no: no})
+		r.ledger.read(r.records[len(r.records)-1])
 		for _, d := range req.spans() {
 			s := readSpan{jsonSpan: d.span, line: no}
 			if _, seen := r.traces[s.TraceID]; !seen {

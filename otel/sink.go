@@ -1,0 +1,633 @@
+package otel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Batching: spans go out in batches of at most batchSpans spans and
+// maxRequest bytes, when a batch is full or batchDelay after its first span
+// ended, so that a live run shows up as it goes. senders batches are sent
+// at a time; maxPending more wait in memory, and the batches past those go
+// to an overflow file on disk, read back as the senders drain: reading the
+// input never waits on the network, and memory stays bounded.
+const (
+	batchSpans = 1024
+	batchDelay = 500 * time.Millisecond
+	senders    = 4
+	maxPending = 4
+	// batchBudget is what the spans of a batch, with their resources and
+	// scopes, may take of a request.
+	batchBudget = maxRequest - 16<<10
+)
+
+// exportSink delivers spans in the background. Once a delivery fails (the
+// uploader retried within the timeout), the collector counts as down: that
+// batch and every later span go to the spool file, so that a dead endpoint
+// costs one timeout, never one per span. Closing waits at most the timeout
+// for what is left; what is not delivered then is spooled, and so is
+// everything at a second SIGINT or SIGTERM.
+type exportSink struct {
+	up     uploader
+	cfg    *config
+	target string
+	stderr io.Writer
+	rep    *formats.Report
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	cur       []item // the batch being filled
+	curBytes  int
+	curGroups map[groupKey]bool
+	curSince  time.Time
+	pending   [][]item  // full batches waiting for a sender
+	over      *overflow // batches past maxPending, on disk
+	inflight  int
+	maxHeld   int  // the most batches held in memory at once (pending and in flight)
+	closing   bool // no more spans will come
+	stopped   bool // nothing more is sent: what is left is spooled
+	stopWhy   error
+	down      error // the first delivery error
+	delivered int64 // spans in requests the collector answered
+	rejected  int64 // of those, what it said it rejected
+	messages  []string
+	cut       int
+	spool     spoolFile
+
+	ctx     context.Context // cancelled to abort the requests in flight
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	quit    chan struct{} // closed by close: the batch timer ends
+	sigs    chan os.Signal
+	abort   chan struct{} // closed at a second signal
+	ended   chan struct{} // closed when close is done
+	sigOnce sync.Once
+}
+
+func newExportSink(up uploader, cfg *config, o formats.WriteOptions, target string, signals bool) *exportSink {
+	s := &exportSink{up: up, cfg: cfg, target: target, stderr: o.Stderr, rep: o.Report,
+		curGroups: map[groupKey]bool{}, quit: make(chan struct{}), abort: make(chan struct{}), ended: make(chan struct{})}
+	if s.stderr == nil {
+		s.stderr = io.Discard
+	}
+	s.cond = sync.NewCond(&s.mu)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.spool.name = cfg.spool
+	for range senders {
+		s.wg.Add(1)
+		go s.send()
+	}
+	go s.timer()
+	if signals {
+		// The command line ends the conversion at the first signal; the
+		// sink counts them so that a second one ends the delivery at once.
+		s.sigs = make(chan os.Signal, 2)
+		signal.Notify(s.sigs, os.Interrupt, syscall.SIGTERM)
+		go s.watch()
+	}
+	return s
+}
+
+func (s *exportSink) watch() {
+	n := 0
+	for {
+		select {
+		case <-s.sigs:
+			if n++; n == 2 {
+				s.sigOnce.Do(func() { close(s.abort) })
+			}
+		case <-s.ended:
+			return
+		}
+	}
+}
+
+func (s *exportSink) span(d *spanData) error {
+	s.add(d.snapshot())
+	return nil
+}
+
+func (s *exportSink) raw(line []byte) error {
+	ss, err := decodeLine(line)
+	if err != nil {
+		return err
+	}
+	for _, sp := range ss {
+		s.add(sp)
+	}
+	return nil
+}
+
+func (s *exportSink) runEnded() error { return nil }
+
+// add puts a span in the current batch.
+func (s *exportSink) add(sp sdktrace.ReadOnlySpan) {
+	it, cut := fit(sp)
+	if cut {
+		s.rep.Lose("tool arguments and results (or other long strings) of a span over the 4 MiB OTLP request limit, cut to fit")
+	}
+	if !s.up.protobuf() {
+		it.pb = nil
+	}
+	k := keyOf(it.span)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cut {
+		s.cut++
+	}
+	extra := 0
+	if !s.curGroups[k] {
+		extra = groupSize(it.span)
+	}
+	if len(s.cur) > 0 && s.curBytes+it.size+extra > batchBudget {
+		s.pushLocked()
+		extra = groupSize(it.span)
+	}
+	if len(s.cur) == 0 {
+		s.curSince = time.Now()
+	}
+	s.cur = append(s.cur, it)
+	s.curBytes += it.size + extra
+	s.curGroups[k] = true
+	if len(s.cur) >= batchSpans {
+		s.pushLocked()
+	}
+}
+
+// pushLocked hands the current batch on: to the senders, to the overflow
+// file when they have enough waiting, to the spool once the collector is
+// down or delivery has stopped.
+func (s *exportSink) pushLocked() {
+	b := s.cur
+	s.cur, s.curBytes = nil, 0
+	clear(s.curGroups)
+	if len(b) == 0 {
+		return
+	}
+	if s.down != nil || s.stopped {
+		s.spool.write(b)
+		return
+	}
+	if s.over.empty() && len(s.pending) < maxPending {
+		s.pending = append(s.pending, b)
+		s.maxHeld = max(s.maxHeld, len(s.pending)+s.inflight)
+		s.cond.Broadcast()
+		return
+	}
+	if s.over == nil {
+		s.over = &overflow{}
+	}
+	if err := s.over.write(b); err == nil {
+		s.cond.Broadcast()
+		return
+	}
+	// No room on disk either: wait for the senders, memory bounded.
+	for len(s.pending) >= maxPending && !s.stopped && s.down == nil {
+		s.cond.Wait()
+	}
+	if s.down != nil || s.stopped {
+		s.spool.write(b)
+		return
+	}
+	s.pending = append(s.pending, b)
+	s.cond.Broadcast()
+}
+
+// timer sends a batch batchDelay after its first span, if it did not fill.
+func (s *exportSink) timer() {
+	t := time.NewTicker(batchDelay / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if len(s.cur) > 0 && time.Since(s.curSince) >= batchDelay {
+				s.pushLocked()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// next waits for a batch to send; ok is false when there is none to come.
+func (s *exportSink) next() (b []item, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		if s.stopped {
+			return nil, false
+		}
+		if len(s.pending) > 0 {
+			b = s.pending[0]
+			s.pending = s.pending[1:]
+			break
+		}
+		if !s.over.empty() {
+			line, _, err := s.over.read()
+			if err != nil {
+				s.spool.lost(err, s.over.drop())
+				continue
+			}
+			// Decoding is slow: let the reader go on meanwhile.
+			s.inflight++
+			s.mu.Unlock()
+			b = s.decode(line)
+			s.mu.Lock()
+			s.inflight--
+			break
+		}
+		if s.closing {
+			return nil, false
+		}
+		s.cond.Wait()
+	}
+	s.inflight++
+	s.maxHeld = max(s.maxHeld, len(s.pending)+s.inflight)
+	s.cond.Broadcast()
+	return b, true
+}
+
+func (s *exportSink) decode(line []byte) []item {
+	ss, _ := decodeLine(line) // the sink wrote it
+	b := make([]item, 0, len(ss))
+	for _, sp := range ss {
+		it, _ := fit(sp)
+		if !s.up.protobuf() {
+			it.pb = nil
+		}
+		b = append(b, it)
+	}
+	return b
+}
+
+// send is a sender: it delivers batches until there are none, or until
+// delivery stops.
+func (s *exportSink) send() {
+	defer s.wg.Done()
+	for {
+		b, ok := s.next()
+		if !ok {
+			return
+		}
+		s.mu.Lock()
+		down := s.down != nil || s.stopped
+		s.mu.Unlock()
+		var (
+			rejected int64
+			msg      string
+			err      error
+		)
+		if !down {
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.timeout)
+			rejected, msg, err = s.up.upload(ctx, b)
+			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				err = s.timedOut(err)
+			}
+			cancel()
+		}
+		s.mu.Lock()
+		s.inflight--
+		sent := len(b)
+		switch {
+		case down:
+			sent = 0
+		case err != nil:
+			sent = 0
+			var pe *partError
+			if errors.As(err, &pe) {
+				sent, err = pe.sent, pe.err
+			}
+			if s.down == nil {
+				if s.stopWhy != nil {
+					err = s.stopWhy
+				}
+				s.down = err
+			}
+		}
+		s.delivered += int64(sent)
+		s.rejected += rejected
+		if msg != "" && len(s.messages) < 5 {
+			s.messages = append(s.messages, msg)
+		}
+		s.spool.write(b[sent:])
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// timedOut words an error of a request that ran out of time.
+func (s *exportSink) timedOut(err error) error {
+	why := fmt.Errorf("not delivered within the delivery timeout (%v; --otlp-timeout sets it)", s.cfg.timeout)
+	if errors.Is(err, context.DeadlineExceeded) && err.Error() == context.DeadlineExceeded.Error() {
+		return why
+	}
+	return fmt.Errorf("%v: %w", why, err)
+}
+
+// stop ends the delivery: the requests in flight are cancelled, and what is
+// left goes to the spool.
+func (s *exportSink) stop(why error) {
+	s.mu.Lock()
+	if !s.stopped {
+		s.stopped, s.stopWhy = true, why
+	}
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	s.cancel()
+}
+
+func (s *exportSink) close() error {
+	s.mu.Lock()
+	s.pushLocked()
+	s.closing = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	close(s.quit)
+
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	t := time.NewTimer(s.cfg.timeout)
+	select {
+	case <-done:
+	case <-t.C:
+		s.stop(s.timedOut(context.DeadlineExceeded))
+		<-done
+	case <-s.abort:
+		s.stop(errors.New("a second signal ended the delivery"))
+		<-done
+	}
+	t.Stop()
+	if s.sigs != nil {
+		signal.Stop(s.sigs)
+	}
+	close(s.ended)
+	// What no sender took.
+	s.mu.Lock()
+	for _, b := range s.pending {
+		s.spool.write(b)
+	}
+	s.pending = nil
+	if s.over != nil {
+		for !s.over.empty() {
+			line, n, err := s.over.read()
+			if err != nil {
+				s.spool.lost(err, s.over.drop())
+				break
+			}
+			s.spool.writeRaw(line, n)
+		}
+		s.over.close()
+	}
+	if s.down == nil && s.stopWhy != nil && s.spool.spans() > 0 {
+		s.down = s.stopWhy
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	s.up.shutdown(ctx)
+	cancel()
+	s.cancel()
+	return s.report()
+}
+
+// report says what became of the spans: delivered, rejected by the
+// collector, or spooled.
+func (s *exportSink) report() error {
+	var errs []error
+	if s.rejected > 0 {
+		errs = append(errs, fmt.Errorf("the collector at %s rejected %d of the %d spans sent (partial success): %s", s.target, s.rejected, s.delivered, joinMessages(s.messages)))
+	} else if len(s.messages) > 0 {
+		fmt.Fprintf(s.stderr, "agentconv: the collector at %s accepted every span, with a warning: %s\n", s.target, joinMessages(s.messages))
+	}
+	if n := s.spool.spans(); n > 0 {
+		errs = append(errs, s.spool.finish(s.target, s.down, s.stderr))
+	}
+	return errors.Join(errs...)
+}
+
+func joinMessages(ms []string) string {
+	if len(ms) == 0 {
+		return "(no message)"
+	}
+	out := ms[0]
+	for _, m := range ms[1:] {
+		if m != out {
+			out += "; " + m
+		}
+	}
+	return out
+}
+
+// spoolFile takes the spans that were not delivered, as OTLP/JSON lines.
+// It is made at the first of them. It counts the spans it holds whole: at
+// a write error (a full disk) it cuts back what it was writing, and counts
+// the rest as lost.
+type spoolFile struct {
+	name   string // the name asked for; "" for a new one
+	f      spoolTarget
+	enc    requestEncoder
+	off    int64 // the end of the last whole line
+	whole  int   // spans written whole
+	failed int   // spans that could not be written
+	err    error
+}
+
+// spoolTarget is the spool's file (tests give one whose disk fills).
+type spoolTarget interface {
+	io.WriteCloser
+	Name() string
+	Stat() (os.FileInfo, error)
+	Truncate(size int64) error
+}
+
+var createSpoolFile = func(name string) (spoolTarget, error) {
+	f, err := createSpool(name)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (p *spoolFile) spans() int { return p.whole + p.failed }
+
+func (p *spoolFile) open() bool {
+	if p.err != nil {
+		return false
+	}
+	if p.f == nil {
+		if p.f, p.err = createSpoolFile(p.name); p.err != nil {
+			return false
+		}
+		if st, err := p.f.Stat(); err == nil {
+			p.off = st.Size()
+		}
+	}
+	return true
+}
+
+func (p *spoolFile) write(b []item) {
+	if len(b) == 0 {
+		return
+	}
+	if !p.open() {
+		p.failed += len(b)
+		return
+	}
+	for _, it := range b {
+		d := readOnlyData(it.span)
+		p.enc.add(&d)
+	}
+	p.enc.writeTo(&lineWriter{p, len(b)})
+}
+
+func (p *spoolFile) writeRaw(line []byte, n int) {
+	if !p.open() {
+		p.failed += n
+		return
+	}
+	(&lineWriter{p, n}).Write(line)
+}
+
+// lost counts spans that could not even be read back for the spool.
+func (p *spoolFile) lost(err error, n int) {
+	if p.err == nil {
+		p.err = err
+	}
+	p.failed += n
+}
+
+// lineWriter writes one line of n spans to the spool.
+type lineWriter struct {
+	p *spoolFile
+	n int
+}
+
+func (w *lineWriter) Write(line []byte) (int, error) {
+	p := w.p
+	k, err := p.f.Write(line)
+	if err == nil && k == len(line) {
+		p.off += int64(k)
+		p.whole += w.n
+		return k, nil
+	}
+	if err == nil {
+		err = io.ErrShortWrite
+	}
+	p.err = err
+	p.failed += w.n
+	// Take the cut line back out, so that the file holds whole lines.
+	p.f.Truncate(p.off)
+	return k, err
+}
+
+func (p *spoolFile) finish(target string, why error, stderr io.Writer) error {
+	if p.f == nil {
+		return fmt.Errorf("%d spans could not be delivered to %s (%v), nor written to a spool file (%v); give --otlp-spool a file in a writable directory", p.failed, target, why, p.err)
+	}
+	name := p.f.Name()
+	if abs, err := filepath.Abs(name); err == nil {
+		name = abs
+	}
+	if err := p.f.Close(); err != nil && p.err == nil {
+		p.err = err
+	}
+	resend := fmt.Sprintf("agentconv: resend them with: agentconv --from otlp-json --to otlp %s\n", name)
+	if p.failed > 0 {
+		if p.whole > 0 {
+			fmt.Fprintf(stderr, "agentconv: %d spans could not be delivered; %d of them are in %s\n%s", p.spans(), p.whole, name, resend)
+		}
+		return fmt.Errorf("%d spans could not be delivered to %s (%v); %d of them are whole in the spool file %s, the other %d could not be written to it (%v): free some space, or give --otlp-spool another disk", p.spans(), target, why, p.whole, name, p.failed, p.err)
+	}
+	fmt.Fprintf(stderr, "agentconv: %d spans could not be delivered; they are in %s\n%s", p.whole, name, resend)
+	return fmt.Errorf("%d spans could not be delivered to %s: %v (kept in %s)", p.whole, target, why, name)
+}
+
+// overflow holds batches on disk, as OTLP/JSON lines, in an unlinked
+// temporary file, until the senders can take them.
+type overflow struct {
+	w, rf  *os.File
+	r      *bufio.Reader
+	enc    requestEncoder
+	buf    bytes.Buffer
+	off    int64
+	counts []int // the spans of each line not yet read
+}
+
+func (o *overflow) empty() bool { return o == nil || len(o.counts) == 0 }
+
+func (o *overflow) write(b []item) error {
+	if o.w == nil {
+		f, err := os.CreateTemp("", "agentconv-overflow-*.otlp.jsonl")
+		if err != nil {
+			return err
+		}
+		rf, err := os.Open(f.Name())
+		os.Remove(f.Name())
+		if err != nil {
+			f.Close()
+			return err
+		}
+		o.w, o.rf, o.r = f, rf, bufio.NewReaderSize(rf, 1<<20)
+	}
+	for _, it := range b {
+		d := readOnlyData(it.span)
+		o.enc.add(&d)
+	}
+	if err := o.enc.writeTo(&o.buf); err != nil {
+		return err
+	}
+	k, err := o.w.Write(o.buf.Bytes())
+	o.buf.Reset()
+	if err != nil {
+		// Take back what was written of the line, if anything.
+		if k > 0 {
+			o.w.Truncate(o.off)
+			o.w.Seek(o.off, io.SeekStart)
+		}
+		return err
+	}
+	o.off += int64(k)
+	o.counts = append(o.counts, len(b))
+	return nil
+}
+
+func (o *overflow) read() ([]byte, int, error) {
+	line, err := o.r.ReadBytes('\n')
+	n := o.counts[0]
+	o.counts = o.counts[1:]
+	if err != nil {
+		return nil, n, err
+	}
+	return line, n, nil
+}
+
+// drop gives up on what is left, returning its count of spans.
+func (o *overflow) drop() int {
+	n := 0
+	for _, c := range o.counts {
+		n += c
+	}
+	o.counts = nil
+	return n
+}
+
+func (o *overflow) close() {
+	if o.w != nil {
+		o.w.Close()
+		o.rf.Close()
+	}
+}
