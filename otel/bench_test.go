@@ -64,7 +64,7 @@ func BenchmarkDeliverySlowCollector(b *testing.B) {
 	for _, p := range []string{"grpc", "http/protobuf"} {
 		b.Run(protoName(p), func(b *testing.B) {
 			c := newCollector(b, p, func(c *fakeCollector) { c.delay = benchDelay })
-			opts := formats.WriteOptions{Dialect: otel.OTLP.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard, Deterministic: true,
+			opts := formats.WriteOptions{Dialect: otel.OTLP.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard,
 				Params: map[string]string{otel.ParamEndpoint: c.endpoint, otel.ParamProtocol: p, otel.ParamSpool: filepath.Join(b.TempDir(), "spool")},
 				Getenv: func(string) string { return "" }}
 			var writing, closing time.Duration

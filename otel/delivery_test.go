@@ -364,7 +364,7 @@ func TestNothingMadeUpForARunReadFromOTLPJSON(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	rep := discardReport()
 	w := otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }})
-	p := convert.NewPipeline(w, "otlp", convert.Options{Report: rep})
+	p := convert.NewPipeline(w, otel.OTLP, convert.Options{Report: rep})
 	for _, e := range evs[:len(evs)/2] { // up to the middle of the run
 		if err := p.Write(e); err != nil {
 			t.Fatal(err)
