@@ -102,8 +102,17 @@ func TestReadFailures(t *testing.T) {
 		t.Fatalf("kinds\n got %s\nwant %s", got, want)
 	}
 	end := evs[len(evs)-1]
-	if end.Status != formats.Failed || !strings.HasPrefix(end.Text, "stream disconnected") || evs[6].Status != formats.Failed {
-		t.Errorf("turn.failed: %+v", end)
+	if end.Status != formats.Failed || !strings.HasPrefix(end.Text, "stream disconnected") || evs[6].Status != formats.Failed ||
+		end.Run.ExitCode != formats.Some(1) {
+		t.Errorf("turn.failed (codex exec exits 1): %+v", end)
+	}
+	// The run view settles it so, as --exit-status gives it.
+	var v formats.RunView
+	for _, e := range evs {
+		v.Observe(e)
+	}
+	if v.Success() || v.ExitCode != 1 || !strings.HasPrefix(v.Failure, "stream disconnected") {
+		t.Errorf("view of a failed run: success %v, exit code %d, failure %q", v.Success(), v.ExitCode, v.Failure)
 	}
 	if c := evs[4].Call; c.Error != "exit code 2" || c.Status != formats.Failed {
 		t.Errorf("exit code 2: %+v", c)
@@ -130,6 +139,33 @@ func TestReadFailures(t *testing.T) {
 {"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":2}}`)
 	if end := evs[len(evs)-1]; end.Kind != formats.RunEnd || end.Status != formats.Completed {
 		t.Errorf("recovered run ends %+v", end)
+	}
+}
+
+// TestReadUsage: codex counts as the model does: input_tokens include the
+// cached ones, output_tokens the reasoning ones; the run's totals are the
+// sum of its turns, a failed turn's too when a writer gave it usage.
+func TestReadUsage(t *testing.T) {
+	evs := formatstest.Read(t, Dialect, `{"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":800,"output_tokens":50}}
+{"type":"turn.started"}
+{"type":"turn.failed","error":{"message":"boom"},"usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":5}}`)
+	u := formatstest.OfKind(evs, formats.Usage)
+	if len(u) != 2 || u[0].Usage.InputTokens != formats.Some[int64](1000) || u[0].Usage.CacheReadTokens != formats.Some[int64](800) ||
+		u[0].Usage.OutputTokens != formats.Some[int64](50) || u[0].Usage.ReasoningTokens.OK {
+		t.Fatalf("usage %+v", u)
+	}
+	end := evs[len(evs)-1]
+	if end.Kind != formats.RunEnd || end.Usage.InputTokens.V != 1010 || end.Usage.CacheReadTokens.V != 800 || end.Usage.OutputTokens.V != 55 {
+		t.Errorf("run totals %+v", end.Usage)
+	}
+	evs = formatstest.Read(t, Dialect, `{"id":"0","msg":{"type":"task_started"}}
+{"id":"0","msg":{"type":"token_count","info":{"last_token_usage":{"input_tokens":900,"cached_input_tokens":600,"output_tokens":120,"reasoning_output_tokens":100,"total_tokens":1020}}}}
+{"id":"0","msg":{"type":"task_complete"}}`)
+	if u := formatstest.OfKind(evs, formats.Usage); len(u) != 1 || u[0].Usage.InputTokens.V != 900 || u[0].Usage.CacheReadTokens.V != 600 ||
+		u[0].Usage.OutputTokens.V != 120 || u[0].Usage.ReasoningTokens != formats.Some[int64](100) {
+		t.Errorf("legacy usage %+v", u)
 	}
 }
 
