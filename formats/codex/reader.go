@@ -21,6 +21,25 @@ var Dialect = formats.Dialect{
 	NewReader:   newReader,
 	NewWriter:   newWriter,
 	Detect:      detect,
+	// A thread holds the main agent's text, reasoning, turns, tool calls
+	// (declined ones too), todo lists, notices, per-turn token counts and
+	// whether the run failed; a subagent's calls, notices and usage are
+	// flattened into it.
+	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
+		formats.ToolCalls | formats.Refusals | formats.SubagentNotices | formats.TodoLists |
+		formats.InfoNotices | formats.WarningNotices | formats.TokenUsage | formats.ReasoningTokens | formats.RunOutcomes,
+	Quirks: []string{
+		"tool error texts (merged into the output)",
+		"tool error texts",
+		"later results of tool calls that had already ended",
+		"todo statuses besides pending and completed",
+		"subagent todo lists",
+		"subagent turn boundaries",
+		"subagent thinking text",
+		"token usage given after the last turn ended",
+		"session ids given only at the run's end",
+		"exit codes other than 0 and 1",
+	},
 }
 
 // Provider and agent name of the runs codex prints.

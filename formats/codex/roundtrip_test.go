@@ -3,6 +3,7 @@ package codex_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agentconv/agentconv/convert"
 	"reflect"
 	"strings"
 	"testing"
@@ -144,4 +145,58 @@ func callLines(b []byte) (lines []string, failed bool) {
 		}
 	}
 	return lines, failed
+}
+
+// run runs the command line on in and returns its exit status, output and
+// standard error.
+func run(in []byte, args ...string) (int, string, string) {
+	var out, errb strings.Builder
+	code := convert.Run(append([]string{"agentconv", "--deterministic"}, args...), convert.Sys{
+		Stdin: strings.NewReader(string(in)), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	return code, out.String(), errb.String()
+}
+
+// TestCutCopied: codex → codex gives a cut stream back line for line: the
+// pipeline closes the run (and says so on stderr), but the writer invents
+// no item.completed or turn.failed that the agent never printed, also when
+// the stream has no thread.started of its own.
+func TestCutCopied(t *testing.T) {
+	for name, in := range map[string]string{
+		"two-threads": string(formatstest.Fixture(t, "codex", "two-threads.jsonl")),
+		"no thread": `{"type":"turn.started"}
+{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"make","aggregated_output":"","exit_code":null,"status":"in_progress"}}
+`,
+		"whole": string(formatstest.Fixture(t, "codex", "tools-and-todos.jsonl")),
+	} {
+		code, out, stderr := run([]byte(in), "--from", "codex", "--to", "codex")
+		if code != 0 || out != in {
+			t.Errorf("%s: exit %d, output\n%s\nwant the input\n%s", name, code, out, in)
+		}
+		if cut := strings.Contains(stderr, "closing it as a failed, cut run"); cut != (name != "whole") || strings.Contains(stderr, "lost:") {
+			t.Errorf("%s: stderr %q", name, stderr)
+		}
+	}
+}
+
+// TestExitStatus: a failed codex run exits 1 with --exit-status whatever
+// the target, as adal-json's exit_code says; a run written to codex from
+// another dialect keeps its failure.
+func TestExitStatus(t *testing.T) {
+	for _, name := range []string{"turn-failed.jsonl", "fatal-error.jsonl"} {
+		in := formatstest.Fixture(t, "codex", name)
+		_, obj, _ := run(in, "--to", "adal-json")
+		if !strings.Contains(obj, `"exit_code":1`) || !strings.Contains(obj, `"success":false`) {
+			t.Errorf("%s → adal-json: %s", name, obj)
+		}
+		for _, to := range []string{"codex", "adal-json", "claude-stream"} {
+			if code, _, stderr := run(in, "--exit-status", "--to", to); code != 1 {
+				t.Errorf("%s --exit-status --to %s: exit %d: %s", name, to, code, stderr)
+			}
+		}
+	}
+	in := formatstest.Fixture(t, "adal", "error-stream.ndjson")
+	mid := converttest.Convert(t, in, "adal-stream", "codex")
+	if code, _, _ := run(mid, "--exit-status", "--from", "codex", "--to", "adal-json"); code != 1 {
+		t.Errorf("adal-stream → codex → --exit-status: exit %d from\n%s", code, mid)
+	}
 }
