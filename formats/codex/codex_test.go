@@ -102,8 +102,17 @@ func TestReadFailures(t *testing.T) {
 		t.Fatalf("kinds\n got %s\nwant %s", got, want)
 	}
 	end := evs[len(evs)-1]
-	if end.Status != formats.Failed || !strings.HasPrefix(end.Text, "stream disconnected") || evs[6].Status != formats.Failed {
-		t.Errorf("turn.failed: %+v", end)
+	if end.Status != formats.Failed || !strings.HasPrefix(end.Text, "stream disconnected") || evs[6].Status != formats.Failed ||
+		end.Run.ExitCode != formats.Some(1) {
+		t.Errorf("turn.failed (codex exec exits 1): %+v", end)
+	}
+	// The run view settles it so, as --exit-status gives it.
+	var v formats.RunView
+	for _, e := range evs {
+		v.Observe(e)
+	}
+	if v.Success() || v.ExitCode != 1 || !strings.HasPrefix(v.Failure, "stream disconnected") {
+		t.Errorf("view of a failed run: success %v, exit code %d, failure %q", v.Success(), v.ExitCode, v.Failure)
 	}
 	if c := evs[4].Call; c.Error != "exit code 2" || c.Status != formats.Failed {
 		t.Errorf("exit code 2: %+v", c)
@@ -130,6 +139,33 @@ func TestReadFailures(t *testing.T) {
 {"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":2}}`)
 	if end := evs[len(evs)-1]; end.Kind != formats.RunEnd || end.Status != formats.Completed {
 		t.Errorf("recovered run ends %+v", end)
+	}
+}
+
+// TestReadUsage: codex counts as the model does: input_tokens include the
+// cached ones, output_tokens the reasoning ones; the run's totals are the
+// sum of its turns, a failed turn's too when a writer gave it usage.
+func TestReadUsage(t *testing.T) {
+	evs := formatstest.Read(t, Dialect, `{"type":"thread.started","thread_id":"t"}
+{"type":"turn.started"}
+{"type":"turn.completed","usage":{"input_tokens":1000,"cached_input_tokens":800,"output_tokens":50}}
+{"type":"turn.started"}
+{"type":"turn.failed","error":{"message":"boom"},"usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":5}}`)
+	u := formatstest.OfKind(evs, formats.Usage)
+	if len(u) != 2 || u[0].Usage.InputTokens != formats.Some[int64](1000) || u[0].Usage.CacheReadTokens != formats.Some[int64](800) ||
+		u[0].Usage.OutputTokens != formats.Some[int64](50) || u[0].Usage.ReasoningTokens.OK {
+		t.Fatalf("usage %+v", u)
+	}
+	end := evs[len(evs)-1]
+	if end.Kind != formats.RunEnd || end.Usage.InputTokens.V != 1010 || end.Usage.CacheReadTokens.V != 800 || end.Usage.OutputTokens.V != 55 {
+		t.Errorf("run totals %+v", end.Usage)
+	}
+	evs = formatstest.Read(t, Dialect, `{"id":"0","msg":{"type":"task_started"}}
+{"id":"0","msg":{"type":"token_count","info":{"last_token_usage":{"input_tokens":900,"cached_input_tokens":600,"output_tokens":120,"reasoning_output_tokens":100,"total_tokens":1020}}}}
+{"id":"0","msg":{"type":"task_complete"}}`)
+	if u := formatstest.OfKind(evs, formats.Usage); len(u) != 1 || u[0].Usage.InputTokens.V != 900 || u[0].Usage.CacheReadTokens.V != 600 ||
+		u[0].Usage.OutputTokens.V != 120 || u[0].Usage.ReasoningTokens != formats.Some[int64](100) {
+		t.Errorf("legacy usage %+v", u)
 	}
 }
 
@@ -240,7 +276,8 @@ func TestDetect(t *testing.T) {
 
 // TestWriter checks the stream written from events of another dialect: a
 // turn opened around the items, synthetic item ids, an MCP call for a
-// foreign tool, the answer as the last agent message, and the losses.
+// foreign tool, the answer as the last agent message, and no loss the
+// vocabulary names.
 func TestWriter(t *testing.T) {
 	src := formats.Source{Dialect: "other"}
 	evs := []*formats.Event{
@@ -280,10 +317,14 @@ func TestWriter(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("output\n%s\nwant\n%s", out.String(), want)
 	}
-	losses := rep.LossTable()
-	for _, l := range []string{"user prompts", "working directories", "model names"} {
-		if losses[l] != 1 {
-			t.Errorf("loss %q counted %d: %v", l, losses[l], losses)
+	// What the vocabulary names (the prompt, cwd, model) the pipeline
+	// reports from Carries; the writer reports only its own quirks.
+	if losses := rep.LossTable(); len(losses) != 0 {
+		t.Errorf("the writer reported %v", losses)
+	}
+	for _, f := range []formats.Feature{formats.UserPrompts, formats.WorkingDirs, formats.ModelNames, formats.Timestamps} {
+		if Dialect.Carries&f != 0 {
+			t.Errorf("codex declares it carries %s", f.Name())
 		}
 	}
 	// And it reads back.
@@ -427,5 +468,63 @@ func TestWebSearchActions(t *testing.T) {
 		if len(calls) != 1 || calls[0].Call.Summary != want || !bytes.Contains(calls[0].Call.Args, []byte(`"action":`+action)) {
 			t.Errorf("%s: %+v", action, calls)
 		}
+	}
+}
+
+// TestWriterUsageAndCalls: the writer converts usage to codex's
+// convention (input_tokens include cache reads and writes, output_tokens
+// the reasoning, as the model's do), the last turn carries what the run's totals count beyond the turns
+// before it, a failed turn keeps its usage, and a call's item completes
+// once however many results come.
+func TestWriterUsageAndCalls(t *testing.T) {
+	var out bytes.Buffer
+	rep := formats.NewReport(io.Discard)
+	w := newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep})
+	for _, e := range []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.TurnStart},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c", Name: "Write", Args: []byte(`{}`)}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c", Status: formats.Failed, Error: "no permission"}},
+		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](1000), CacheReadTokens: formats.Some[int64](800),
+			CacheWriteTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](60), ReasoningTokens: formats.Some[int64](40)}},
+		{Kind: formats.TurnEnd, Status: formats.Completed},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c", Status: formats.Denied, Error: "no permission"}},
+		{Kind: formats.RunEnd, Status: formats.Completed, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](1500),
+			CacheReadTokens: formats.Some[int64](800), OutputTokens: formats.Some[int64](90)}},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `{"type":"thread.started","thread_id":"s"}
+{"type":"turn.started"}
+{"type":"item.started","item":{"id":"c","type":"mcp_tool_call","server":"","tool":"Write","arguments":{},"result":null,"error":null,"status":"in_progress"}}
+{"type":"item.completed","item":{"id":"c","type":"mcp_tool_call","server":"","tool":"Write","arguments":{},"result":null,"error":{"message":"no permission"},"status":"failed"}}
+{"type":"turn.completed","usage":{"input_tokens":1500,"cached_input_tokens":800,"output_tokens":90,"reasoning_output_tokens":40}}
+`
+	if out.String() != want {
+		t.Errorf("output\n%s\nwant\n%s", out.String(), want)
+	}
+	if l := rep.LossTable(); len(l) != 1 || l["later results of tool calls that had already ended"] != 1 {
+		t.Errorf("losses %v", l)
+	}
+
+	// A failed run's usage goes on its turn.failed, and reads back.
+	out.Reset()
+	w = newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep})
+	for _, e := range []*formats.Event{
+		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](30), OutputTokens: formats.Some[int64](3)}},
+		{Kind: formats.RunEnd, Status: formats.Failed, Text: "quota"},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(out.String(), `{"type":"turn.failed","error":{"message":"quota"},"usage":{"input_tokens":30,"cached_input_tokens":0,"output_tokens":3}}`) {
+		t.Errorf("failed run:\n%s", out.String())
+	}
+	if end := formatstest.OfKind(formatstest.Read(t, Dialect, out.String()), formats.RunEnd); len(end) != 1 ||
+		end[0].Usage.InputTokens.V != 30 || end[0].Status != formats.Failed || end[0].Text != "quota" {
+		t.Errorf("read back %+v", end)
 	}
 }

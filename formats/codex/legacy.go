@@ -86,9 +86,7 @@ func (r *reader) legacy(raw json.RawMessage, n int, emit func(*formats.Event)) e
 		if m.Info != nil && m.Info.Last != nil {
 			u = *m.Info.Last
 		}
-		ev := formats.UsageInfo{InputTokens: formats.OptFrom(u.InputTokens), CacheReadTokens: formats.OptFrom(u.CachedInputTokens), OutputTokens: formats.OptFrom(u.OutputTokens)}
-		r.run.usage.Add(ev)
-		emit(&formats.Event{Kind: formats.Usage, Usage: ev})
+		r.usage(&u, emit)
 	case "plan_update":
 		todos := make([]formats.Todo, len(m.Plan))
 		for i, p := range m.Plan {

@@ -21,6 +21,25 @@ var Dialect = formats.Dialect{
 	NewReader:   newReader,
 	NewWriter:   newWriter,
 	Detect:      detect,
+	// A thread holds the main agent's text, reasoning, turns, tool calls
+	// (declined ones too), todo lists, notices, per-turn token counts and
+	// whether the run failed; a subagent's calls, notices and usage are
+	// flattened into it.
+	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
+		formats.ToolCalls | formats.Refusals | formats.SubagentNotices | formats.TodoLists |
+		formats.InfoNotices | formats.WarningNotices | formats.TokenUsage | formats.ReasoningTokens | formats.RunOutcomes,
+	Quirks: []string{
+		"tool error texts (merged into the output)",
+		"tool error texts",
+		"later results of tool calls that had already ended",
+		"todo statuses besides pending and completed",
+		"subagent todo lists",
+		"subagent turn boundaries",
+		"subagent thinking text",
+		"token usage given after the last turn ended",
+		"session ids given only at the run's end",
+		"exit codes other than 0 and 1",
+	},
 }
 
 // Provider and agent name of the runs codex prints.
@@ -99,10 +118,21 @@ type line struct {
 	Model  *string         `json:"model"`
 }
 
+// usage is codex's token count. Its convention is the model's: input_tokens
+// include cached_input_tokens, and output_tokens include
+// reasoning_output_tokens (which newer Codex and the protocol before 0.44
+// print).
 type usage struct {
-	InputTokens       *int64 `json:"input_tokens"`
-	CachedInputTokens *int64 `json:"cached_input_tokens"`
-	OutputTokens      *int64 `json:"output_tokens"`
+	InputTokens           *int64 `json:"input_tokens"`
+	CachedInputTokens     *int64 `json:"cached_input_tokens"`
+	OutputTokens          *int64 `json:"output_tokens"`
+	ReasoningOutputTokens *int64 `json:"reasoning_output_tokens"`
+}
+
+// info is the usage in the model's terms, which are codex's own.
+func (u *usage) info() formats.UsageInfo {
+	return formats.UsageInfo{InputTokens: formats.OptFrom(u.InputTokens), CacheReadTokens: formats.OptFrom(u.CachedInputTokens),
+		OutputTokens: formats.OptFrom(u.OutputTokens), ReasoningTokens: formats.OptFrom(u.ReasoningOutputTokens)}
 }
 
 type message struct {
@@ -303,12 +333,7 @@ func (r *reader) record(b []byte, n int) error {
 		emit(&formats.Event{Kind: formats.TurnStart})
 	case "turn.completed":
 		r.run.open = true
-		if l.Usage != nil {
-			u := formats.UsageInfo{InputTokens: formats.OptFrom(l.Usage.InputTokens),
-				CacheReadTokens: formats.OptFrom(l.Usage.CachedInputTokens), OutputTokens: formats.OptFrom(l.Usage.OutputTokens)}
-			r.run.usage.Add(u)
-			emit(&formats.Event{Kind: formats.Usage, Usage: u})
-		}
+		r.usage(l.Usage, emit)
 		r.endTurn(formats.Completed)
 		emit(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
 	case "turn.failed":
@@ -323,6 +348,9 @@ func (r *reader) record(b []byte, n int) error {
 			emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg})
 		}
 		r.run.fatal, r.run.fatalSeen = msg, true
+		// Codex prints no usage on a failed turn; agentconv's writer does,
+		// so that the run's totals survive it.
+		r.usage(l.Usage, emit)
 		r.endTurn(formats.Failed)
 		emit(&formats.Event{Kind: formats.TurnEnd, Status: formats.Failed})
 	case "error":
@@ -379,6 +407,16 @@ func (r *reader) record(b []byte, n int) error {
 	return nil
 }
 
+// usage queues the token counts of a turn, if it has them.
+func (r *reader) usage(u *usage, emit func(*formats.Event)) {
+	if u == nil {
+		return
+	}
+	ev := u.info()
+	r.run.usage.Add(ev)
+	emit(&formats.Event{Kind: formats.Usage, Usage: ev})
+}
+
 func (r *reader) endTurn(s formats.Status) {
 	r.run.turnOpen = false
 	r.run.turns++
@@ -398,7 +436,8 @@ func (r *reader) endRun(src formats.Source) {
 	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Source: src, Usage: s.usage,
 		Run: formats.RunInfo{SessionID: s.sessionID, Provider: Provider, AgentName: AgentName}}
 	if s.failed {
-		end.Status, end.Text = formats.Failed, s.fatal
+		// codex exec exits 1 when its run failed; it knows no other code.
+		end.Status, end.Text, end.Run.ExitCode = formats.Failed, s.fatal, formats.Some(1)
 	}
 	r.queue.Push(end)
 	s.open = false

@@ -11,43 +11,55 @@ import (
 
 // The codex writer prints each run as one thread: thread.started, turns
 // (opened around the items when the source has none), items with synthetic
-// ids item_0, item_1, … in order (tool calls keep their own ids), and turn.completed or turn.failed at the
-// end, as `codex exec --json` does.
+// ids item_0, item_1, … in order (tool calls keep their own ids), and
+// turn.completed or turn.failed at the end, as `codex exec --json` does. It
+// reads the run's outcome, failure and usage totals from the run view; what
+// it keeps itself is about its own encoding: the thread and turn it has
+// open, the item ids it gave, and what it printed last.
 type writer struct {
-	w     io.Writer
-	opts  formats.WriteOptions
-	calls formats.CallTracker
-	text  formats.TextTracker
-	run   writerRun
+	w    io.Writer
+	opts formats.WriteOptions
+	view *formats.RunFollower
+	text formats.TextTracker
+	run  writerRun
 }
 
-// writerRun is the state of the run being written.
+// writerRun is the state of the thread being written.
 type writerRun struct {
 	open bool
-	// same: the run came from a codex input and is copied; what the
-	// pipeline adds to it (closing a cut run) is encoded without losses.
-	same      bool
-	sessionID string
+	// pending: thread.started waits for the run's first line, so that it
+	// names the session when the source says it only later.
+	pending   bool
+	sessionID string // the thread id written
 	turnOpen  bool
 	turns     int
 	turnFail  bool // the last turn written failed
+	// held: the last turn ended, and its line waits (see endTurn).
+	held      bool
+	heldFail  bool
+	heldMsg   string
 	nextItem  int
-	itemIDs   map[string]string // call id -> item id
-	used      map[string]bool   // item ids written in the run
+	items     map[*formats.TrackedCall]*callItem
+	used      map[string]bool // item ids written in the run
 	todoID    string
 	thinking  strings.Builder
 	lastText  string // the last agent_message written
 	wroteText bool
-	lastError string // the last fatal error written
-	errored   bool   // a fatal error was written
-	denied    string // the reason of the last declined call
-	usage     formats.UsageInfo
+	lastError string // the last fatal error line written
+	errored   bool
+	usage     formats.UsageInfo // usage of the open turn
 	usageSeen bool
-	written   formats.UsageInfo // usage of the turns written
+	written   formats.UsageInfo // usage of the turns written (or reported lost)
+}
+
+// callItem is the thread item of a call.
+type callItem struct {
+	id        string
+	completed bool
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o}
+	return &writer{w: w, opts: o, view: formats.ViewFor(o)}
 }
 
 type threadStartedLine struct {
@@ -63,6 +75,8 @@ type usageLine struct {
 	InputTokens       int64 `json:"input_tokens"`
 	CachedInputTokens int64 `json:"cached_input_tokens"`
 	OutputTokens      int64 `json:"output_tokens"`
+	// ReasoningOutputTokens, part of output_tokens, as newer Codex prints it.
+	ReasoningOutputTokens *int64 `json:"reasoning_output_tokens,omitempty"`
 }
 
 type turnCompletedLine struct {
@@ -70,9 +84,12 @@ type turnCompletedLine struct {
 	Usage *usageLine `json:"usage,omitempty"`
 }
 
+// turnFailedLine is turn.failed; codex prints no usage on it, this writer
+// does when the turn had some, so that a failed run's totals survive.
 type turnFailedLine struct {
-	Type  string  `json:"type"`
-	Error message `json:"error"`
+	Type  string     `json:"type"`
+	Error message    `json:"error"`
+	Usage *usageLine `json:"usage,omitempty"`
 }
 
 type errorLine struct {
@@ -156,25 +173,23 @@ type collabItem struct {
 }
 
 func (w *writer) Write(e *formats.Event) error {
-	if e.Source.From(w.opts.Dialect) {
-		// Same dialect: records go out as they came; the events the reader
-		// or the pipeline made up (run ends, answers) print nothing.
-		w.follow(e)
-		if e.Source.Line != nil && !e.Source.Continued {
-			return formats.WriteRawLine(w.w, e.Source.Line)
+	v := w.view.Follow(e)
+	if e.Kind == formats.RunStart {
+		w.reset()
+		w.run.open, w.run.pending = true, true
+		if e.Run.SessionID != "" {
+			return w.thread(e.Run.SessionID)
 		}
 		return nil
 	}
-	w.reportLosses(e)
-	if e.Kind == formats.RunStart {
-		return w.startRun(e.Run.SessionID)
-	}
-	if err := w.ensureRun(); err != nil {
-		return err
+	if !w.run.open {
+		// A writer given no RunStart (outside a pipeline).
+		w.run.open, w.run.pending = true, true
 	}
 	if e.Agent != "" {
 		// A flat thread holds a subagent's tool calls, notices and token
-		// usage; the rest is reported as lost.
+		// usage; the vocabulary reports the rest, but for what codex
+		// carries of the main agent alone.
 		switch e.Kind {
 		case formats.ToolCall, formats.ToolResult, formats.Notice, formats.Usage:
 			ev := *e
@@ -182,6 +197,17 @@ func (w *writer) Write(e *formats.Event) error {
 			e = &ev
 		case formats.Todos:
 			w.lose("subagent todo lists")
+			return nil
+		case formats.TurnEnd:
+			w.lose("subagent turn boundaries")
+			return nil
+		case formats.ThinkingDelta:
+			w.lose("subagent thinking text")
+			return nil
+		case formats.Message:
+			if e.Thinking != "" {
+				w.lose("subagent thinking text")
+			}
 			return nil
 		default:
 			return nil
@@ -209,16 +235,22 @@ func (w *writer) Write(e *formats.Event) error {
 	switch e.Kind {
 	case formats.TurnStart:
 		if w.run.turnOpen {
-			if err := w.endTurn(false, ""); err != nil {
-				return err
-			}
+			w.endTurn(false, "")
 		}
 		return w.ensureTurn()
 	case formats.TurnEnd:
+		if e.Text != "" && (!w.run.wroteText || w.run.lastText != e.Text) {
+			// The turn's final text, which no message gave: the turn's
+			// last agent_message.
+			if err := w.message(e.Text); err != nil {
+				return err
+			}
+		}
 		if err := w.ensureTurn(); err != nil {
 			return err
 		}
-		return w.endTurn(e.Status == formats.Failed || e.Status == formats.Cancelled, w.failure(""))
+		w.endTurn(e.Status == formats.Failed || e.Status == formats.Cancelled, "")
+		return nil
 	case formats.Message:
 		// Deltas that carried this very text were its stream; other
 		// streamed text was a message of its own.
@@ -240,14 +272,20 @@ func (w *writer) Write(e *formats.Event) error {
 			return w.message(e.Text)
 		}
 	case formats.ToolCall:
-		c := w.calls.Start(e)
-		return w.writeItem("item.started", w.toolItem(&c.Call, w.itemID(c.ID)))
+		c := v.Calls.Get(e.Call.ID)
+		return w.writeItem("item.started", w.toolItem(&e.Call, w.item(c).id))
 	case formats.ToolResult:
-		c, _ := w.calls.Finish(e)
-		if c.Status == formats.Denied {
-			w.run.denied = c.Error
+		c := v.Calls.Get(e.Call.ID)
+		it := w.item(c)
+		if it.completed {
+			// Its item is complete already: a thread item ends once.
+			w.lose("later results of tool calls that had already ended")
+			return nil
 		}
-		return w.writeItem("item.completed", w.toolItem(&c.Call, w.itemID(c.ID)))
+		it.completed = true
+		call := c.Call
+		call.Output, call.OutputJSON = e.Call.Output, nil
+		return w.writeItem("item.completed", w.toolItem(&call, it.id))
 	case formats.Todos:
 		items := make([]todoItem, len(e.Todos))
 		for i, t := range e.Todos {
@@ -264,58 +302,64 @@ func (w *writer) Write(e *formats.Event) error {
 	case formats.Notice:
 		if e.Severity == formats.Error {
 			w.run.lastError, w.run.errored = e.Text, true
-			return formats.WriteJSONLine(w.w, errorLine{"error", e.Text})
+			return w.line(errorLine{"error", e.Text})
 		}
 		return w.writeItem("item.completed", errorItem{w.newID(), "error", e.Text})
 	case formats.RunEnd:
-		return w.endRun(e)
+		return w.endRun(e, v)
 	}
 	return nil
 }
 
-// follow keeps the state of a copied codex run, so that the pipeline can
-// close it properly if it was cut: its open turn and calls.
-func (w *writer) follow(e *formats.Event) {
+// Observe follows a record that the pipeline copies, or what the pipeline
+// made to start or close a cut run it copies, which is not written. It
+// keeps what closing the run needs if a signal ends it (then the pipeline
+// writes the end): the thread and turn that are open.
+func (w *writer) Observe(e *formats.Event) {
+	w.view.Follow(e)
 	switch e.Kind {
-	case formats.RunStart:
+	case formats.RunStart, formats.RunEnd:
 		w.reset()
-		w.run.open, w.run.same, w.run.sessionID = true, true, e.Run.SessionID
-	case formats.RunEnd:
-		w.reset()
+		w.run.open = e.Kind == formats.RunStart
 	case formats.TurnStart:
 		w.run.turnOpen = true
 	case formats.TurnEnd:
-		w.run.turnOpen = false
+		w.run.turnOpen, w.run.turnFail = false, e.Status == formats.Failed || e.Status == formats.Cancelled
 		w.run.turns++
-	case formats.ToolCall:
-		w.calls.Start(e)
-		w.itemID(e.Call.ID)
-	case formats.ToolResult:
-		w.calls.Finish(e)
 	}
 }
 
-func (w *writer) startRun(sessionID string) error {
-	w.reset()
-	w.run.open, w.run.sessionID = true, sessionID
+// thread writes thread.started.
+func (w *writer) thread(sessionID string) error {
+	w.run.pending, w.run.sessionID = false, sessionID
 	return formats.WriteJSONLine(w.w, threadStartedLine{"thread.started", sessionID})
 }
 
-// ensureRun opens a run for a source that gave no RunStart.
-func (w *writer) ensureRun() error {
-	if w.run.open {
-		return nil
+// line writes one line of the run, after its thread.started and the turn
+// end held back.
+func (w *writer) line(v any) error {
+	if w.run.pending {
+		if err := w.thread(w.view.View().Info.SessionID); err != nil {
+			return err
+		}
 	}
-	return w.startRun("")
+	if w.run.held {
+		if err := w.closeTurn(); err != nil {
+			return err
+		}
+	}
+	return formats.WriteJSONLine(w.w, v)
 }
 
 func (w *writer) ensureTurn() error {
 	if w.run.turnOpen {
 		return nil
 	}
+	if err := w.line(typeLine{"turn.started"}); err != nil {
+		return err
+	}
 	w.run.turnOpen = true
-	w.run.usage, w.run.usageSeen = formats.UsageInfo{}, false
-	return formats.WriteJSONLine(w.w, typeLine{"turn.started"})
+	return nil
 }
 
 // failure is the message of a failed turn: the given one, else the fatal
@@ -330,26 +374,32 @@ func (w *writer) failure(msg string) string {
 	return "turn failed"
 }
 
-// endTurn closes the open turn, with the usage gathered since it began.
-func (w *writer) endTurn(failed bool, msg string) error {
+// endTurn closes the open turn. Its line waits for the next line of the
+// run (see closeTurn), so that the run's last turn says how the run ended
+// and carries what the run's totals count beyond the turns before it.
+func (w *writer) endTurn(failed bool, msg string) {
 	w.run.turnOpen = false
 	w.run.turns++
-	w.run.turnFail = failed
-	seen := w.run.usageSeen
-	w.run.usageSeen = false
-	if failed {
-		if seen {
-			w.lose("token usage of failed turns")
-		}
-		return formats.WriteJSONLine(w.w, turnFailedLine{"turn.failed", message{msg}})
+	w.run.held, w.run.heldFail, w.run.heldMsg = true, failed, w.failure(msg)
+}
+
+// closeTurn writes the turn end held back, turn.completed or turn.failed,
+// with the usage gathered since the turn before, in codex's convention:
+// input_tokens include the cached ones and output_tokens the reasoning
+// ones, as the model's do (codex has no count of cache writes).
+func (w *writer) closeTurn() error {
+	u, seen := w.run.usage, w.run.usageSeen
+	w.run.held, w.run.turnFail = false, w.run.heldFail
+	w.run.usage, w.run.usageSeen = formats.UsageInfo{}, false
+	var ul *usageLine
+	if seen && hasTokens(u) {
+		ul = &usageLine{u.InputTokens.V, u.CacheReadTokens.V, u.OutputTokens.V, u.ReasoningTokens.Ptr()}
+		w.run.written.Add(u)
 	}
-	var u *usageLine
-	if seen {
-		u = &usageLine{w.run.usage.InputTokens.V, w.run.usage.CacheReadTokens.V, w.run.usage.OutputTokens.V}
-		w.run.written.Add(w.run.usage)
+	if w.run.heldFail {
+		return formats.WriteJSONLine(w.w, turnFailedLine{"turn.failed", message{w.run.heldMsg}, ul})
 	}
-	w.run.usage = formats.UsageInfo{}
-	return formats.WriteJSONLine(w.w, turnCompletedLine{"turn.completed", u})
+	return formats.WriteJSONLine(w.w, turnCompletedLine{"turn.completed", ul})
 }
 
 // flush writes the reasoning and streamed text gathered so far, before an
@@ -359,9 +409,6 @@ func (w *writer) flush(beforeMessage bool) error {
 	if w.run.thinking.Len() > 0 {
 		t := w.run.thinking.String()
 		w.run.thinking.Reset()
-		if err := w.ensureTurn(); err != nil {
-			return err
-		}
 		if err := w.writeItem("item.completed", textItem{w.newID(), "reasoning", t}); err != nil {
 			return err
 		}
@@ -384,7 +431,7 @@ func (w *writer) writeItem(evType string, it any) error {
 	if err := w.ensureTurn(); err != nil {
 		return err
 	}
-	return formats.WriteJSONLine(w.w, itemLine{evType, it})
+	return w.line(itemLine{evType, it})
 }
 
 func (w *writer) newID() string {
@@ -405,23 +452,25 @@ func (w *writer) use(id string) {
 	w.run.used[id] = true
 }
 
-// itemID is the item id of a call: the call's own id (even none), so that
-// it survives a round trip, or a synthetic one when an earlier item took
-// it. Its start and end get the same.
-func (w *writer) itemID(callID string) string {
-	if id, ok := w.run.itemIDs[callID]; ok {
-		return id
+// item is the thread item of a call of the run view: its id is the call's
+// own (even none), so that it survives a round trip, or a synthetic one
+// when an earlier item took it (another call that reused the id). Its start
+// and end get the same.
+func (w *writer) item(c *formats.TrackedCall) *callItem {
+	if it, ok := w.run.items[c]; ok {
+		return it
 	}
-	if w.run.itemIDs == nil {
-		w.run.itemIDs = map[string]string{}
+	if w.run.items == nil {
+		w.run.items = map[*formats.TrackedCall]*callItem{}
 	}
-	id := callID
+	id := c.ID
 	if id != "" && w.run.used[id] {
 		id = w.newID()
 	}
 	w.use(id)
-	w.run.itemIDs[callID] = id
-	return id
+	it := &callItem{id: id}
+	w.run.items[c] = it
+	return it
 }
 
 // toolItem rebuilds the thread item of a call from its name and arguments:
@@ -525,137 +574,88 @@ func itemStatus(s formats.Status) string {
 	return "in_progress"
 }
 
-// endRun closes the run: the open turn ends (or an empty turn is written,
-// so that a reader sees the run end), failed if the run failed.
-func (w *writer) endRun(e *formats.Event) error {
+// endRun closes the run with the outcome the run view settled: the open
+// turn ends (or an empty turn is written, so that a reader sees the run
+// end), failed if the run failed; after a completed turn, a failure is a
+// fatal error line.
+func (w *writer) endRun(e *formats.Event, v *formats.RunView) error {
 	defer w.reset()
-	ok := e.Status == formats.Completed ||
-		(e.Status == formats.StatusUnknown && (!e.Run.ExitCode.OK || e.Run.ExitCode.V == 0))
-	msg := e.Text
-	if msg == "" && w.run.errored {
-		msg = w.run.lastError
+	if v.ExitCode != 0 && v.ExitCode != 1 {
+		w.lose("exit codes other than 0 and 1")
 	}
-	if msg == "" && !ok && !w.run.errored {
-		switch {
-		case w.run.denied != "":
-			msg = w.run.denied
-		case e.Status == formats.Cancelled:
-			msg = "the run was cancelled"
-		default:
-			msg = "the run failed"
-		}
+	ok := v.Success()
+	msg := ""
+	if !ok && !(e.Text == "" && w.run.errored && w.run.lastError == "") {
+		// (A fatal error line without a message said it already: the
+		// view's words for it would read back as another error.)
+		msg = v.Failure
 	}
-	if w.run.turnOpen || w.run.turns == 0 {
-		if err := w.ensureTurn(); err != nil {
+	// The run's totals win: the last turn gets what the turns written
+	// before did not count, so that they sum to them.
+	rest := remainder(v.Usage, w.run.written)
+	var err error
+	switch {
+	case w.run.turnOpen || w.run.turns == 0:
+		if err = w.ensureTurn(); err != nil {
 			return err
 		}
-		if !e.Usage.Empty() {
-			// The run's totals win: the last turn gets what the turns
-			// written before did not count, so that they sum to them.
-			w.run.usage, w.run.usageSeen = remainder(e.Usage, w.run.written), true
+		if hasTokens(v.Usage) {
+			w.run.usage, w.run.usageSeen = rest, true
 		}
-		return w.endTurn(!ok, msg)
+		w.endTurn(!ok, msg)
+		err = w.closeTurn()
+	case w.run.held:
+		if hasTokens(v.Usage) {
+			w.run.usage, w.run.usageSeen = rest, true
+		}
+		if w.run.heldFail && !ok && msg != "" {
+			w.run.heldMsg = msg // the run's failure, said by its last turn
+		}
+		err = w.closeTurn()
+		if err == nil && !ok && !w.run.turnFail && !(w.run.errored && w.run.lastError == msg) {
+			err = w.line(errorLine{"error", msg})
+		}
+	default:
+		if counts(rest) {
+			// Codex counts tokens in turn.completed alone.
+			w.lose("token usage given after the last turn ended")
+		}
+		if !ok && !w.run.turnFail && !(w.run.errored && w.run.lastError == msg) {
+			err = w.line(errorLine{"error", msg})
+		}
 	}
-	if !e.Usage.Empty() && w.run.written.Empty() {
-		w.lose("token usage and cost")
+	if s := v.Info.SessionID; s != "" && s != w.run.sessionID {
+		w.lose("session ids given only at the run's end")
 	}
-	if !ok && !w.run.turnFail && !(w.run.errored && w.run.lastError == msg) {
-		return formats.WriteJSONLine(w.w, errorLine{"error", msg})
-	}
-	return nil
+	return err
 }
 
 func (w *writer) reset() {
-	w.calls.Reset()
 	w.text.Reset()
 	w.run = writerRun{}
 }
 
-func (w *writer) Close() error { return nil }
-
-// reportLosses counts what a codex stream has no place for.
-func (w *writer) reportLosses(e *formats.Event) {
-	rep := w.report()
-	if !e.Time.IsZero() {
-		rep.Lose("event timestamps")
+// Close writes the turn end held back of a run that never ended
+// (outside a pipeline, which ends every run).
+func (w *writer) Close() error {
+	if w.run.held {
+		return w.closeTurn()
 	}
-	switch e.Kind {
-	case formats.RunStart:
-		if e.Run.Cwd != "" {
-			rep.Lose("working directories")
-		}
-		if e.Run.Model != "" {
-			rep.Lose("model names")
-		}
-	case formats.UserMessage:
-		rep.Lose("user prompts")
-	case formats.Usage:
-		if e.Usage.CostUSD.OK {
-			rep.Lose("costs")
-		}
-		if e.Usage.CacheWriteTokens.V > 0 {
-			rep.Lose("cache write token counts")
-		}
-	case formats.ToolResult:
-		if e.Duration > 0 {
-			rep.Lose("tool call durations")
-		}
-		if e.Call.Status == formats.Cancelled {
-			rep.Lose("cancelled tool calls (written as failed)")
-		}
-	case formats.Compaction:
-		rep.Lose("compactions")
-	case formats.ModelChange:
-		rep.Lose("model changes")
-	case formats.PermissionRequest:
-		rep.Lose("permission requests")
-	case formats.PermissionAnswer:
-		rep.Lose("permission answers")
-	case formats.AgentStart:
-		rep.Lose("subagents (their tool calls are flattened into the run)")
-	case formats.AgentEnd:
-		if e.Text != "" {
-			rep.Lose("subagent reports")
-		}
-	case formats.TextDelta, formats.Message, formats.ThinkingDelta:
-		if e.Agent != "" {
-			rep.Lose("subagent text")
-		}
-	case formats.Answer:
-		if e.Agent != "" {
-			rep.Lose("subagent answers")
-		}
-	case formats.TurnStart, formats.TurnEnd:
-		if e.Agent != "" {
-			rep.Lose("turn boundaries")
-		}
-	case formats.Raw:
-		rep.Lose("unknown " + e.Source.Dialect + " events")
-	case formats.RunEnd:
-		if e.Duration > 0 {
-			rep.Lose("run durations")
-		}
-		if e.Usage.CostUSD.OK && !w.run.usageSeen {
-			rep.Lose("costs")
-		}
-		if e.Run.SessionID != "" && w.run.sessionID == "" {
-			rep.Lose("session ids given only at the run's end")
-		}
-		if c := e.Run.ExitCode; c.OK && c.V != 0 && c.V != 1 {
-			rep.Lose("exit codes other than 0 and 1")
-		}
-	}
+	return nil
 }
 
-// report is where losses go: nowhere while a copied codex run is closed.
-func (w *writer) report() *formats.Report {
-	if w.run.same {
-		return nil
-	}
-	return w.opts.Report
+func (w *writer) lose(what string) { w.opts.Report.Lose(what) }
+
+// hasTokens reports whether a usage counts the tokens a turn.completed
+// carries.
+func hasTokens(u formats.UsageInfo) bool {
+	return u.InputTokens.OK || u.CacheReadTokens.OK || u.OutputTokens.OK
 }
 
-func (w *writer) lose(what string) { w.report().Lose(what) }
+// counts reports whether a usage counts any token a turn.completed carries.
+func counts(u formats.UsageInfo) bool {
+	return u.InputTokens.V > 0 || u.CacheReadTokens.V > 0 || u.OutputTokens.V > 0
+}
 
 // remainder is the part of the run's token counts that the turns written
 // did not count.
@@ -667,7 +667,8 @@ func remainder(total, written formats.UsageInfo) formats.UsageInfo {
 		return formats.Some(max(t.V-w.V, 0))
 	}
 	return formats.UsageInfo{InputTokens: sub(total.InputTokens, written.InputTokens),
-		CacheReadTokens: sub(total.CacheReadTokens, written.CacheReadTokens), OutputTokens: sub(total.OutputTokens, written.OutputTokens)}
+		CacheReadTokens: sub(total.CacheReadTokens, written.CacheReadTokens), OutputTokens: sub(total.OutputTokens, written.OutputTokens),
+		ReasoningTokens: sub(total.ReasoningTokens, written.ReasoningTokens)}
 }
 
 func intPtr(v int) *int { return &v }
