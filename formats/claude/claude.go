@@ -31,7 +31,22 @@ var Stream = formats.Dialect{
 	},
 	NewWriter: newStreamWriter,
 	Detect:    detectStream,
+	Carries:   streamCarries,
+	Quirks:    streamQuirks,
 }
+
+// What claude-stream carries: no event times, turn boundaries, notices
+// below error, permission prompts, tool durations or reasoning counts; a
+// cancelled call is an error, and a subagent's notices and answers are
+// the run's.
+const streamCarries = formats.AllFeatures &^ (formats.Timestamps | formats.Turns | formats.TurnStatuses |
+	formats.ToolDurations | formats.CancelledCalls | formats.SubagentAnswers | formats.SubagentNotices |
+	formats.PermissionRequests | formats.PermissionAnswers | formats.CompactionSummaries |
+	formats.InfoNotices | formats.WarningNotices | formats.ReasoningTokens | formats.RawEvents)
+
+var streamQuirks = []string{lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons,
+	lossMergedErrors, lossTruncation, lossReports, lossLooseTodos, lossSilentAgents, lossCalllessAgents,
+	lossAgentDirs}
 
 // JSON is the claude-json dialect.
 var JSON = formats.Dialect{
@@ -42,6 +57,11 @@ var JSON = formats.Dialect{
 	},
 	NewWriter: newJSONWriter,
 	Detect:    detectJSON,
+	// A result object holds the run's outcome, answer, errors, refusals,
+	// usage, cost and duration.
+	Carries: formats.AssistantText | formats.Refusals | formats.TokenUsage | formats.CacheWrites |
+		formats.Costs | formats.RunDurations,
+	Quirks: []string{lossMessages, lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons},
 }
 
 // probe is what detection looks at in a message.

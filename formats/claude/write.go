@@ -1,11 +1,11 @@
 package claude
 
 import (
-	"bytes"
 	"crypto/sha1"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,189 +15,161 @@ import (
 	"github.com/goccy/go-json"
 )
 
-// runState follows one run for both writers: what the result object needs.
-type runState struct {
-	session, model string
-	started        time.Time // the source's time of the run start, if it has one
-	arrived        time.Time // when the run start was read
-	answered       bool
-	answer         string
-	lastText       string
-	streamed       string // main agent text streamed since its last message
-	errors         []string
-	reasons        []string // why calls that never ran were refused
-	denials        []denialOut
-	usage          formats.UsageInfo
-	turns          int
-	inResponse     bool // the main agent is in a model response
-	calls          formats.CallTracker
+// Quirks of the writers: what their encoding cannot keep of what they
+// otherwise carry. The dialect rows list them.
+const (
+	lossExitCodes      = "exit codes other than 0 and 1"
+	lossFailedAnswers  = "answers of failed runs"
+	lossCancelledRuns  = "cancelled run statuses (written as errors)"
+	lossReasons        = "refusal reasons"
+	lossMergedErrors   = "tool error texts (merged into the output)"
+	lossTruncation     = "tool output truncation marks"
+	lossReports        = "subagent reports apart from their call's result"
+	lossLooseTodos     = "todo lists without a TodoWrite call"
+	lossSilentAgents   = "subagents that say nothing"
+	lossCalllessAgents = "subagents without a spawning tool call (flattened into their parent)"
+	lossAgentDirs      = "subagent working directories"
+	lossMessages       = "assistant messages besides the answer"
+)
+
+// run is what both writers keep of a run for its result object, besides
+// the run view: only what is about Claude Code's encoding.
+type run struct {
+	ids     ids
+	arrived time.Time // when the run start was read, for a source without times
+	// turns counts the main agent's model responses (num_turns).
+	turns      int
+	inResponse bool
+	// costs is each session's running total of total_cost_usd so far, as
+	// Claude Code prints it in a session of several prompts.
+	costs map[string]float64
+	runs  int
 }
 
-// observe keeps what the result object needs from any event.
-func (r *runState) observe(e *formats.Event) {
+// follow keeps the run's encoding state from any event, written or not.
+func (r *run) follow(e *formats.Event, v *formats.RunView) {
 	main := e.Agent == ""
-	if main {
-		r.streamedText(e)
-	}
 	switch e.Kind {
 	case formats.RunStart:
-		*r = runState{session: e.Run.SessionID, model: e.Run.Model, started: e.Time, arrived: e.Arrived}
+		r.runs++
+		r.ids = ids{seed: v.Info.SessionID + "\x00" + strconv.Itoa(r.runs)}
+		r.arrived, r.turns, r.inResponse = e.Arrived, 0, false
 	case formats.Message, formats.TextDelta, formats.ToolCall:
 		if main && !r.inResponse {
 			r.inResponse = true
 			r.turns++
 		}
-		if e.Kind == formats.Message && main && e.Text != "" {
-			r.lastText = e.Text
-		}
-		if e.Kind == formats.ToolCall {
-			r.calls.Start(e)
-		}
 	case formats.ToolResult, formats.UserMessage, formats.TurnEnd:
 		if main {
 			r.inResponse = false
 		}
-		if e.Kind == formats.TurnEnd && main && e.Text != "" {
-			r.lastText = e.Text
-		}
-	case formats.Answer:
-		if main {
-			r.answered, r.answer = true, e.Text
-		}
-	case formats.Notice:
-		if e.Severity == formats.Error && e.Text != "" {
-			r.errors = append(r.errors, e.Text)
-		}
-	case formats.Usage:
-		r.usage.Add(e.Usage)
-	case formats.ModelChange:
-		if main {
-			r.model = e.Run.Model
-		}
-	case formats.RunEnd:
-		if e.Run.SessionID != "" {
-			r.session = e.Run.SessionID
-		}
-		if e.Run.Model != "" {
-			r.model = e.Run.Model
-		}
 	}
 }
 
-// streamedText gathers the main agent's streamed text, which is its last
-// text when no whole message follows it.
-func (r *runState) streamedText(e *formats.Event) {
-	switch e.Kind {
-	case formats.TextDelta:
-		r.streamed += e.Text
-	case formats.Message:
-		r.streamed = ""
-	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.TurnEnd, formats.RunEnd:
-		if r.streamed != "" {
-			r.lastText, r.streamed = r.streamed, ""
-		}
+// sessionCost is the running total of the session's cost after this run,
+// which Claude Code prints as total_cost_usd; it moves the total on.
+func (r *run) sessionCost(v *formats.RunView) *float64 {
+	c := v.Usage.CostUSD
+	if !c.OK {
+		return nil
 	}
+	if r.costs == nil {
+		r.costs = map[string]float64{}
+	}
+	total := roundCost(r.costs[v.Info.SessionID] + max(c.V, 0))
+	r.costs[v.Info.SessionID] = total
+	return &total
 }
 
-// deny records a refused call, and the reason when no result of the call
-// said it already.
-func (r *runState) deny(e *formats.Event) {
-	prior := r.calls.Get(e.Call.ID)
-	done := prior != nil && prior.Done
-	c, _ := r.calls.Finish(e)
-	d := denialOut{ToolName: e.Call.Name, ToolUseID: c.ID, ToolInput: e.Call.Args}
-	if d.ToolName == "" {
-		d.ToolName = c.Name
-	}
-	if len(d.ToolInput) == 0 {
-		d.ToolInput = args(c.Args)
-	}
-	r.denials = append(r.denials, d)
-	if !done && e.Call.Error != "" {
-		r.reasons = append(r.reasons, e.Call.Error)
-	}
-}
+// roundCost drops the noise that adding and subtracting dollars in binary
+// leaves (0.578 - 0.2 = 0.37799999999999995).
+func roundCost(c float64) float64 { return math.Round(c*1e12) / 1e12 }
 
-// failed reads the outcome of a run from its RunEnd.
-func (r *runState) failed(e *formats.Event) bool {
-	switch e.Status {
-	case formats.Completed:
-		return false
-	case formats.StatusUnknown:
-		return (e.Run.ExitCode.OK && e.Run.ExitCode.V != 0) || len(r.errors) > 0
-	}
-	return true
-}
-
-// result builds the run's result object and reports what it cannot say.
-func (r *runState) result(e *formats.Event, uuid string, lose func(string)) resultOut {
-	failed := r.failed(e)
+// result builds the run's result object from the view and reports what it
+// cannot say.
+func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, written map[string]bool) resultOut {
+	failed := !v.Success()
 	o := resultOut{Type: "result", Subtype: "success", IsError: failed, NumTurns: r.turns,
-		SessionID: r.session, PermissionDenials: r.denials, UUID: uuid}
-	if o.PermissionDenials == nil {
-		o.PermissionDenials = []denialOut{}
-	}
+		SessionID: v.Info.SessionID, PermissionDenials: []denialOut{}}
 	dur := e.Duration
 	// Source times and read times are subtracted only from their own kind:
 	// an archive read today is not a run that lasted since it was written.
 	switch {
 	case dur > 0:
-	case !r.started.IsZero() && !e.Time.IsZero():
-		dur = e.Time.Sub(r.started)
+	case !v.Start.IsZero() && !e.Time.IsZero():
+		dur = e.Time.Sub(v.Start)
 	case !r.arrived.IsZero() && !e.Arrived.IsZero():
 		dur = e.Arrived.Sub(r.arrived)
 	}
 	if dur > 0 {
 		o.DurationMS = dur.Milliseconds()
 	}
-	u := e.Usage
-	if u.Empty() {
-		u = r.usage
-	}
-	o.TotalCostUSD = u.CostUSD.Ptr()
+	o.TotalCostUSD = r.sessionCost(v)
+	u := v.Usage
 	if u.InputTokens.OK || u.OutputTokens.OK || u.CacheReadTokens.OK || u.CacheWriteTokens.OK {
-		o.Usage = &usageOut{InputTokens: u.InputTokens.Ptr(), CacheCreation: u.CacheWriteTokens.Ptr(),
-			CacheRead: u.CacheReadTokens.Ptr(), OutputTokens: u.OutputTokens.Ptr()}
+		o.Usage = usageOf(u)
 	}
-	reasons := r.reasons
-	if failed {
-		o.Subtype = "error_during_execution"
-		o.Errors = r.errors
-		if len(o.Errors) == 0 {
-			switch {
-			case e.Text != "":
-				o.Errors = []string{e.Text}
-			case len(reasons) > 0:
-				o.Errors, reasons = reasons, nil
-			case e.Status == formats.Cancelled:
-				o.Errors = []string{"the run was cancelled"}
-			default:
-				o.Errors = []string{"the run failed"}
+	// Reasons of refusals that no tool_result said.
+	var reasons []string
+	for _, d := range v.Refusals {
+		dn := denialOut{ToolName: d.Name, ToolUseID: d.CallID, ToolInput: json.RawMessage("{}")}
+		if c := v.Calls.Get(d.CallID); c != nil {
+			dn.ToolInput = args(c.Args)
+			if dn.ToolName == "" {
+				dn.ToolName = c.Name
 			}
 		}
-		if r.answered && r.answer != "" {
-			lose("answers of failed runs")
+		o.PermissionDenials = append(o.PermissionDenials, dn)
+		if d.Reason != "" && !written[d.CallID] {
+			reasons = append(reasons, d.Reason)
 		}
-		if e.Status == formats.Cancelled && e.Source.Dialect != "" {
-			lose("cancelled run statuses (written as errors)")
+	}
+	errs := errorTexts(v.Errors)
+	if failed {
+		o.Subtype = "error_during_execution"
+		if len(errs) == 0 {
+			if len(reasons) > 0 {
+				errs, reasons = reasons, nil
+			} else {
+				errs = []string{v.Failure}
+			}
+		}
+		if v.Answered() && v.Answer() != "" {
+			rep.Lose(lossFailedAnswers)
+		}
+		if v.Status == formats.Cancelled && !e.Synthetic {
+			rep.Lose(lossCancelledRuns)
 		}
 	} else {
-		a := r.lastText
-		if r.answered {
-			a = r.answer
-		}
+		a := v.Answer()
 		o.Result = &a
-		if len(r.errors) > 0 {
-			o.Errors = r.errors
+	}
+	if len(errs) > 0 {
+		o.Errors = errs
+	}
+	rep.LoseN(lossReasons, len(reasons))
+	// A failed run reads back with exit code 1.
+	if c := v.ExitCode; c != 0 && c != 1 {
+		rep.Lose(lossExitCodes)
+	}
+	o.UUID = r.ids.uuid()
+	return o
+}
+
+// errorTexts are the run's errors as errors[] holds them: each once, and
+// without the run's error message when it only joins the others, as the
+// reader makes it.
+func errorTexts(all []string) []string {
+	var out []string
+	for _, s := range all {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
 	}
-	for range reasons {
-		lose("refusal reasons")
+	if n := len(out); n > 1 && out[n-1] == strings.Join(out[:n-1], "\n") {
+		out = out[:n-1]
 	}
-	if code := e.Run.ExitCode; code.OK && code.V != 0 && code.V != 1 {
-		lose("exit codes other than 0 and 1")
-	}
-	return o
+	return out
 }
 
 // Output records, with Claude Code's field order.
@@ -369,22 +341,14 @@ func (g *ids) message() string {
 	return fmt.Sprintf("msg_%x", h[:12])
 }
 
-// isClaude reports whether an event comes from one of this package's
-// dialects: everything such an event holds, a Claude Code stream holds.
-func isClaude(e *formats.Event) bool {
-	return e.Source.Dialect == Stream.Name || e.Source.Dialect == JSON.Name
-}
-
 // The claude-stream writer.
 
 type streamWriter struct {
-	w     io.Writer
-	opts  formats.WriteOptions
-	run   runState
-	ids   ids
-	runs  int
-	quiet bool // the event is passed through: keep state, write nothing
-	err   error
+	w    io.Writer
+	rep  *formats.Report
+	view *formats.RunFollower
+	run  run
+	err  error
 
 	text     formats.TextTracker
 	thinking map[string]*strings.Builder
@@ -392,14 +356,15 @@ type streamWriter struct {
 	open     map[string]string // agent → id of the message it is writing
 	usage    map[string]*formats.UsageInfo
 	parents  map[string]*string // subagent → its parent_tool_use_id
-	models   map[string]string
-	reports  map[string]string // Task call → its subagent's report
+	models   map[string]string  // subagent → its model
+	reports  map[string]string  // Task call → its subagent's report
 	todoCall map[string]bool
 	said     map[string]bool // subagents with a record written: claude has none for a silent one
+	told     map[string]bool // calls whose error a tool_result says
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	s := &streamWriter{w: w, opts: o}
+	s := &streamWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
 	s.reset()
 	return s
 }
@@ -415,34 +380,36 @@ func (s *streamWriter) reset() {
 	s.reports = map[string]string{}
 	s.todoCall = map[string]bool{}
 	s.said = map[string]bool{}
+	s.told = map[string]bool{}
 }
 
 func (s *streamWriter) line(v any) {
-	if s.quiet || s.err != nil {
+	if s.err != nil {
 		return
 	}
 	s.err = formats.WriteJSONLine(s.w, v)
 }
 
+// Observe follows a record that the pipeline copies as it came: the
+// session's running cost goes on.
+func (s *streamWriter) Observe(e *formats.Event) {
+	v := s.view.Follow(e)
+	s.run.follow(e, v)
+	if e.Kind == formats.RunEnd {
+		s.run.sessionCost(v)
+		s.reset()
+	}
+}
+
 func (s *streamWriter) Write(e *formats.Event) error {
-	// Records of claude-stream, and the messages claude-json holds (the
-	// --verbose array, or result objects), go out as they came.
-	fromJSON := e.Source.From(JSON.Name)
-	s.quiet = (e.Source.From(s.opts.Dialect) || fromJSON) && (e.Source.Line != nil || e.Source.Continued)
-	same := isClaude(e)
-	lose := func(what string) {
-		if !same {
-			s.opts.Report.Lose(what)
-		}
-	}
-	if !e.Time.IsZero() {
-		lose("event timestamps")
-	}
-	s.run.observe(e)
+	v := s.view.Follow(e)
+	s.run.follow(e, v)
 	a := e.Agent
 	switch e.Kind {
 	case formats.RunStart:
-		s.start(e)
+		s.reset()
+		s.line(initOut{Type: "system", Subtype: "init", Cwd: e.Run.Cwd, SessionID: v.Info.SessionID,
+			Tools: []string{}, MCPServers: []string{}, Model: e.Run.Model, PermissionMode: "default", UUID: s.run.ids.uuid()})
 	case formats.TextDelta:
 		s.text.Delta(a, e.Text)
 		s.deltas[a] = true
@@ -463,7 +430,6 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	case formats.Message:
 		// The whole message replaces the deltas that streamed it.
 		s.text.Whole(a)
-		text := e.Text
 		thinking := e.Thinking
 		if b := s.thinking[a]; b != nil {
 			if thinking == "" {
@@ -472,127 +438,64 @@ func (s *streamWriter) Write(e *formats.Event) error {
 			delete(s.thinking, a)
 		}
 		delete(s.deltas, a)
-		s.assistant(a, true, content(text, thinking)...)
+		s.assistant(a, true, content(e.Text, thinking)...)
 	case formats.ToolCall:
 		s.flushText(a)
 		s.assistant(a, false, toolUseOut{"tool_use", e.Call.ID, e.Call.Name, args(e.Call.Args)})
 		s.todoCall[a] = e.Call.Name == "TodoWrite"
 	case formats.ToolResult:
 		s.flushText(a)
-		s.toolResult(e, lose)
+		s.toolResult(e)
 	case formats.UserMessage:
 		s.flushText(a)
 		s.user(a, textOut{"text", e.Text})
 	case formats.Usage:
-		if s.open[a] == "" {
-			u := s.usage[a]
-			if u == nil {
-				u = &formats.UsageInfo{}
-				s.usage[a] = u
-			}
-			u.Add(e.Usage)
+		// A request's usage goes with the next message of its agent.
+		u := s.usage[a]
+		if u == nil {
+			u = &formats.UsageInfo{}
+			s.usage[a] = u
 		}
+		u.Add(e.Usage)
 	case formats.Todos:
 		if !s.todoCall[a] {
-			lose("todo lists")
+			s.rep.Lose(lossLooseTodos)
 		}
 		s.todoCall[a] = false
 	case formats.Compaction:
 		s.flushText(a)
-		c := compactOut{Type: "system", Subtype: "compact_boundary", SessionID: s.run.session, UUID: s.ids.uuid()}
+		c := compactOut{Type: "system", Subtype: "compact_boundary", SessionID: v.Info.SessionID, UUID: s.run.ids.uuid()}
 		c.CompactMetadata.Trigger = "auto"
 		s.line(c)
-		if e.Text != "" {
-			lose("compaction summaries")
-		}
-	case formats.Notice:
-		if e.Severity != formats.Error {
-			lose("notices below error")
-		}
 	case formats.ModelChange:
-		s.models[a] = e.Run.Model
-	case formats.PermissionRequest:
-		lose("permission requests")
-	case formats.PermissionAnswer:
-		lose("permission answers")
+		if a != "" {
+			s.models[a] = e.Run.Model
+		}
 	case formats.AgentStart:
-		s.agentStart(e, lose)
+		s.agentStart(e)
 	case formats.AgentEnd:
 		s.flushText(a)
 		if a != "" && !s.said[a] {
-			lose("subagents that say nothing")
+			s.rep.Lose(lossSilentAgents)
 		}
 		if e.Text != "" {
-			if p := s.parents[a]; p != nil && s.run.calls.Get(*p) != nil && !s.run.calls.Get(*p).Done {
+			if p := s.parents[a]; p != nil && v.Calls.Get(*p) != nil && !v.Calls.Get(*p).Done {
 				s.reports[*p] = e.Text
 			} else {
-				lose("subagent reports")
+				s.rep.Lose(lossReports)
 			}
 		}
 		delete(s.open, a)
 	case formats.TurnEnd:
 		s.flushText(a)
 		delete(s.open, a)
-		lose("turn boundaries")
-	case formats.Answer:
-		if a != "" {
-			lose("subagent answers")
-		}
-	case formats.Raw:
-		if !s.quiet {
-			lose("unknown " + e.Source.Dialect + " events")
-		}
 	case formats.RunEnd:
-		s.end(e, lose)
-	}
-	switch {
-	case !s.quiet || s.err != nil || e.Source.Line == nil:
-	case fromJSON:
-		s.err = s.values(e)
-	default:
-		s.err = formats.WriteRawLine(s.w, e.Source.Line)
+		s.flushAllText()
+		s.rep.LoseN(lossReports, len(s.reports))
+		s.line(s.run.result(e, v, s.rep, s.told))
+		s.reset()
 	}
 	return s.err
-}
-
-// values writes the messages of a claude-json record one per line: the
-// elements of a --verbose array, or result objects, after an init line of
-// their own, which a stream always starts with.
-func (s *streamWriter) values(e *formats.Event) error {
-	if e.Kind == formats.RunStart && e.Source.Type == "result" {
-		s.quiet = false
-		s.start(e)
-		if s.err != nil {
-			return s.err
-		}
-	}
-	v := formats.NewValueReader(bytes.NewReader(e.Source.Line))
-	v.Elements = true
-	var buf bytes.Buffer
-	for {
-		b, _, err := v.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		buf.Reset()
-		if err := json.Compact(&buf, b); err != nil {
-			return err
-		}
-		if err := formats.WriteRawLine(s.w, buf.Bytes()); err != nil {
-			return err
-		}
-	}
-}
-
-func (s *streamWriter) start(e *formats.Event) {
-	s.reset()
-	s.runs++
-	s.ids = ids{seed: s.run.session + "\x00" + strconv.Itoa(s.runs)}
-	s.line(initOut{Type: "system", Subtype: "init", Cwd: e.Run.Cwd, SessionID: s.run.session,
-		Tools: []string{}, MCPServers: []string{}, Model: e.Run.Model, PermissionMode: "default", UUID: s.ids.uuid()})
 }
 
 func content(text, thinking string) []any {
@@ -628,7 +531,7 @@ func (s *streamWriter) assistant(a string, fresh bool, blocks ...any) {
 	}
 	m := messageOut{ID: s.open[a], Type: "message", Role: "assistant", Model: s.modelOf(a), Content: blocks}
 	if fresh || m.ID == "" {
-		m.ID = s.ids.message()
+		m.ID = s.run.ids.message()
 		s.open[a] = m.ID
 		if u := s.usage[a]; u != nil {
 			m.Usage = usageOf(*u)
@@ -636,8 +539,10 @@ func (s *streamWriter) assistant(a string, fresh bool, blocks ...any) {
 		}
 	}
 	s.said[a] = true
-	s.line(assistantOut{Type: "assistant", Message: m, ParentToolUseID: s.parents[a], SessionID: s.run.session, UUID: s.ids.uuid()})
+	s.line(assistantOut{Type: "assistant", Message: m, ParentToolUseID: s.parents[a], SessionID: s.session(), UUID: s.run.ids.uuid()})
 }
+
+func (s *streamWriter) session() string { return s.view.View().Info.SessionID }
 
 // delta writes a streamed fragment; the whole message follows where the
 // agent moves on.
@@ -647,61 +552,54 @@ func (s *streamWriter) delta(a string, index int, d deltaOut) {
 	}
 	s.said[a] = true
 	s.line(streamEventOut{Type: "stream_event", Event: deltaSpan{Type: "content_block_delta", Index: index, Delta: d},
-		ParentToolUseID: s.parents[a], SessionID: s.run.session, UUID: s.ids.uuid()})
+		ParentToolUseID: s.parents[a], SessionID: s.session(), UUID: s.run.ids.uuid()})
 }
 
 func (s *streamWriter) modelOf(a string) string {
-	if m := s.models[a]; m != "" {
+	if m := s.models[a]; m != "" && a != "" {
 		return m
 	}
-	return s.run.model
+	return s.view.View().Info.Model
 }
 
 func (s *streamWriter) user(a string, blocks ...any) {
 	delete(s.open, a)
 	s.said[a] = true
 	s.line(userOut{Type: "user", Message: userMsg{Role: "user", Content: blocks}, ParentToolUseID: s.parents[a],
-		SessionID: s.run.session, UUID: s.ids.uuid()})
+		SessionID: s.session(), UUID: s.run.ids.uuid()})
 }
 
-func (s *streamWriter) toolResult(e *formats.Event, lose func(string)) {
+func (s *streamWriter) toolResult(e *formats.Event) {
 	c := &e.Call
 	if c.Status == formats.Denied {
 		// The refusal goes into the result's permission_denials, and its
 		// reason into errors: a tool_result here would read back as a
 		// failure besides the refusal.
-		s.run.deny(e)
 		return
 	}
-	s.run.calls.Finish(e)
 	out := c.Output
 	if c.Error != "" {
+		s.told[c.ID] = true
 		if out == "" {
 			out = c.Error
 		} else {
 			out += "\n" + c.Error
-			lose("tool error texts (merged into the output)")
+			s.rep.Lose(lossMergedErrors)
 		}
 	}
 	if r, ok := s.reports[c.ID]; ok {
 		if r != out {
-			lose("subagent reports")
+			s.rep.Lose(lossReports)
 		}
 		delete(s.reports, c.ID)
 	}
-	if e.Duration > 0 {
-		lose("tool call durations")
-	}
 	if c.Truncated {
-		lose("tool output truncation marks")
-	}
-	if c.Status == formats.Cancelled && e.Source.Dialect != "" {
-		lose("cancelled tool call statuses (written as errors)")
+		s.rep.Lose(lossTruncation)
 	}
 	s.user(e.Agent, toolResultOut{c.ID, "tool_result", out, c.Status != formats.Completed})
 }
 
-func (s *streamWriter) agentStart(e *formats.Event, lose func(string)) {
+func (s *streamWriter) agentStart(e *formats.Event) {
 	info := e.AgentInfo
 	if info.ParentCall != "" {
 		p := info.ParentCall
@@ -709,10 +607,13 @@ func (s *streamWriter) agentStart(e *formats.Event, lose func(string)) {
 	} else {
 		// No call to hang it on: its events go to its parent's.
 		s.parents[e.Agent] = s.parents[info.Parent]
-		lose("subagents without a spawning tool call (flattened into their parent)")
+		s.rep.Lose(lossCalllessAgents)
 	}
 	if info.Model != "" {
 		s.models[e.Agent] = info.Model
+	}
+	if info.Cwd != "" {
+		s.rep.Lose(lossAgentDirs)
 	}
 }
 
@@ -722,16 +623,6 @@ func (s *streamWriter) flushAllText() {
 	for _, a := range slices.Sorted(maps.Keys(s.deltas)) {
 		s.flushText(a)
 	}
-}
-
-func (s *streamWriter) end(e *formats.Event, lose func(string)) {
-	s.flushAllText()
-	for range s.reports {
-		lose("subagent reports")
-	}
-	s.line(s.run.result(e, s.ids.uuid(), lose))
-	s.reset()
-	s.run = runState{}
 }
 
 // Close writes text still streaming when the input ended without ending its

@@ -1,0 +1,81 @@
+package claude_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/claude"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+// convertWith runs data through the pipeline from one dialect to another
+// and returns the output and the losses, as the command line prints them.
+func convertWith(t *testing.T, from, to formats.Dialect, data []byte) (string, string) {
+	t.Helper()
+	var out, rep bytes.Buffer
+	report := formats.NewReport(&rep)
+	clock := func() time.Time { return formats.FixedEpoch }
+	p := convert.New(to, &out, formats.WriteOptions{Stderr: io.Discard},
+		convert.Options{From: from, Report: report, Clock: clock})
+	if err := p.Convert(context.Background(), convert.Input{Name: "in", R: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	report.Summary(to.Name)
+	return out.String(), rep.String()
+}
+
+// Every record of a stream goes through claude-stream → claude-stream as
+// it came, in order, held records included, and nothing is lost.
+func TestPassthrough(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
+	if len(files) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		out, losses := convertWith(t, claude.Stream, claude.Stream, data)
+		if out != string(data) && out != string(data)+"\n" {
+			t.Errorf("%s changed:\n%s", f, out)
+		}
+		if strings.Contains(losses, "lost:") {
+			t.Errorf("%s: %s", f, losses)
+		}
+	}
+}
+
+// claude-json → claude-json prints each object once, as it came; the
+// --verbose array, whose messages are many events, too.
+func TestJSONPassthrough(t *testing.T) {
+	for _, f := range []string{"result-pretty.json", "verbose-array.json"} {
+		data := formatstest.Fixture(t, "claude", f)
+		out, losses := convertWith(t, claude.JSON, claude.JSON, data)
+		if strings.TrimSpace(out) != strings.TrimSpace(string(data)) || strings.Contains(losses, "lost:") {
+			t.Errorf("%s:\n%s\n%s", f, out, losses)
+		}
+	}
+}
+
+// claude-stream → claude-json is a result object made from the run, with
+// what it cannot hold reported like any other pair's losses.
+func TestStreamToJSON(t *testing.T) {
+	out, losses := convertWith(t, claude.Stream, claude.JSON, formatstest.Fixture(t, "claude", "split-messages-stream.jsonl"))
+	if strings.Count(out, "\n") != 1 || !strings.Contains(out, `"result":"The service listens on port 8080."`) {
+		t.Errorf("result object:\n%s", out)
+	}
+	for _, want := range []string{"thinking text", "tool calls", "todo lists", "assistant messages besides the answer"} {
+		if !strings.Contains(losses, "× "+want+" (claude-json cannot") {
+			t.Errorf("no loss of %s:\n%s", want, losses)
+		}
+	}
+}
