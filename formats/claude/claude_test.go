@@ -103,7 +103,9 @@ func TestSplitMessages(t *testing.T) {
 	if m.Text != "Let me plan and read the config." || m.Thinking != "I should read the config first." {
 		t.Errorf("merged message: %+v", m)
 	}
-	if u := evs[1].Usage; u.InputTokens != formats.Some[int64](100) || u.CacheReadTokens != formats.Some[int64](2000) {
+	// The model's input counts the cache: 100 + 2000 read + 50 written.
+	if u := evs[1].Usage; u.InputTokens != formats.Some[int64](2150) || u.CacheReadTokens != formats.Some[int64](2000) ||
+		u.CacheWriteTokens != formats.Some[int64](50) {
 		t.Errorf("usage: %+v", u)
 	}
 	if td := evs[4].Todos; len(td) != 2 || td[0].Status != "in_progress" {

@@ -79,3 +79,25 @@ func TestStreamToJSON(t *testing.T) {
 		}
 	}
 }
+
+// Claude's input_tokens leave the cache out; the model's count it. Written
+// back, claude-stream gives Claude's counts again, never negative.
+func TestUsageInputCountsTheCache(t *testing.T) {
+	evs := formatstest.Read(t, claude.Stream, formatstest.Fixture(t, "claude", "split-messages-stream.jsonl"))
+	end := formatstest.OfKind(evs, formats.RunEnd)[0]
+	if u := end.Usage; u.InputTokens != formats.Some[int64](300+50+4050) {
+		t.Errorf("run usage: %+v", u)
+	}
+	out, _ := formatstest.WriteAll(claude.Stream, evs, true)
+	if !strings.Contains(string(out), `"usage":{"input_tokens":300,"cache_creation_input_tokens":50,"cache_read_input_tokens":4050,"output_tokens":60}`) {
+		t.Errorf("written back:\n%s", out)
+	}
+	// A source whose cached count exceeds its input (it counts otherwise)
+	// gives 0, not a negative count.
+	odd := []*formats.Event{{Kind: formats.RunStart}, {Kind: formats.RunEnd, Status: formats.Completed,
+		Usage: formats.UsageInfo{InputTokens: formats.Some[int64](10), CacheReadTokens: formats.Some[int64](30)}}}
+	out, _ = formatstest.WriteAll(claude.JSON, odd, true)
+	if !strings.Contains(string(out), `"input_tokens":0,`) {
+		t.Errorf("negative input:\n%s", out)
+	}
+}

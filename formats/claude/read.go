@@ -63,9 +63,15 @@ type apiUsage struct {
 	CacheRead     *int64 `json:"cache_read_input_tokens"`
 }
 
+// info gives the model's usage: Claude's input_tokens leave out the
+// cache, the model's input counts cache reads and writes too.
 func (u *apiUsage) info() formats.UsageInfo {
+	in := formats.OptFrom(u.InputTokens)
+	if in.OK {
+		in = in.Plus(formats.OptFrom(u.CacheRead)).Plus(formats.OptFrom(u.CacheCreation))
+	}
 	return formats.UsageInfo{
-		InputTokens:      formats.OptFrom(u.InputTokens),
+		InputTokens:      in,
 		OutputTokens:     formats.OptFrom(u.OutputTokens),
 		CacheWriteTokens: formats.OptFrom(u.CacheCreation),
 		CacheReadTokens:  formats.OptFrom(u.CacheRead),

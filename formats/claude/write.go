@@ -311,8 +311,14 @@ func args(a json.RawMessage) json.RawMessage {
 	return a
 }
 
+// usageOf writes the model's usage as Claude's: input_tokens without the
+// cache reads and writes, which have counts of their own.
 func usageOf(u formats.UsageInfo) *usageOut {
-	return &usageOut{InputTokens: u.InputTokens.Ptr(), CacheCreation: u.CacheWriteTokens.Ptr(),
+	in := u.InputTokens
+	if in.OK {
+		in.V = max(in.V-u.CacheReadTokens.V-u.CacheWriteTokens.V, 0)
+	}
+	return &usageOut{InputTokens: in.Ptr(), CacheCreation: u.CacheWriteTokens.Ptr(),
 		CacheRead: u.CacheReadTokens.Ptr(), OutputTokens: u.OutputTokens.Ptr()}
 }
 
