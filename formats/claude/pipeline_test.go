@@ -3,15 +3,18 @@ package claude_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/adal"
 	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
@@ -99,5 +102,54 @@ func TestUsageInputCountsTheCache(t *testing.T) {
 	out, _ = formatstest.WriteAll(claude.JSON, odd, true)
 	if !strings.Contains(string(out), `"input_tokens":0,`) {
 		t.Errorf("negative input:\n%s", out)
+	}
+}
+
+// In a session of several prompts Claude Code's total_cost_usd is the
+// session's running total: each run costs what the total grew by, and a
+// writer gives the running total back.
+func TestSessionCostIsARunningTotal(t *testing.T) {
+	run := func(total string) string {
+		return `{"type":"system","subtype":"init","session_id":"s1","model":"m","cwd":"/w"}
+{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s1","total_cost_usd":` + total + `}
+`
+	}
+	other := `{"type":"system","subtype":"init","session_id":"s2","model":"m","cwd":"/w"}
+{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s2","total_cost_usd":0.01}
+`
+	data := run("0.05") + run("0.2") + run("0.578") + other
+	evs := formatstest.Read(t, claude.Stream, data)
+	var costs []float64
+	for _, e := range formatstest.OfKind(evs, formats.RunEnd) {
+		costs = append(costs, e.Usage.CostUSD.V)
+	}
+	if want := []float64{0.05, 0.15, 0.378, 0.01}; !slices.Equal(costs, want) {
+		t.Fatalf("run costs %v, want %v", costs, want)
+	}
+	for _, to := range []formats.Dialect{claude.Stream, claude.JSON} {
+		out, err := formatstest.WriteAll(to, evs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var totals []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if _, v, ok := strings.Cut(l, `"total_cost_usd":`); ok {
+				totals = append(totals, strings.SplitN(v, ",", 2)[0])
+			}
+		}
+		if got := strings.Join(totals, " "); got != "0.05 0.2 0.578 0.01" {
+			t.Errorf("%s totals: %s", to.Name, got)
+		}
+	}
+}
+
+// Unknown Claude messages are kept as they are: another dialect reports
+// each one lost, under claude-stream's name.
+func TestUnknownTypesLostElsewhere(t *testing.T) {
+	data := formatstest.Fixture(t, "claude", "unknown-types-stream.jsonl")
+	raws := len(formatstest.OfKind(formatstest.Read(t, claude.Stream, data), formats.Raw))
+	_, losses := convertWith(t, claude.Stream, adal.Stream, data)
+	if want := fmt.Sprintf("lost: %d × unknown claude-stream events (adal-stream", raws); raws == 0 || !strings.Contains(losses, want) {
+		t.Errorf("want %q:\n%s", want, losses)
 	}
 }

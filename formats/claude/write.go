@@ -40,10 +40,12 @@ type run struct {
 	// turns counts the main agent's model responses (num_turns).
 	turns      int
 	inResponse bool
-	// costs is each session's running total of total_cost_usd so far, as
-	// Claude Code prints it in a session of several prompts.
-	costs map[string]float64
-	runs  int
+	// costSession and costTotal are the session and total_cost_usd of the
+	// last run: in a session of several prompts Claude Code prints the
+	// session's running total.
+	costSession string
+	costTotal   float64
+	runs        int
 }
 
 // follow keeps the run's encoding state from any event, written or not.
@@ -67,17 +69,19 @@ func (r *run) follow(e *formats.Event, v *formats.RunView) {
 }
 
 // sessionCost is the running total of the session's cost after this run,
-// which Claude Code prints as total_cost_usd; it moves the total on.
+// which Claude Code prints as total_cost_usd; it moves the total on. As the
+// reader, it counts on from the last run's total when that run was of the
+// same session.
 func (r *run) sessionCost(v *formats.RunView) *float64 {
 	c := v.Usage.CostUSD
 	if !c.OK {
 		return nil
 	}
-	if r.costs == nil {
-		r.costs = map[string]float64{}
+	total := max(c.V, 0)
+	if r.costSession == v.Info.SessionID && v.Info.SessionID != "" {
+		total = roundCost(r.costTotal + total)
 	}
-	total := roundCost(r.costs[v.Info.SessionID] + max(c.V, 0))
-	r.costs[v.Info.SessionID] = total
+	r.costSession, r.costTotal = v.Info.SessionID, total
 	return &total
 }
 
