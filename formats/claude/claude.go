@@ -9,6 +9,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -169,6 +170,24 @@ func isOnlyResults(t []byte) bool {
 		}
 	}
 	return true
+}
+
+// isRefusal reports whether a tool error is Claude Code's refusal of a
+// call that needed a permission: the tool_result it prints for a call that
+// the result's permission_denials then lists.
+func isRefusal(text string) bool {
+	for _, s := range refusalTexts {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return strings.HasPrefix(text, "Permission to use ") && strings.Contains(text, " has been denied")
+}
+
+var refusalTexts = []string{
+	"but you haven't granted it yet",
+	"This command requires approval",
+	"The user doesn't want to proceed with this tool use",
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -153,3 +153,28 @@ func TestUnknownTypesLostElsewhere(t *testing.T) {
 		t.Errorf("want %q:\n%s", want, losses)
 	}
 }
+
+// A refused call ends once, as refused with its reason, whichever way it
+// goes through claude-stream.
+func TestRefusalEndsOnce(t *testing.T) {
+	for _, reason := range []string{"Claude requested permissions to write to /etc/hosts, but you haven't granted it yet.", "blocked by policy"} {
+		evs := []*formats.Event{{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "Write", Args: []byte(`{"file_path":"/etc/hosts"}`)}},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Write", Status: formats.Denied, Error: reason}},
+			{Kind: formats.Message, Text: "I may not."},
+			{Kind: formats.RunEnd, Status: formats.Failed, Text: "stopped"}}
+		out, losses := formatstest.WriteReport(t, claude.Stream, evs)
+		back := formatstest.Read(t, claude.Stream, out)
+		results := formatstest.OfKind(back, formats.ToolResult)
+		if len(results) != 1 || results[0].Call.Status != formats.Denied || results[0].Call.Name != "Write" {
+			t.Fatalf("%q: results %+v\n%s", reason, results, out)
+		}
+		// A reason in Claude Code's words is the tool_result; another has
+		// no place beside the run's own error, and is reported lost.
+		claudes := strings.Contains(reason, "granted")
+		if strings.Contains(out, reason) != claudes || strings.Contains(losses, "refusal reasons") == claudes ||
+			(results[0].Call.Error == reason) != claudes {
+			t.Errorf("%q:\n%s\n%s", reason, out, losses)
+		}
+	}
+}

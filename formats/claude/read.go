@@ -217,6 +217,7 @@ type call struct {
 	args   json.RawMessage
 	failed string // the error text of a failed result
 	ended  bool   // its result came
+	denied bool   // its result was a refusal
 }
 
 // pendingMsg gathers the blocks of one assistant message, which Claude Code
@@ -767,10 +768,16 @@ func (d *decoder) toolResult(agent string, b *block) {
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
 	if b.IsError != nil && *b.IsError {
 		res.Status, res.Output, res.Error = formats.Failed, "", out
+		if isRefusal(out) {
+			// The result's permission_denials will list it: it ends here,
+			// once, as refused.
+			res.Status = formats.Denied
+		}
 	}
 	if c != nil {
 		res.Name = c.name
 		c.ended = true
+		c.denied = res.Status == formats.Denied
 		if res.Status == formats.Failed {
 			c.failed = out
 		}
@@ -821,16 +828,21 @@ func (d *decoder) result(r *record) {
 	failed := (r.IsError != nil && *r.IsError) || (r.Subtype != "" && r.Subtype != "success")
 	errs := rawStrings(r.Errors)
 	for _, dn := range r.PermissionDenials {
+		if c := d.calls[dn.ToolUseID]; c != nil && c.denied {
+			// Its tool_result ended it already, as refused: a call ends once.
+			continue
+		}
 		if c := d.calls[dn.ToolUseID]; c != nil && c.ended {
-			// The call ended already, its result saying the refusal: the
-			// denial is the answer to its permission, not a second end.
+			// The call ended already, failed, its result saying the refusal
+			// in other words: the denial is the answer to its permission,
+			// not a second end.
 			d.emit(&formats.Event{Kind: formats.PermissionAnswer, Agent: c.agent, Call: formats.Call{ID: dn.ToolUseID, Name: c.name},
 				Permission: formats.Permission{RequestID: dn.ToolUseID, Reason: c.failed}})
 			continue
 		}
 		ev := &formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: dn.ToolUseID, Name: dn.ToolName, Args: dn.ToolInput, Status: formats.Denied}}
 		if c := d.calls[dn.ToolUseID]; c != nil {
-			ev.Agent, ev.Call.Error = c.agent, c.failed
+			ev.Agent = c.agent
 		}
 		if ev.Call.Error == "" && len(errs) == 1 && len(r.PermissionDenials) == 1 {
 			// A run stopped by a refusal says why in its one error.

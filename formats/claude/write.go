@@ -582,9 +582,14 @@ func (s *streamWriter) user(a string, blocks ...any) {
 func (s *streamWriter) toolResult(e *formats.Event) {
 	c := &e.Call
 	if c.Status == formats.Denied {
-		// The refusal goes into the result's permission_denials, and its
-		// reason into errors: a tool_result here would read back as a
-		// failure besides the refusal.
+		// The refusal goes into the result's permission_denials. A reason
+		// in Claude Code's words also goes into a tool_result, where it
+		// reads back as the refusal; any other would read back as a
+		// failure besides it, so it goes into errors[], or is lost.
+		if isRefusal(c.Error) {
+			s.told[c.ID] = true
+			s.user(e.Agent, toolResultOut{c.ID, "tool_result", c.Error, true})
+		}
 		return
 	}
 	out := c.Output
