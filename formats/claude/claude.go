@@ -49,6 +49,43 @@ var streamQuirks = []string{lossExitCodes, lossFailedAnswers, lossCancelledRuns,
 	lossMergedErrors, lossTruncation, lossReports, lossLooseTodos, lossSilentAgents, lossCalllessAgents,
 	lossAgentDirs}
 
+// QwenCode and Amp print copies of claude-stream (Qwen Code's `qwen -p
+// --output-format stream-json`, Amp's `amp -x --stream-json`): the same
+// reader and writer, with their agent's name. Their content cannot be told
+// apart from Claude Code's, so they are never detected: --from names them.
+var (
+	QwenCode = formats.Dialect{
+		Name:        "qwen-code",
+		Aliases:     []string{"qwen"},
+		Description: "Qwen Code `-p --output-format stream-json`: a copy of claude-stream (never detected: use --from)",
+		NewReader:   Stream.NewReader,
+		NewWriter:   newStreamWriter,
+		Carries:     streamCarries,
+		Quirks:      streamQuirks,
+	}
+	Amp = formats.Dialect{
+		Name:        "amp",
+		Description: "Amp `-x --stream-json`: a copy of claude-stream (never detected: use --from)",
+		NewReader:   Stream.NewReader,
+		NewWriter:   newStreamWriter,
+		Carries:     streamCarries,
+		Quirks:      streamQuirks,
+	}
+)
+
+// agentOf is the provider and agent name of the runs a dialect reads. Qwen
+// Code and Amp use the models of several providers, which their streams
+// do not name.
+func agentOf(dialect string) (provider, agent string) {
+	switch dialect {
+	case QwenCode.Name:
+		return "", "qwen-code"
+	case Amp.Name:
+		return "", "amp"
+	}
+	return Provider, AgentName
+}
+
 // JSON is the claude-json dialect.
 var JSON = formats.Dialect{
 	Name:        "claude-json",

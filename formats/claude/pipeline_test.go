@@ -178,3 +178,34 @@ func TestRefusalEndsOnce(t *testing.T) {
 		}
 	}
 }
+
+// Qwen Code's and Amp's stream-json are claude-stream's: read with their
+// agent's name, copied as they came into their own dialect, written like
+// claude-stream into it from anything else, and never detected.
+func TestCopiesOfClaudeStream(t *testing.T) {
+	data := formatstest.Fixture(t, "claude", "split-messages-stream.jsonl")
+	for _, d := range []struct {
+		dialect formats.Dialect
+		agent   string
+	}{{claude.QwenCode, "qwen-code"}, {claude.Amp, "amp"}} {
+		if d.dialect.Detect != nil {
+			t.Errorf("%s is detected", d.dialect.Name)
+		}
+		evs := formatstest.Read(t, d.dialect, data)
+		if run := evs[0].Run; run.AgentName != d.agent || run.Provider != "" || evs[0].Source.Dialect != d.dialect.Name {
+			t.Errorf("%s: run %+v", d.dialect.Name, run)
+		}
+		if got, want := formatstest.Kinds(evs), formatstest.Kinds(formatstest.Read(t, claude.Stream, data)); got != want {
+			t.Errorf("%s reads %s, claude-stream %s", d.dialect.Name, got, want)
+		}
+		out, losses := convertWith(t, d.dialect, d.dialect, data)
+		if out != string(data) || strings.Contains(losses, "lost:") {
+			t.Errorf("%s → %s changed:\n%s%s", d.dialect.Name, d.dialect.Name, out, losses)
+		}
+		fromClaude, _ := convertWith(t, claude.Stream, d.dialect, data)
+		asClaude, _ := convertWith(t, claude.Amp, claude.Stream, data)
+		if fromClaude == string(data) || fromClaude != asClaude {
+			t.Errorf("claude-stream → %s is not written as claude-stream:\n%s", d.dialect.Name, fromClaude)
+		}
+	}
+}

@@ -490,7 +490,7 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	clear(d.usageIDs)
 	clear(d.calls)
 	d.agents = d.agents[:0]
-	info.Provider, info.AgentName = Provider, AgentName
+	info.Provider, info.AgentName = agentOf(d.opts.Dialect)
 	d.emit(&formats.Event{Kind: formats.RunStart, Run: info})
 	pre := d.preRun
 	d.preRun = nil
