@@ -152,7 +152,8 @@ func TestFailuresDenialsAndSessions(t *testing.T) {
 		t.Errorf("run 1: %v", ends[0].Status)
 	}
 	// is_error with subtype success is a failure; the API error is a notice.
-	if ends[1].Status != formats.Failed || ends[1].Run.ExitCode != formats.Some(1) || !strings.HasPrefix(ends[1].Text, "API Error: 529") {
+	// Claude Code prints no exit code: the run view settles it.
+	if ends[1].Status != formats.Failed || ends[1].Run.ExitCode.OK || !strings.HasPrefix(ends[1].Text, "API Error: 529") {
 		t.Errorf("run 2: %+v", ends[1])
 	}
 	if ends[1].Run.SessionID != "5e55a005-0000-4000-8000-000000000005" {
@@ -272,6 +273,13 @@ func TestRoundTripThroughAdaL(t *testing.T) {
 				}
 				back := formatstest.Read(t, Stream, out)
 				want, got := survivors(evs), survivors(back)
+				if via.Name == adal.Stream.Name {
+					// adal-stream writes the refusal a run stopped at as a
+					// failed result and exit code 2, which reads back so.
+					for id, c := range want.Calls {
+						want.Calls[id] = strings.Replace(c, " denied", " failed", 1)
+					}
+				}
 				if !reflect.DeepEqual(want, got) {
 					t.Errorf("calls and answers changed:\nwant %+v\ngot  %+v\nvia:\n%s\nback:\n%s", want, got, mid, out)
 				}

@@ -873,7 +873,9 @@ func (d *decoder) result(r *record) {
 		}
 	}
 	if failed {
-		end.Status, end.Run.ExitCode = formats.Failed, formats.Some(1)
+		// Claude Code prints no exit code: the run view settles it, 1, or 2
+		// for a run that stopped on a refused call.
+		end.Status, end.Run.ExitCode = formats.Failed, formats.Opt[int]{}
 		end.Text = errorText(r.Error)
 		if end.Text == "" {
 			end.Text = strings.Join(d.errors, "\n")

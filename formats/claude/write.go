@@ -18,7 +18,7 @@ import (
 // Quirks of the writers: what their encoding cannot keep of what they
 // otherwise carry. The dialect rows list them.
 const (
-	lossExitCodes      = "exit codes other than 0 and 1"
+	lossExitCodes      = "exit codes other than 0, 1 and 2 after a refused call"
 	lossFailedAnswers  = "answers of failed runs"
 	lossCancelledRuns  = "cancelled run statuses (written as errors)"
 	lossReasons        = "refusal reasons"
@@ -152,8 +152,19 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 		o.Errors = errs
 	}
 	rep.LoseN(lossReasons, len(reasons))
-	// A failed run reads back with exit code 1.
-	if c := v.ExitCode; c != 0 && c != 1 {
+	// A failed run reads back with exit code 1, or 2 when the last call
+	// to end was refused; the refusals written only in permission_denials
+	// end their calls last, at the result.
+	back := 1
+	if v.Stopped {
+		back = 2
+	}
+	for _, d := range v.Refusals {
+		if !written[d.CallID] {
+			back = 2
+		}
+	}
+	if c := v.ExitCode; failed && c != back {
 		rep.Lose(lossExitCodes)
 	}
 	o.UUID = r.ids.uuid()
