@@ -774,13 +774,19 @@ func (d *decoder) toolResult(agent string, b *block) {
 			res.Status = formats.Denied
 		}
 	}
-	if c != nil {
-		res.Name = c.name
-		c.ended = true
-		c.denied = res.Status == formats.Denied
-		if res.Status == formats.Failed {
-			c.failed = out
+	if c == nil {
+		// A result without its call still ends it, for permission_denials.
+		if d.calls == nil {
+			d.calls = map[string]*call{}
 		}
+		c = &call{agent: agent}
+		d.calls[b.ToolUseID] = c
+	}
+	res.Name = c.name
+	c.ended = true
+	c.denied = res.Status == formats.Denied
+	if res.Status == formats.Failed {
+		c.failed = out
 	}
 	d.endAgent(b.ToolUseID, res.Status, out)
 	d.emit(&formats.Event{Kind: formats.ToolResult, Agent: agent, Call: res})
