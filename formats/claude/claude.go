@@ -98,7 +98,7 @@ var JSON = formats.Dialect{
 	// A result object holds the run's outcome, answer, errors, refusals,
 	// usage, cost and duration.
 	Carries: formats.AssistantText | formats.Refusals | formats.TokenUsage | formats.CacheWrites |
-		formats.Costs | formats.RunDurations,
+		formats.Costs | formats.RunDurations | formats.RunOutcomes,
 	Quirks: []string{lossMessages, lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons},
 }
 
