@@ -32,6 +32,8 @@ var Dialects = []formats.Dialect{
 	cursor.Stream,
 	claude.Stream,
 	claude.JSON,
+	claude.QwenCode,
+	claude.Amp,
 	malac.Dialect,
 	cliagents.Dialect,
 	pretty.Dialect,
