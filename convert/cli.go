@@ -136,7 +136,7 @@ func flags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "from", Aliases: []string{"f"}, Usage: "input `DIALECT` (default: detect it from the first events)"},
 		&cli.StringFlag{Name: "to", Aliases: []string{"t"}, Usage: "output `DIALECT` (required; see `agentconv formats`)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output (written whole, then renamed into place)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output (a regular file is written whole, then renamed into place; anything else is written in place)"},
 		&cli.BoolFlag{Name: "lenient", Usage: "skip malformed lines instead of stopping at the first; they are counted on stderr"},
 		&cli.BoolFlag{Name: "strict", Usage: "fail (exit 3) at the first thing the target dialect cannot carry"},
 		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},

@@ -172,7 +172,12 @@ func TestUsageSurvives(t *testing.T) {
 				continue
 			}
 			t.Run(rel+"→"+T.Name, func(t *testing.T) {
-				mid, _ := convertTo(t, data, "", T.Name)
+				mid, stderr := convertTo(t, data, "", T.Name)
+				for _, q := range T.Quirks {
+					if strings.Contains(q, "token usage") && strings.Contains(stderr, "× "+q+" ") {
+						t.Skipf("%s reports a loss of token usage: %s", T.Name, q)
+					}
+				}
 				back := readFacts(t, "otlp-json", first(convertTo(t, mid, T.Name, "otlp-json")))
 				if len(back) != len(direct) {
 					t.Fatalf("%d runs through %s, %d directly", len(back), T.Name, len(direct))

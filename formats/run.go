@@ -198,7 +198,7 @@ func (v *RunView) Observe(e *Event) {
 		if a := v.agents[e.Agent]; a != nil {
 			a.Usage.Add(e.Usage)
 		}
-		v.Usage = merged(v.endUsage, v.reqUsage)
+		v.Usage = RunTotals(v.endUsage, v.reqUsage)
 	case ModelChange:
 		v.model(e.Run.Model)
 		if main && e.Run.Model != "" {
@@ -207,7 +207,7 @@ func (v *RunView) Observe(e *Event) {
 	case RunEnd:
 		v.endText("")
 		v.endUsage = e.Usage
-		v.Usage = merged(v.endUsage, v.reqUsage)
+		v.Usage = RunTotals(v.endUsage, v.reqUsage)
 		v.Settle(e)
 		v.Open = false
 		return
@@ -239,9 +239,10 @@ func (v *RunView) endText(agent string) {
 	}
 }
 
-// merged is, count by count, the source's run total where it gives one,
-// else the sum of the requests.
-func merged(end, req UsageInfo) UsageInfo {
+// RunTotals is the one rule for a run's usage totals: count by count, the
+// source's run total (end) where it gives one, else the sum of the
+// requests (req).
+func RunTotals(end, req UsageInfo) UsageInfo {
 	pick := func(a, b Opt[int64]) Opt[int64] {
 		if a.OK {
 			return a

@@ -630,11 +630,15 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if e.Run.Provider != "" {
 		root.attrs = setAttr(root.attrs, attribute.String(keyProvider, e.Run.Provider))
 	}
-	usage := main.usage
-	if !e.Usage.Empty() {
-		usage = e.Usage
+	// The root carries the run's totals: the source's, else the sum of
+	// every agent's requests, as the run view counts them.
+	sum := main.usage
+	for _, id := range b.order {
+		if a := b.agents[id]; a != nil && a != main {
+			sum.Add(a.usage)
+		}
 	}
-	b.setUsage(root, usage)
+	b.setUsage(root, formats.RunTotals(e.Usage, sum))
 	if e.Run.ExitCode.OK {
 		root.set(attribute.Int(keyExitCode, e.Run.ExitCode.V))
 	}

@@ -37,7 +37,7 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 	}
 	// The answer is the one message a result object holds.
 	j.rep.LoseN(lossMessages, v.Messages-1)
-	return formats.WriteJSONLine(j.w, j.run.result(e, v, j.rep, nil))
+	return formats.WriteJSONLine(j.w, j.run.result(e, v, j.rep, nil, false))
 }
 
 func (j *jsonWriter) Close() error { return nil }

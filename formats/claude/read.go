@@ -267,6 +267,10 @@ type decoder struct {
 	msg      pendingMsg
 	lastText string
 	usageIDs map[string]bool
+	// subUsage: a subagent's requests had usage in this run. Claude's
+	// result.usage counts the main agent's alone, so the run's token
+	// totals are then the sum of every request.
+	subUsage bool
 	calls    map[string]*call
 	agents   []string // open subagents, in the order they started
 	// streamed is the text each agent streamed in deltas that no whole
@@ -488,6 +492,7 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
 	d.msg = pendingMsg{}
 	clear(d.usageIDs)
+	d.subUsage = false
 	clear(d.calls)
 	d.agents = d.agents[:0]
 	info.Provider, info.AgentName = agentOf(d.opts.Dialect)
@@ -623,7 +628,7 @@ func (d *decoder) assistant(r *record) {
 				d.usageIDs = map[string]bool{}
 			}
 			d.usageIDs[m.ID] = true
-			d.emit(&formats.Event{Kind: formats.Usage, Agent: d.knownAgent(r), Usage: m.Usage.info()})
+			d.emitUsage(d.knownAgent(r), m.Usage.info())
 		}
 		return
 	}
@@ -643,7 +648,7 @@ func (d *decoder) assistant(r *record) {
 			d.usageIDs = map[string]bool{}
 		}
 		d.usageIDs[m.ID] = true
-		d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: m.Usage.info()})
+		d.emitUsage(agent, m.Usage.info())
 	}
 	if agent == "" && m.Model != "" && m.Model != "<synthetic>" && m.Model != d.model {
 		if d.model != "" {
@@ -897,7 +902,7 @@ func (d *decoder) result(r *record) {
 			end.Text = "the run failed"
 		}
 	}
-	if r.Usage != nil {
+	if r.Usage != nil && !d.subUsage {
 		end.Usage = r.Usage.info()
 	}
 	if r.TotalCostUSD != nil {
@@ -1022,4 +1027,12 @@ func (s *valueSource) next() ([]byte, []byte, int, error) {
 	carrier := s.carrier
 	s.carrier = nil
 	return it, carrier, s.line, nil
+}
+
+// emitUsage gives a request's usage.
+func (d *decoder) emitUsage(agent string, u formats.UsageInfo) {
+	if agent != "" {
+		d.subUsage = true
+	}
+	d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: u})
 }

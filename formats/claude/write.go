@@ -29,6 +29,7 @@ const (
 	lossSilentAgents   = "subagents that say nothing"
 	lossCalllessAgents = "subagents without a spawning tool call (flattened into their parent)"
 	lossAgentDirs      = "subagent working directories"
+	lossLateUsage      = "token usage given after an agent's last message"
 	lossMessages       = "assistant messages besides the answer"
 )
 
@@ -91,7 +92,10 @@ func roundCost(c float64) float64 { return math.Round(c*1e12) / 1e12 }
 
 // result builds the run's result object from the view and reports what it
 // cannot say.
-func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, written map[string]bool) resultOut {
+// perMessage: the stream's messages carry each request's usage, so that
+// result.usage counts the main agent's alone, as Claude Code's does; a
+// claude-json result, which has no messages, carries the run's totals.
+func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, written map[string]bool, perMessage bool) resultOut {
 	failed := !v.Success()
 	o := resultOut{Type: "result", Subtype: "success", IsError: failed, NumTurns: r.turns,
 		SessionID: v.Info.SessionID, PermissionDenials: []denialOut{}}
@@ -110,6 +114,9 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 	}
 	o.TotalCostUSD = r.sessionCost(v)
 	u := v.Usage
+	if perMessage {
+		u = mainUsage(v)
+	}
 	if u.InputTokens.OK || u.OutputTokens.OK || u.CacheReadTokens.OK || u.CacheWriteTokens.OK {
 		o.Usage = usageOf(u)
 	}
@@ -376,12 +383,15 @@ type streamWriter struct {
 	deltas   map[string]bool   // agents with streamed text not yet written
 	open     map[string]string // agent → id of the message it is writing
 	usage    map[string]*formats.UsageInfo
-	parents  map[string]*string // subagent → its parent_tool_use_id
-	models   map[string]string  // subagent → its model
-	reports  map[string]string  // Task call → its subagent's report
-	todoCall map[string]bool
-	said     map[string]bool // subagents with a record written: claude has none for a silent one
-	told     map[string]bool // calls whose error a tool_result says
+	// held is the last assistant line, not yet written, of heldAgent.
+	held      *assistantOut
+	heldAgent string
+	parents   map[string]*string // subagent → its parent_tool_use_id
+	models    map[string]string  // subagent → its model
+	reports   map[string]string  // Task call → its subagent's report
+	todoCall  map[string]bool
+	said      map[string]bool // subagents with a record written: claude has none for a silent one
+	told      map[string]bool // calls whose error a tool_result says
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -391,6 +401,7 @@ func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 }
 
 func (s *streamWriter) reset() {
+	s.flushHeld()
 	s.text.Reset()
 	s.thinking = map[string]*strings.Builder{}
 	s.deltas = map[string]bool{}
@@ -405,10 +416,28 @@ func (s *streamWriter) reset() {
 }
 
 func (s *streamWriter) line(v any) {
+	s.flushHeld()
 	if s.err != nil {
 		return
 	}
 	s.err = formats.WriteJSONLine(s.w, v)
+}
+
+// hold keeps an assistant line back until the next line, so that the
+// usage of its request, which many sources give after the response,
+// goes on it as Claude Code puts it.
+func (s *streamWriter) hold(a string, m *assistantOut) {
+	s.flushHeld()
+	s.held, s.heldAgent = m, a
+}
+
+func (s *streamWriter) flushHeld() {
+	if m := s.held; m != nil {
+		s.held = nil
+		if s.err == nil {
+			s.err = formats.WriteJSONLine(s.w, m)
+		}
+	}
 }
 
 // Observe follows a record that the pipeline copies as it came: the
@@ -471,7 +500,13 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		s.flushText(a)
 		s.user(a, textOut{"text", e.Text})
 	case formats.Usage:
-		// A request's usage goes with the next message of its agent.
+		// A request's usage goes on the agent's message just written, if
+		// it has none, else with its next message.
+		if h := s.held; h != nil && s.heldAgent == a && h.Message.Usage == nil && s.usage[a] == nil {
+			h.Message.Usage = usageOf(e.Usage)
+			s.flushHeld()
+			break
+		}
 		u := s.usage[a]
 		if u == nil {
 			u = &formats.UsageInfo{}
@@ -513,7 +548,11 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	case formats.RunEnd:
 		s.flushAllText()
 		s.rep.LoseN(lossReports, len(s.reports))
-		s.line(s.run.result(e, v, s.rep, s.told))
+		if len(s.usage) > 0 {
+			// Usage after an agent's last message has no message to go on.
+			s.rep.LoseN(lossLateUsage, len(s.usage))
+		}
+		s.line(s.run.result(e, v, s.rep, s.told, true))
 		s.reset()
 	}
 	return s.err
@@ -560,7 +599,7 @@ func (s *streamWriter) assistant(a string, fresh bool, blocks ...any) {
 		}
 	}
 	s.said[a] = true
-	s.line(assistantOut{Type: "assistant", Message: m, ParentToolUseID: s.parents[a], SessionID: s.session(), UUID: s.run.ids.uuid()})
+	s.hold(a, &assistantOut{Type: "assistant", Message: m, ParentToolUseID: s.parents[a], SessionID: s.session(), UUID: s.run.ids.uuid()})
 }
 
 func (s *streamWriter) session() string { return s.view.View().Info.SessionID }
@@ -655,5 +694,27 @@ func (s *streamWriter) flushAllText() {
 // run (the pipeline ends every run, but a writer may be used without it).
 func (s *streamWriter) Close() error {
 	s.flushAllText()
+	s.flushHeld()
 	return s.err
+}
+
+// mainUsage is the run's token totals less its subagents': Claude's
+// result.usage counts the main agent's requests alone (its cost counts
+// every agent's).
+func mainUsage(v *formats.RunView) formats.UsageInfo {
+	u := v.Usage
+	less := func(o *formats.Opt[int64], sub formats.Opt[int64]) {
+		if o.OK && sub.OK {
+			o.V = max(0, o.V-sub.V)
+		}
+	}
+	for _, a := range v.Agents {
+		less(&u.InputTokens, a.Usage.InputTokens)
+		less(&u.OutputTokens, a.Usage.OutputTokens)
+		less(&u.CacheReadTokens, a.Usage.CacheReadTokens)
+		less(&u.CacheWriteTokens, a.Usage.CacheWriteTokens)
+		less(&u.ReasoningTokens, a.Usage.ReasoningTokens)
+		less(&u.TotalTokens, a.Usage.TotalTokens)
+	}
+	return u
 }
