@@ -38,7 +38,6 @@ var realCaptures = map[string]string{
 // negativeCount finds a count below zero in an output.
 var negativeCount = regexp.MustCompile(`"[A-Za-z_]*(?:[Tt]okens|[Cc]ount|[Cc]alls|cached|input|total|prompt|candidates)"\s*:\s*-\d`)
 
-
 // TestRealCaptures: every real capture in testdata is detected as its
 // dialect, gives back every line (as JSON) into its own dialect, and
 // converts into every dialect without a fake run, a run more or less, a
@@ -117,7 +116,6 @@ func TestRealCaptures(t *testing.T) {
 		})
 	}
 }
-
 
 // blankLines gives the skipped lines before a stream as blank lines, as
 // the pipeline hands them to the reader.

@@ -45,9 +45,6 @@ func LossTable() string {
 	var b strings.Builder
 	b.WriteString("| target | what it cannot carry (the WHAT on stderr) |\n|---|---|\n")
 	for _, d := range Writable() {
-		if d.Carries == 0 {
-			continue
-		}
 		cannot := Cannot(d)
 		if len(cannot) == 0 {
 			cannot = []string{"nothing"}

@@ -215,3 +215,30 @@ func checkNotNegative(t *testing.T, where string, u formats.UsageInfo) {
 		t.Errorf("%s: a negative cost: %+v", where, u)
 	}
 }
+
+// TestCallsOnce: each call appears once in every target: one entry of
+// adal-json's tool_calls, and one execute_tool span in otlp-json, for each
+// call the source has.
+func TestCallsOnce(t *testing.T) {
+	for _, in := range fixtures(t) {
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
+		t.Run(rel, func(t *testing.T) {
+			data := fixtureData(t, in)
+			calls := 0
+			for _, r := range readFacts(t, "", data) {
+				calls += r.calls
+			}
+			entries := 0
+			for _, o := range adalObjects(t, first(convertTo(t, data, "", "adal-json"))) {
+				entries += len(o.ToolCalls)
+			}
+			if entries != calls {
+				t.Errorf("adal-json has %d tool_calls entries for %d calls", entries, calls)
+			}
+			otlp, _ := convertTo(t, data, "", "otlp-json")
+			if spans := strings.Count(otlp, `"name":"execute_tool `); spans != calls {
+				t.Errorf("otlp-json has %d execute_tool spans for %d calls", spans, calls)
+			}
+		})
+	}
+}

@@ -334,7 +334,7 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 			}
 		}
 	} else {
-		if p.to.Carries != 0 && !slices.Contains(p.to.Resends, ev.Source.Dialect) {
+		if !slices.Contains(p.to.Resends, ev.Source.Dialect) {
 			if err := p.lose(ev); err != nil {
 				return err
 			}
