@@ -27,8 +27,8 @@ import (
 const (
 	batchSpans = 1024
 	batchDelay = 500 * time.Millisecond
-	senders    = 4
-	maxPending = 4
+	senders    = 6
+	maxPending = 2
 	// batchBudget is what the spans of a batch, with their resources and
 	// scopes, may take of a request.
 	batchBudget = maxRequest - 16<<10
