@@ -400,3 +400,27 @@ func readAllEvents(t *testing.T, data string) []*formats.Event {
 		evs = append(evs, e)
 	}
 }
+
+// TestStuckCollector: a collector that takes requests and never answers
+// costs one timeout, and every span is spooled.
+func TestStuckCollector(t *testing.T) {
+	in, ids := spanInput(t, 2<<20, 200)
+	for _, p := range protocols {
+		t.Run(protoName(p), func(t *testing.T) {
+			c := newCollector(t, p, func(c *fakeCollector) { c.hold = make(chan struct{}) })
+			start := time.Now()
+			code, stderr, spool := send(t, c, nil, "--otlp-timeout", "1s", "--from", "otlp-json", in)
+			if took := time.Since(start); took > time.Second+5*time.Second {
+				t.Errorf("took %v with a 1 s timeout", took)
+			}
+			if code != convert.ExitOutput || !strings.Contains(stderr, "delivery timeout") {
+				t.Errorf("exit %d, stderr:\n%s", code, stderr)
+			}
+			spooled := spanIDsOfFile(t, spool)
+			if len(spooled) != len(ids) {
+				t.Errorf("%d of %d spans spooled", len(spooled), len(ids))
+			}
+			checkAccounts(t, ids, c.accepted(), spooled)
+		})
+	}
+}

@@ -27,8 +27,8 @@ import (
 const (
 	batchSpans = 1024
 	batchDelay = 500 * time.Millisecond
-	senders    = 4
-	maxPending = 4
+	senders    = 6
+	maxPending = 2
 	// batchBudget is what the spans of a batch, with their resources and
 	// scopes, may take of a request.
 	batchBudget = maxRequest - 16<<10
@@ -491,7 +491,14 @@ func (p *spoolFile) write(b []item) {
 		d := readOnlyData(it.span)
 		p.enc.add(&d)
 	}
-	p.enc.writeTo(&lineWriter{p, len(b)})
+	lw := &lineWriter{p: p, n: len(b)}
+	if err := p.enc.writeTo(lw); err != nil && !lw.called {
+		// A value JSON cannot carry (NaN): nothing was written.
+		p.failed += len(b)
+		if p.err == nil {
+			p.err = err
+		}
+	}
 }
 
 func (p *spoolFile) writeRaw(line []byte, n int) {
@@ -499,7 +506,7 @@ func (p *spoolFile) writeRaw(line []byte, n int) {
 		p.failed += n
 		return
 	}
-	(&lineWriter{p, n}).Write(line)
+	(&lineWriter{p: p, n: n}).Write(line)
 }
 
 // lost counts spans that could not even be read back for the spool.
@@ -512,11 +519,13 @@ func (p *spoolFile) lost(err error, n int) {
 
 // lineWriter writes one line of n spans to the spool.
 type lineWriter struct {
-	p *spoolFile
-	n int
+	p      *spoolFile
+	n      int
+	called bool
 }
 
 func (w *lineWriter) Write(line []byte) (int, error) {
+	w.called = true
 	p := w.p
 	k, err := p.f.Write(line)
 	if err == nil && k == len(line) {
@@ -535,6 +544,9 @@ func (w *lineWriter) Write(line []byte) (int, error) {
 }
 
 func (p *spoolFile) finish(target string, why error, stderr io.Writer) error {
+	if why == nil {
+		why = errors.New("delivery stopped")
+	}
 	if p.f == nil {
 		return fmt.Errorf("%d spans could not be delivered to %s (%v), nor written to a spool file (%v); give --otlp-spool a file in a writable directory", p.failed, target, why, p.err)
 	}

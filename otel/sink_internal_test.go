@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,23 @@ func TestFullDiskUnderTheSpool(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), fmt.Sprintf("%d of them are in %s", spans, name)) || whole == 0 {
 		t.Errorf("stderr %q (%d events read back)", stderr.String(), whole)
+	}
+}
+
+// TestSpoolCountsWhatItCannotEncode: a span JSON cannot carry (a NaN) is
+// counted among those that could not be written, not forgotten.
+func TestSpoolCountsWhatItCannotEncode(t *testing.T) {
+	var p spoolFile
+	p.name = filepath.Join(t.TempDir(), "spool.jsonl")
+	good, bad := testSpan(1), testSpan(2)
+	bad.attrs = append(bad.attrs, attribute.Float64("x", math.NaN()))
+	p.write([]item{{span: good.snapshot()}})
+	p.write([]item{{span: bad.snapshot()}})
+	if p.whole != 1 || p.failed != 1 || p.spans() != 2 {
+		t.Errorf("whole %d, failed %d", p.whole, p.failed)
+	}
+	err := p.finish("test", nil, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "1 of them are whole") {
+		t.Errorf("error %v", err)
 	}
 }
