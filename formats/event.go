@@ -122,22 +122,29 @@ func (s Status) String() string {
 	return "status(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseStatus maps the status words the dialects use onto Status. It returns
-// StatusUnknown for a word it does not know.
+// ParseStatus maps the model's own status names (as String gives them)
+// onto Status, and anything else to StatusUnknown. A dialect's own words
+// are its own StatusWords.
 func ParseStatus(s string) Status {
-	switch s {
-	case "completed", "success", "succeeded", "ok", "done":
-		return Completed
-	case "failed", "error", "failure":
-		return Failed
-	case "cancelled", "canceled", "interrupted", "aborted":
-		return Cancelled
-	case "denied", "declined", "refused", "rejected":
-		return Denied
-	case "running", "in_progress", "pending", "started":
-		return Running
+	for i, n := range statusNames {
+		if n != "" && n == s {
+			return Status(i)
+		}
 	}
 	return StatusUnknown
+}
+
+// StatusWords is one dialect's words for statuses; a dialect declares its
+// own, so that the model holds no dialect's spelling.
+type StatusWords map[string]Status
+
+// Parse maps a word onto Status: the dialect's word, else the model's own
+// name, else StatusUnknown.
+func (w StatusWords) Parse(s string) Status {
+	if st, ok := w[s]; ok {
+		return st
+	}
+	return ParseStatus(s)
 }
 
 // OK reports whether the status counts as success.
@@ -161,16 +168,27 @@ func (s Severity) String() string {
 	return "severity(" + strconv.Itoa(int(s)) + ")"
 }
 
-// ParseSeverity maps a severity or level word onto Severity; unknown words
-// are Info.
+// ParseSeverity maps the model's own severity names onto Severity; any
+// other word is Info. A dialect's own words are its own SeverityWords.
 func ParseSeverity(s string) Severity {
-	switch s {
-	case "warning", "warn", "Warning":
-		return Warning
-	case "error", "fatal", "Error":
-		return Error
+	for i, n := range severityNames {
+		if n == s {
+			return Severity(i)
+		}
 	}
 	return Info
+}
+
+// SeverityWords is one dialect's words for severities.
+type SeverityWords map[string]Severity
+
+// Parse maps a word onto Severity: the dialect's word, else the model's
+// own name, else Info.
+func (w SeverityWords) Parse(s string) Severity {
+	if sv, ok := w[s]; ok {
+		return sv
+	}
+	return ParseSeverity(s)
 }
 
 // Event is one thing that happened in a run. Which fields are set depends on

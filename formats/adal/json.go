@@ -91,7 +91,7 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 		if call.ID == "" {
 			call.ID = "call_" + strconv.Itoa(i+1)
 		}
-		call.Status = formats.ParseStatus(c.Status)
+		call.Status = statusWords.Parse(c.Status)
 		if call.Status == formats.Denied {
 			call.Error = formats.Deref(o.Error)
 			q.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
@@ -230,3 +230,7 @@ func preview(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// statusWords are AdaL's words for a call's status besides the model's
+// own: the older documented variant says success and error.
+var statusWords = formats.StatusWords{"success": formats.Completed, "error": formats.Failed}

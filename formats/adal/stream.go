@@ -100,7 +100,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: l.Args}
 	case "tool_result":
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: formats.ParseStatus(l.Status)}
+		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: statusWords.Parse(l.Status)}
 		switch {
 		case len(l.Output) > 0 && l.Output[0] == '"':
 			ev.Call.OutputJSON = l.Output

@@ -134,7 +134,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	case "error":
 		ev.Kind, ev.Text, ev.Severity = formats.Notice, rec.Message, formats.Error
 		if rec.Severity != "" {
-			ev.Severity = formats.ParseSeverity(rec.Severity)
+			ev.Severity = severityWords.Parse(rec.Severity)
 		}
 	case "done":
 		return r.done(rec, n)
@@ -237,3 +237,7 @@ func stringOf(raw json.RawMessage) string {
 	}
 	return strings.ToValidUTF8(string(raw), "\uFFFD")
 }
+
+// severityWords are the crate's severities besides the model's names.
+var severityWords = formats.SeverityWords{"warn": formats.Warning, "Warning": formats.Warning, "Error": formats.Error,
+	"fatal": formats.Error}

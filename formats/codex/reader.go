@@ -606,7 +606,7 @@ func callOf(id string, it *item) formats.Call {
 }
 
 func resultOf(id string, it *item) formats.Call {
-	c := formats.Call{ID: id, Name: toolName(it), Status: formats.ParseStatus(it.Status)}
+	c := formats.Call{ID: id, Name: toolName(it), Status: statusWords.Parse(it.Status)}
 	switch it.Type {
 	case typeCommand:
 		c.Output = it.AggregatedOutput
@@ -699,3 +699,6 @@ func rawString(b json.RawMessage) string {
 	// Not a string: its JSON text, valid UTF-8 as every string read is.
 	return strings.ToValidUTF8(string(b), "\uFFFD")
 }
+
+// statusWords are Codex's item statuses.
+var statusWords = formats.StatusWords{"in_progress": formats.Running, "declined": formats.Denied}

@@ -178,7 +178,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	case "tool_result":
 		run.answer.tool()
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: l.ToolID, Name: run.names[l.ToolID], Status: formats.ParseStatus(l.Status)}
+		ev.Call = formats.Call{ID: l.ToolID, Name: run.names[l.ToolID], Status: statusWords.Parse(l.Status)}
 		if l.Output != nil {
 			ev.Call.Output = *l.Output
 		}
@@ -198,7 +198,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	case "error":
 		run.answer.other()
 		ev.Kind = formats.Notice
-		ev.Severity = formats.ParseSeverity(l.Severity)
+		ev.Severity = severityWords.Parse(l.Severity)
 		ev.Text = l.Message
 		if ev.Severity == formats.Error {
 			run.lastError = l.Message
@@ -310,3 +310,9 @@ func parseTime(s string) time.Time {
 func formatTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
+
+// statusWords and severityWords are Gemini CLI's words.
+var (
+	statusWords   = formats.StatusWords{"success": formats.Completed, "error": formats.Failed}
+	severityWords = formats.SeverityWords{"warn": formats.Warning, "Warning": formats.Warning, "Error": formats.Error}
+)

@@ -259,7 +259,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 			return append(evs, r.endRun(rec)...)
 		}
 		evs = append(evs, r.closeDenied(agent)...)
-		ev.Kind, ev.Status, ev.Text = formats.AgentEnd, formats.ParseStatus(rec.Status), rec.Report
+		ev.Kind, ev.Status, ev.Text = formats.AgentEnd, statusWords.Parse(rec.Status), rec.Report
 	case "model_changed":
 		ev.Kind, ev.Run.Model = formats.ModelChange, rec.Model
 		run.models[agent] = rec.Model
@@ -349,9 +349,9 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	case "compacted":
 		ev.Kind, ev.Text = formats.Compaction, rec.Summary
 	case "notice":
-		ev.Kind, ev.Severity, ev.Text = formats.Notice, formats.ParseSeverity(rec.Level), stringOf(rec.Message)
+		ev.Kind, ev.Severity, ev.Text = formats.Notice, severityWords.Parse(rec.Level), stringOf(rec.Message)
 	case "turn_finished":
-		ev.Kind, ev.Status, ev.Text = formats.TurnEnd, formats.ParseStatus(rec.Status), rec.Text
+		ev.Kind, ev.Status, ev.Text = formats.TurnEnd, statusWords.Parse(rec.Status), rec.Text
 		if agent == "" {
 			run.turn.seen, run.turn.status, run.turn.text = true, ev.Status, rec.Text
 		}
@@ -459,8 +459,8 @@ func (r *reader) endRun(fin *record) []*formats.Event {
 	switch {
 	case run.turn.seen:
 		end.Status = run.turn.status
-	case fin != nil && formats.ParseStatus(fin.Status) != formats.StatusUnknown:
-		end.Status = formats.ParseStatus(fin.Status)
+	case fin != nil && statusWords.Parse(fin.Status) != formats.StatusUnknown:
+		end.Status = statusWords.Parse(fin.Status)
 	default:
 		// The main agent never finished a turn: the stream was cut. The
 		// pipeline closes such a run, its open calls and subagents.
@@ -564,3 +564,13 @@ func todoItems(raw json.RawMessage) []formats.Todo {
 	}
 	return out
 }
+
+// statusWords and severityWords are the words malac's records use, as
+// this reader has always taken them.
+var (
+	statusWords = formats.StatusWords{"success": formats.Completed, "succeeded": formats.Completed, "ok": formats.Completed,
+		"done": formats.Completed, "error": formats.Failed, "failure": formats.Failed, "canceled": formats.Cancelled,
+		"interrupted": formats.Cancelled, "aborted": formats.Cancelled, "declined": formats.Denied, "refused": formats.Denied,
+		"rejected": formats.Denied, "in_progress": formats.Running, "pending": formats.Running, "started": formats.Running}
+	severityWords = formats.SeverityWords{"warn": formats.Warning, "fatal": formats.Error}
+)
