@@ -56,7 +56,7 @@ func (s Sys) getenv(k string) string {
 }
 
 const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE] [FILE ...]
-agentconv formats
+agentconv formats [--losses]
 agentconv generate --to DIALECT [--size 100MB]`
 
 const description = `Converts the event streams that AI coding agents print from one dialect to
@@ -104,7 +104,12 @@ func Run(args []string, sys Sys) int {
 		Commands: []*cli.Command{{
 			Name:  "formats",
 			Usage: "list the dialects, and whether each can be read and written",
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "losses", Usage: "list instead what each dialect's writer cannot carry"}},
 			Action: func(c *cli.Context) error {
+				if c.Bool("losses") {
+					PrintLosses(sys.Stdout)
+					return nil
+				}
 				PrintFormats(sys.Stdout)
 				return nil
 			},
@@ -257,6 +262,17 @@ func flagsFirst(args []string, flags []cli.Flag) []string {
 		out = append(out, "--")
 	}
 	return append(out, files...)
+}
+
+// PrintLosses writes what each writable dialect cannot carry, from the
+// table: what `--to` it would report as lost.
+func PrintLosses(w io.Writer) {
+	for _, d := range Writable() {
+		fmt.Fprintf(w, "%s:\n", d.Name)
+		for _, what := range Cannot(d) {
+			fmt.Fprintf(w, "  %s\n", what)
+		}
+	}
 }
 
 // PrintFormats writes the table of dialects.

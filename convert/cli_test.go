@@ -36,6 +36,7 @@ func TestCommandLine(t *testing.T) {
 		{name: "lenient and strict", args: []string{"--to", "adal-json", "--lenient", "--strict"}, code: ExitUsage, stderrHas: []string{"contradict"}, stdoutLine: -1},
 		{name: "missing file", args: []string{"--to", "adal-json", "no-such-file.ndjson"}, code: ExitInput, stderrHas: []string{"no-such-file.ndjson"}, stdoutLine: -1},
 		{name: "formats", args: []string{"formats"}, code: ExitOK, stdoutHas: []string{"DIALECT", "adal-stream", "adal-json", "adal-text"}, stdoutLine: -1},
+		{name: "formats --losses", args: []string{"formats", "--losses"}, code: ExitOK, stdoutHas: []string{"adal-json:\n", "  thinking text\n", "  tool outputs past the adal-json preview size (kept as a preview)\n"}, stdoutLine: -1},
 		{name: "stdin detected", stdin: seed, args: []string{"--to", "adal-json"}, code: ExitOK, stdoutHas: []string{`"success":true`, `"answer":"Fixed 3 lint errors`}, stdoutLine: 1},
 		{name: "dash is stdin", stdin: seed, args: []string{"--to", "adal-json", "-"}, code: ExitOK, stdoutHas: []string{`"exit_code":0`}, stdoutLine: 1},
 		{name: "undetectable", stdin: "{\"hello\":1}\n", args: []string{"--to", "adal-json"}, code: ExitInput, stderrHas: []string{"<stdin>:1:", "cannot tell which dialect", "--from", "adal-stream"}, stdoutLine: 0},
