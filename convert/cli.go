@@ -318,16 +318,27 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	if len(names) == 0 {
 		names = []string{"-"}
 	}
+	var inputs []string
 	for _, n := range names {
 		if n == "-" {
+			inputs = append(inputs, n)
 			continue
 		}
-		if st, err := os.Stat(n); err != nil {
+		st, err := os.Stat(n)
+		if err != nil {
 			return fail(ExitInput, "%s: cannot read it: %v", n, errors.Unwrap(err))
-		} else if st.IsDir() {
-			return fail(ExitInput, "%s: is a directory; name the files in it", n)
 		}
+		if !st.IsDir() {
+			inputs = append(inputs, n)
+			continue
+		}
+		files, err := dirInputs(n, from)
+		if err != nil {
+			return fail(ExitInput, "%v", err)
+		}
+		inputs = append(inputs, files...)
 	}
+	names = inputs
 
 	// The output: standard output, or the -o file (output.go), or for a
 	// dialect that writes one document per run, the -o directory, one file
