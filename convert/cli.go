@@ -55,13 +55,14 @@ func (s Sys) getenv(k string) string {
 	return s.Getenv(k)
 }
 
-const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE] [FILE ...]
+const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE|DIR] [FILE|DIR ...]
 agentconv formats
 agentconv generate --to DIALECT [--size 100MB]`
 
 const description = `Converts the event streams that AI coding agents print from one dialect to
 another, and exports runs as OpenTelemetry traces. Inputs are FILEs, or
-standard input when there are none or a FILE is "-". Without --from, the
+standard input when there are none or a FILE is "-"; a DIR, for a dialect
+that reads one (atif), is every *.json file under it. Without --from, the
 dialect of each input is detected from its first events.
 
 Whatever the target dialect cannot carry is counted and reported on stderr.

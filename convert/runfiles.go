@@ -15,8 +15,9 @@ import (
 // document per run (Dialect.RunFile): each run's output goes to a file of
 // its own, DIR/<name>/<RunFile>. The name is the run's session id, made
 // safe for a file name, or run-N for the Nth run without one; a name
-// already given in this conversion gets -2, -3, … (with a warning), so that
-// no run replaces another. Each file is written to a temporary file in DIR
+// already given in this conversion (in any case, for a case-insensitive
+// file system) gets -2, -3, … (with a warning), so that no run replaces
+// another. Each file is written to a temporary file in DIR
 // and renamed into place when its run is over, so that no half-written
 // file ever has the name; a file left from an earlier conversion is
 // replaced, as -o replaces a file.
@@ -40,8 +41,6 @@ type runFiles struct {
 	used  map[string]bool // names given, lower-cased
 	anon  int             // runs without a session id
 	err   error           // the first failure to write a file
-	// Files are the files written, in order.
-	Files []string
 }
 
 // outputDir tells whether -o names a directory that dialect to writes per
@@ -185,7 +184,6 @@ func (rf *runFiles) finish() {
 		rf.err = fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
 		return
 	}
-	rf.Files = append(rf.Files, target)
 }
 
 // Close closes the writer and puts the last run's file in place.
@@ -213,7 +211,9 @@ func (rf *runFiles) abort() {
 }
 
 // runFilesWriter is the runFiles wrapped around a writer; runFilesObserver
-// also lets the pipeline copy records of the writer's own dialect.
+// also lets the pipeline copy records of the writer's own dialect. Neither
+// passes on formats.RawOutputWriter (atif's writer is not one): the
+// pipeline then decodes tool outputs for the writer, which is only slower.
 type (
 	runFilesWriter   runFiles
 	runFilesObserver runFiles

@@ -154,3 +154,19 @@ func TestOutputDirFailure(t *testing.T) {
 	}
 	noTemporaryFiles(t, dir)
 }
+
+// TestOutputDirCase: session ids that differ only in case get names that
+// differ otherwise, for a file system that does not tell them apart.
+func TestOutputDirCase(t *testing.T) {
+	doc := func(session string) string {
+		return `{"schema_version":"ATIF-v1.7","session_id":"` + session + `","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"user","message":"hi"}]}` + "\n"
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCLI(doc("Abc")+doc("abc")+doc("x/y"), "--from", "atif", "--to", "atif", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, want := strings.Join(runTree(t, dir), " "), "Abc/trajectory.json abc-2/trajectory.json x_y/trajectory.json"; got != want {
+		t.Errorf("files:\n got %s\nwant %s", got, want)
+	}
+}
