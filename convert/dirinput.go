@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -33,8 +34,10 @@ func dirInputs(dir string, from formats.Dialect) ([]string, error) {
 	}
 	if len(patterns) == 0 {
 		msg := fmt.Sprintf("%s: is a directory; name the files in it", dir)
-		if all := dirReaders(); len(all) > 0 {
-			msg += " (only " + strings.Join(all, ", ") + " reads a directory)"
+		if all := dirReaders(); len(all) == 1 {
+			msg += " (only " + all[0] + " reads a directory)"
+		} else if len(all) > 1 {
+			msg += " (only " + strings.Join(all, ", ") + " read a directory)"
 		}
 		return nil, fmt.Errorf("%s", msg)
 	}
@@ -62,7 +65,11 @@ func dirInputs(dir string, from formats.Dialect) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read it: %v", dir, unwrapPath(err))
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: cannot read it: %v", pe.Path, pe.Err)
+		}
+		return nil, fmt.Errorf("%s: cannot read it: %v", dir, err)
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no %s file under it (for %s)", dir, strings.Join(patterns, " or "), strings.Join(readers, ", "))
