@@ -55,13 +55,14 @@ func (s Sys) getenv(k string) string {
 	return s.Getenv(k)
 }
 
-const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE] [FILE ...]
+const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE|DIR] [FILE|DIR ...]
 agentconv formats [--losses]
 agentconv generate --to DIALECT [--size 100MB]`
 
 const description = `Converts the event streams that AI coding agents print from one dialect to
 another, and exports runs as OpenTelemetry traces. Inputs are FILEs, or
-standard input when there are none or a FILE is "-". Without --from, the
+standard input when there are none or a FILE is "-"; a DIR, for a dialect
+that reads one (atif), is every *.json file under it. Without --from, the
 dialect of each input is detected from its first events.
 
 Whatever the target dialect cannot carry is counted and reported on stderr.
@@ -141,7 +142,7 @@ func flags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "from", Aliases: []string{"f"}, Usage: "input `DIALECT` (default: detect it from the first events)"},
 		&cli.StringFlag{Name: "to", Aliases: []string{"t"}, Usage: "output `DIALECT` (required; see `agentconv formats`)"},
-		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output (a regular file is written whole, then renamed into place; anything else is written in place)"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output (a regular file is written whole, then renamed into place; anything else is written in place; for a dialect that writes a document per run (atif), a directory, or a name ending in /: one DIR/<session id>/FILE per run)"},
 		&cli.BoolFlag{Name: "lenient", Usage: "skip malformed lines instead of stopping at the first; they are counted on stderr"},
 		&cli.BoolFlag{Name: "strict", Usage: "fail (exit 3) at the first thing the target dialect cannot carry"},
 		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},
@@ -334,27 +335,49 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	if len(names) == 0 {
 		names = []string{"-"}
 	}
+	var inputs []string
 	for _, n := range names {
 		if n == "-" {
+			inputs = append(inputs, n)
 			continue
 		}
-		if st, err := os.Stat(n); err != nil {
+		st, err := os.Stat(n)
+		if err != nil {
 			return fail(ExitInput, "%s: cannot read it: %v", n, errors.Unwrap(err))
-		} else if st.IsDir() {
-			return fail(ExitInput, "%s: is a directory; name the files in it", n)
 		}
+		if !st.IsDir() {
+			inputs = append(inputs, n)
+			continue
+		}
+		files, err := dirInputs(n, from)
+		if err != nil {
+			return fail(ExitInput, "%v", err)
+		}
+		inputs = append(inputs, files...)
 	}
+	names = inputs
 
-	// The output: standard output, or the -o file (output.go).
+	// The output: standard output, or the -o file (output.go), or for a
+	// dialect that writes one document per run, the -o directory, one file
+	// per run (runfiles.go).
 	var out io.Writer = sys.Stdout
 	var tmp *outputFile
+	outDir := ""
 	if outPath := c.String("output"); outPath != "" && outPath != "-" {
-		var err error
-		if tmp, err = openOutput(outPath); err != nil {
+		isDir, err := outputDir(outPath, to)
+		switch {
+		case err != nil:
 			return fail(ExitOutput, "%v", err)
+		case isDir:
+			outDir = outPath
+		default:
+			if tmp, err = openOutput(outPath); err != nil {
+				return fail(ExitOutput, "%v", err)
+			}
+			out = tmp
 		}
-		out = tmp
 	}
+	toFile := tmp != nil || outDir != ""
 	bw := bufio.NewWriterSize(out, 64<<10)
 
 	clock := sys.Clock
@@ -372,7 +395,7 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		Stderr:   sys.Stderr,
 		Params:   params,
 		Getenv:   sys.Getenv,
-		Terminal: tmp == nil && isTerminal(sys.Stdout),
+		Terminal: !toFile && isTerminal(sys.Stdout),
 	}
 	if to.Check != nil {
 		if err := to.Check(wopts, names); err != nil {
@@ -383,10 +406,16 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		}
 	}
 	opts := Options{From: from, Lenient: c.Bool("lenient"), Strict: c.Bool("strict"), Clock: clock, Report: rep}
-	if tmp == nil && isLive(sys.Stdout) {
+	if !toFile && isLive(sys.Stdout) {
 		opts.Flush = bw.Flush
 	}
-	p := New(to, bw, wopts, opts)
+	var p *Pipeline
+	var runs *runFiles
+	if outDir != "" {
+		p, runs = newRunFilesPipeline(to, outDir, wopts, opts)
+	} else {
+		p = New(to, bw, wopts, opts)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -449,6 +478,10 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		if err := tmp.finish(failed); err != nil && closeErr == nil {
 			closeErr = &OutputError{err}
 		}
+	}
+	if runs != nil {
+		// The runs put in place are whole; a run not put in place is not.
+		runs.abort()
 	}
 
 	code := exitFor(runErr, sys.Stderr)

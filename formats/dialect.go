@@ -47,6 +47,15 @@ type Dialect struct {
 	// Params are the writer's settings, which the command line offers as
 	// flags; WriteOptions.Params has their values by Key.
 	Params []Param
+	// RunFile, if set, says that the writer writes one whole document per
+	// run, and names the file each document gets when -o names a
+	// directory: DIR/<session id>/<RunFile> (run-N for the Nth run without
+	// a session id). Empty: -o names a file, never a directory.
+	RunFile string
+	// DirFiles, if set, lets a directory be an input of the dialect: every
+	// file under it whose name matches this pattern (path.Match), in path
+	// order, is read as an input. Empty: a directory input is an error.
+	DirFiles string
 }
 
 // Param is one setting of a dialect's writer.

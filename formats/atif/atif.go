@@ -22,7 +22,9 @@ var Dialect = formats.Dialect{
 	Detect:    detect,
 	Carries: formats.AllFeatures &^ (formats.Turns | formats.TurnStatuses | formats.PermissionRequests |
 		formats.PermissionAnswers | formats.TodoLists | formats.RawEvents),
-	Quirks: []string{lostEmptySubagents},
+	Quirks:   []string{lostEmptySubagents},
+	RunFile:  "trajectory.json",
+	DirFiles: "*.json",
 }
 
 // SchemaVersion is the version the writer writes.

@@ -1,0 +1,98 @@
+package convert
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// dirInputs lists the files a directory named as an input holds, for a
+// dialect that reads directories (Dialect.DirFiles): with --from, that
+// dialect's pattern; without, the pattern of any readable dialect that
+// declares one, each file's dialect being detected as usual. The files are
+// every one under dir whose name matches, in path order (a directory's
+// entries by name, each subdirectory where its name comes), so the output
+// is the same run to run; names starting with a dot are left out, files
+// and directories alike. A dialect that declares no pattern keeps the
+// error: name the files.
+func dirInputs(dir string, from formats.Dialect) ([]string, error) {
+	var patterns, readers []string
+	for _, d := range Readable() {
+		if d.DirFiles == "" || from.Name != "" && d.Name != from.Name {
+			continue
+		}
+		readers = append(readers, d.Name)
+		if !slices.Contains(patterns, d.DirFiles) {
+			patterns = append(patterns, d.DirFiles)
+		}
+	}
+	if len(patterns) == 0 {
+		msg := fmt.Sprintf("%s: is a directory; name the files in it", dir)
+		if all := dirReaders(); len(all) == 1 {
+			msg += " (only " + all[0] + " reads a directory)"
+		} else if len(all) > 1 {
+			msg += " (only " + strings.Join(all, ", ") + " read a directory)"
+		}
+		return nil, fmt.Errorf("%s", msg)
+	}
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || !matchAny(patterns, d.Name()) {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			// A symlink or other: only one that leads to a regular file.
+			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+				return nil
+			}
+		}
+		files = append(files, p)
+		return nil
+	})
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: cannot read it: %v", pe.Path, pe.Err)
+		}
+		return nil, fmt.Errorf("%s: cannot read it: %v", dir, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no %s file under it (for %s)", dir, strings.Join(patterns, " or "), strings.Join(readers, ", "))
+	}
+	return files, nil
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := filepath.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// dirReaders names the dialects that read a directory.
+func dirReaders() []string {
+	var out []string
+	for _, d := range Readable() {
+		if d.DirFiles != "" {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}

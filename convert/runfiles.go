@@ -1,0 +1,243 @@
+package convert
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// runFiles is where -o DIR writes, for a dialect whose writer writes one
+// document per run (Dialect.RunFile): each run's output goes to a file of
+// its own, DIR/<name>/<RunFile>. The name is the run's session id, made
+// safe for a file name, or run-N for the Nth run without one; a name
+// already given in this conversion (in any case, for a case-insensitive
+// file system) gets -2, -3, … (with a warning), so that no run replaces
+// another. Each file is written to a temporary file in DIR
+// and renamed into place when its run is over, so that no half-written
+// file ever has the name; a file left from an earlier conversion is
+// replaced, as -o replaces a file.
+//
+// It is both the writer's output and, wrapped around the writer, what the
+// pipeline writes events to: a run's output is every byte written from
+// its first event until the next run's first event (or the end), so that
+// a record the pipeline copies after the writer saw the run's end still
+// belongs to the run.
+type runFiles struct {
+	dir, file string
+	view      *formats.RunView
+	report    *formats.Report
+	w         formats.Writer
+
+	cur *os.File // the temporary file of the run being written
+	bw  *bufio.Writer
+	// ended: the run's end was seen; name is its file's name.
+	ended bool
+	name  string
+	used  map[string]bool // names given, lower-cased
+	anon  int             // runs without a session id
+	err   error           // the first failure to write a file
+}
+
+// outputDir tells whether -o names a directory that dialect to writes per
+// run files into: an existing directory, or a name ending in a slash,
+// which is made.
+func outputDir(name string, to formats.Dialect) (bool, error) {
+	if to.RunFile == "" {
+		return false, nil
+	}
+	if st, err := os.Stat(name); err == nil {
+		return st.IsDir(), nil
+	}
+	if !strings.HasSuffix(name, "/") {
+		return false, nil
+	}
+	if err := os.MkdirAll(name, 0o777); err != nil {
+		return false, fmt.Errorf("cannot write %s: %v", name, unwrapPath(err))
+	}
+	return true, nil
+}
+
+// newRunFilesPipeline makes the writer of to, writing under dir, and the
+// pipeline that feeds it.
+func newRunFilesPipeline(to formats.Dialect, dir string, wo formats.WriteOptions, opts Options) (*Pipeline, *runFiles) {
+	if opts.View == nil {
+		opts.View = &formats.RunView{}
+	}
+	if wo.Report == nil {
+		wo.Report = opts.Report
+	}
+	if wo.Dialect == "" {
+		wo.Dialect = to.Name
+	}
+	wo.Run = opts.View
+	rf := &runFiles{dir: dir, file: to.RunFile, view: opts.View, report: opts.Report, used: map[string]bool{}}
+	rf.w = to.NewWriter(rf, wo)
+	opts.Out = rf
+	var w formats.Writer = (*runFilesWriter)(rf)
+	if _, ok := rf.w.(formats.Observer); ok {
+		w = (*runFilesObserver)(rf)
+	}
+	return NewPipeline(w, to, opts), rf
+}
+
+// Write is the output of the run being written.
+func (rf *runFiles) Write(p []byte) (int, error) {
+	if rf.err != nil {
+		return 0, rf.err
+	}
+	if rf.cur == nil {
+		f, err := createTemp(filepath.Join(rf.dir, "run"), 0o666)
+		if err != nil {
+			rf.err = fmt.Errorf("cannot write in %s: %v", rf.dir, unwrapPath(err))
+			return 0, rf.err
+		}
+		rf.cur, rf.bw = f, bufio.NewWriterSize(f, 64<<10)
+	}
+	n, err := rf.bw.Write(p)
+	if err != nil {
+		rf.err = err
+	}
+	return n, err
+}
+
+// before is called with each event before the writer gets it: the first
+// event after a run's end puts that run's file in place.
+func (rf *runFiles) before() {
+	if rf.ended {
+		rf.finish()
+	}
+}
+
+// after is called with each event after the writer got it.
+func (rf *runFiles) after(e *formats.Event) {
+	if e.Kind == formats.RunEnd {
+		rf.ended, rf.name = true, rf.nameFor(rf.view.Info.SessionID)
+	}
+}
+
+// nameFor gives a run its directory's name.
+func (rf *runFiles) nameFor(session string) string {
+	base := safeName(session)
+	if base == "" {
+		rf.anon++
+		base = fmt.Sprintf("run-%d", rf.anon)
+	}
+	name := base
+	for i := 2; rf.used[strings.ToLower(name)]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	rf.used[strings.ToLower(name)] = true
+	if name != base {
+		rf.report.Warn(0, "another run was already written to %s; this one goes to %s", filepath.Join(rf.dir, base, rf.file), filepath.Join(rf.dir, name, rf.file))
+	}
+	return name
+}
+
+// safeName makes a session id a directory's name: a letter, digit, '.',
+// '_' or '-' stays, anything else becomes '_'; leading dots go (no hidden
+// name, no ".."); at most 128 bytes. "" for an id that leaves nothing.
+func safeName(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 128 {
+			break
+		}
+	}
+	return strings.TrimLeft(b.String(), ".")
+}
+
+// finish puts the ended run's file in place.
+func (rf *runFiles) finish() {
+	rf.ended = false
+	f := rf.cur
+	if f == nil || rf.err != nil {
+		return // the run wrote nothing
+	}
+	rf.cur = nil
+	err := rf.bw.Flush()
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	target := filepath.Join(rf.dir, rf.name, rf.file)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(target), 0o777)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), target)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		rf.err = fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
+		return
+	}
+}
+
+// Close closes the writer and puts the last run's file in place.
+func (rf *runFiles) Close() error {
+	err := rf.w.Close()
+	if rf.ended {
+		rf.finish()
+	}
+	if rf.cur != nil && rf.err == nil {
+		rf.err = errors.New("the writer wrote after the last run ended")
+	}
+	if err == nil {
+		err = rf.err
+	}
+	return err
+}
+
+// abort removes the file of a run not put in place.
+func (rf *runFiles) abort() {
+	if rf.cur != nil {
+		rf.cur.Close()
+		os.Remove(rf.cur.Name())
+		rf.cur = nil
+	}
+}
+
+// runFilesWriter is the runFiles wrapped around a writer; runFilesObserver
+// also lets the pipeline copy records of the writer's own dialect. Neither
+// passes on formats.RawOutputWriter (atif's writer is not one): the
+// pipeline then decodes tool outputs for the writer, which is only slower.
+type (
+	runFilesWriter   runFiles
+	runFilesObserver runFiles
+)
+
+func (w *runFilesWriter) Write(e *formats.Event) error {
+	rf := (*runFiles)(w)
+	rf.before()
+	if rf.err != nil {
+		return rf.err
+	}
+	err := rf.w.Write(e)
+	rf.after(e)
+	return err
+}
+
+func (w *runFilesWriter) Close() error { return (*runFiles)(w).Close() }
+
+func (w *runFilesObserver) Write(e *formats.Event) error { return (*runFilesWriter)(w).Write(e) }
+func (w *runFilesObserver) Close() error                 { return (*runFiles)(w).Close() }
+
+func (w *runFilesObserver) Observe(e *formats.Event) {
+	rf := (*runFiles)(w)
+	rf.before()
+	rf.w.(formats.Observer).Observe(e)
+	rf.after(e)
+}

@@ -1,0 +1,172 @@
+package convert
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+var multiRun = filepath.Join("..", "testdata", "adal", "multi-run-stream.ndjson")
+
+// runTree lists the files under dir, relative to it, sorted.
+func runTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	return files
+}
+
+// documents splits a stream of JSON documents.
+func documents(t *testing.T, s string) []string {
+	t.Helper()
+	var docs []string
+	values := formats.NewValueReader(strings.NewReader(s))
+	for {
+		doc, _, err := values.Next()
+		if err != nil {
+			break
+		}
+		docs = append(docs, string(doc))
+	}
+	return docs
+}
+
+// TestOutputDirOneFilePerRun: --to atif -o DIR writes each run to
+// DIR/<session id>/trajectory.json, the same document as on standard
+// output, and each passes Harbor's validator.
+func TestOutputDirOneFilePerRun(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI("", "--to", "atif", "-o", dir, multiRun)
+	if code != 0 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q: %s", code, stdout, stderr)
+	}
+	want := []string{
+		"5e6f7a8b-0000-4000-8000-000000000002/trajectory.json",
+		"9c0d1e2f-0000-4000-8000-000000000003/trajectory.json",
+		"a1b2c3d4-.../trajectory.json",
+	}
+	if got := runTree(t, dir); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("files:\n got %v\nwant %v", got, want)
+	}
+	_, all, _ := runCLI("", "--to", "atif", multiRun)
+	docs := documents(t, all)
+	order := []string{want[2], want[0], want[1]} // the input's order
+	var files []string
+	for i, rel := range order {
+		f := filepath.Join(dir, filepath.FromSlash(rel))
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < len(docs) && strings.TrimSpace(string(b)) != docs[i] {
+			t.Errorf("%s is not run %d of the standard output:\n%s", rel, i+1, diff(docs[i], string(b)))
+		}
+		files = append(files, f)
+	}
+	for f, errs := range harborValidate(t, files) {
+		t.Errorf("%s: Harbor's validator rejects it: %s", f, errs)
+	}
+}
+
+// TestOutputDirNames: a run without a session id is run-N, N counting such
+// runs; a second run with the same name gets -2 and a warning; a name
+// ending in a slash is made; a file from an earlier conversion is
+// replaced; no temporary file is left.
+func TestOutputDirNames(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new") + "/"
+	cut := filepath.Join("..", "testdata", "adal", "cut-stream.ndjson")
+	args := []string{"--to", "atif", "-o", dir, cut, seedStream, cut, seedStream}
+	code, _, stderr := runCLI("", args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := "a1b2c3d4-...-2/trajectory.json a1b2c3d4-.../trajectory.json run-1/trajectory.json run-2/trajectory.json"
+	if got := strings.Join(runTree(t, dir), " "); got != want {
+		t.Fatalf("files:\n got %s\nwant %s", got, want)
+	}
+	if !strings.Contains(stderr, "another run was already written to "+filepath.Join(dir, "a1b2c3d4-...", "trajectory.json")) {
+		t.Errorf("no warning for the second run of a1b2c3d4-...:\n%s", stderr)
+	}
+	// Again into the same directory: the same files, replaced.
+	os.WriteFile(filepath.Join(dir, "run-1", "trajectory.json"), []byte("old\n"), 0o644)
+	if code, _, stderr := runCLI("", args...); code != 0 {
+		t.Fatalf("again: exit %d: %s", code, stderr)
+	}
+	if got := strings.Join(runTree(t, dir), " "); got != want {
+		t.Fatalf("files again:\n got %s\nwant %s", got, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "run-1", "trajectory.json")); !strings.Contains(string(b), `"cut": true`) {
+		t.Errorf("run-1 was not replaced: %s", b)
+	}
+}
+
+func TestSafeName(t *testing.T) {
+	for id, want := range map[string]string{
+		"a1b2-C3_d.4": "a1b2-C3_d.4",
+		"../../etc":   "_.._etc",
+		"..":          "",
+		".hidden":     "hidden",
+		"a/b c":       "a_b_c",
+		"":            "",
+		"é":           "_",
+	} {
+		if got := safeName(id); got != want {
+			t.Errorf("safeName(%q) = %q, want %q", id, got, want)
+		}
+	}
+	if got := safeName(strings.Repeat("x", 300)); len(got) != 128 {
+		t.Errorf("a long id makes a name of %d bytes", len(got))
+	}
+}
+
+// TestOutputDirFailure: a run's file that cannot be put in place is an
+// output error (exit 4); the runs before it are kept, and no temporary file
+// is left.
+func TestOutputDirFailure(t *testing.T) {
+	dir := t.TempDir()
+	cut := filepath.Join("..", "testdata", "adal", "cut-stream.ndjson")
+	if err := os.MkdirAll(filepath.Join(dir, "run-2", "trajectory.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI("", "--to", "atif", "-o", dir, cut, cut, cut)
+	if code != ExitOutput || !strings.Contains(stderr, "cannot write "+filepath.Join(dir, "run-2", "trajectory.json")) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got := strings.Join(runTree(t, dir), " "); got != "run-1/trajectory.json" {
+		t.Errorf("files: %s", got)
+	}
+	noTemporaryFiles(t, dir)
+}
+
+// TestOutputDirCase: session ids that differ only in case get names that
+// differ otherwise, for a file system that does not tell them apart.
+func TestOutputDirCase(t *testing.T) {
+	doc := func(session string) string {
+		return `{"schema_version":"ATIF-v1.7","session_id":"` + session + `","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"user","message":"hi"}]}` + "\n"
+	}
+	dir := t.TempDir()
+	code, _, stderr := runCLI(doc("Abc")+doc("abc")+doc("x/y"), "--from", "atif", "--to", "atif", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got, want := strings.Join(runTree(t, dir), " "), "Abc/trajectory.json abc-2/trajectory.json x_y/trajectory.json"; got != want {
+		t.Errorf("files:\n got %s\nwant %s", got, want)
+	}
+}
