@@ -72,10 +72,11 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 		if cfg.compression == "gzip" {
 			compression = otlptracehttp.GzipCompression
 		}
+		hc := &http.Client{Transport: tr, Timeout: cfg.timeout}
 		exp, err := otlptracehttp.New(ctx,
 			otlptracehttp.WithEndpointURL(cfg.endpoint),
 			otlptracehttp.WithTLSClientConfig(clientTLS),
-			otlptracehttp.WithHTTPClient(&http.Client{Transport: tr, Timeout: cfg.timeout}),
+			otlptracehttp.WithHTTPClient(hc),
 			otlptracehttp.WithHeaders(headers),
 			otlptracehttp.WithCompression(compression),
 			otlptracehttp.WithTimeout(cfg.timeout),
@@ -84,7 +85,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
 		}
-		return &exporterUploader{exp: exp, capped: true, retryConn: true}, nil
+		return &exporterUploader{exp: exp, capped: true, retryConn: true, http: hc}, nil
 	}
 	creds := insecure.NewCredentials()
 	if secure {
@@ -122,9 +123,18 @@ type exporterUploader struct {
 	// the errors net/http calls temporary, which a refused connection is
 	// not; otlptracegrpc's Unavailable covers it.
 	retryConn bool
+	// http is the http exporter's client, whose idle connections the
+	// exporter leaves open at Shutdown.
+	http *http.Client
 }
 
-func (e *exporterUploader) shutdown(ctx context.Context) error { return e.exp.Shutdown(ctx) }
+func (e *exporterUploader) shutdown(ctx context.Context) error {
+	err := e.exp.Shutdown(ctx)
+	if e.http != nil {
+		e.http.CloseIdleConnections()
+	}
+	return err
+}
 
 // upload sends the items, in more than one request if the exporter finds
 // the one over maxRequest, and retries a connection that failed until ctx
