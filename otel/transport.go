@@ -14,8 +14,10 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
 )
 
 // uploader delivers one request's spans, retrying within ctx.
@@ -31,9 +33,9 @@ type uploader interface {
 const maxRequest = 4 << 20
 
 // newTransport makes the SDK's OTLP trace exporter for cfg: otlptracegrpc
-// or otlptracehttp. Every setting is given as an option (grpc compression
-// only when it is gzip), so that the exporter's own reading of the OTEL_*
-// variables changes nothing: newConfig reads them. The scheme of the endpoint decides TLS:
+// or otlptracehttp. Every setting is given as an option (and grpc the
+// connection), so that the exporter's own reading of the OTEL_* variables
+// changes nothing: newConfig reads them. The scheme of the endpoint decides TLS:
 // http is plain text whatever the certificate settings, https is TLS with
 // them.
 func newTransport(cfg *config) (*exporterUploader, error) {
@@ -79,6 +81,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 			otlptracehttp.WithHTTPClient(hc),
 			otlptracehttp.WithHeaders(headers),
 			otlptracehttp.WithCompression(compression),
+			otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf),
 			otlptracehttp.WithTimeout(cfg.timeout),
 			otlptracehttp.WithMaxRequestSize(maxRequest),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig(retry)))
@@ -87,28 +90,32 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 		}
 		return &exporterUploader{exp: exp, capped: true, retryConn: true, http: hc}, nil
 	}
+	// The connection is made here, so that the exporter's own reading of
+	// OTEL_EXPORTER_OTLP_CERTIFICATE, _INSECURE and _COMPRESSION adds no
+	// dial option of its own.
 	creds := insecure.NewCredentials()
 	if secure {
 		creds = credentials.NewTLS(tlsCfg)
 	}
-	opts := []otlptracegrpc.Option{
-		otlptracegrpc.WithEndpoint(u.Host),
-		otlptracegrpc.WithTLSCredentials(creds),
-		otlptracegrpc.WithHeaders(headers),
-		otlptracegrpc.WithTimeout(cfg.timeout),
-		otlptracegrpc.WithMaxRequestSize(maxRequest),
-		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig(retry)),
-	}
+	dial := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithUserAgent("agentconv")}
 	if cfg.compression == "gzip" {
-		// Any other name is reported as invalid by the exporter; without
-		// the option it reads the same OTEL_* variable newConfig read.
-		opts = append(opts, otlptracegrpc.WithCompressor("gzip"))
+		dial = append(dial, grpc.WithDefaultCallOptions(grpc.UseCompressor(gzip.Name)))
 	}
-	exp, err := otlptracegrpc.New(ctx, opts...)
+	conn, err := grpc.NewClient(u.Host, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
 	}
-	return &exporterUploader{exp: exp, capped: true}, nil
+	exp, err := otlptracegrpc.New(ctx,
+		otlptracegrpc.WithGRPCConn(conn),
+		otlptracegrpc.WithHeaders(headers),
+		otlptracegrpc.WithTimeout(cfg.timeout),
+		otlptracegrpc.WithMaxRequestSize(maxRequest),
+		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig(retry)))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
+	}
+	return &exporterUploader{exp: exp, capped: true, conn: conn}, nil
 }
 
 // exporterUploader delivers through an SDK span exporter: the OTLP ones,
@@ -126,12 +133,20 @@ type exporterUploader struct {
 	// http is the http exporter's client, whose idle connections the
 	// exporter leaves open at Shutdown.
 	http *http.Client
+	// conn is the grpc exporter's connection, which the exporter does not
+	// close, having been given it.
+	conn *grpc.ClientConn
 }
 
 func (e *exporterUploader) shutdown(ctx context.Context) error {
 	err := e.exp.Shutdown(ctx)
 	if e.http != nil {
 		e.http.CloseIdleConnections()
+	}
+	if e.conn != nil {
+		if cerr := e.conn.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }
