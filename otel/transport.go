@@ -33,11 +33,11 @@ type uploader interface {
 const maxRequest = 4 << 20
 
 // newTransport makes the SDK's OTLP trace exporter for cfg: otlptracegrpc
-// or otlptracehttp. Every setting is given as an option (and grpc the
+// or otlptracehttp. Every setting is given as an option (and to grpc the
 // connection), so that the exporter's own reading of the OTEL_* variables
-// changes nothing: newConfig reads them. The scheme of the endpoint decides TLS:
-// http is plain text whatever the certificate settings, https is TLS with
-// them.
+// changes nothing: newConfig reads them. The scheme of the endpoint
+// decides TLS: http is plain text whatever the certificate settings, https
+// is TLS with them.
 func newTransport(cfg *config) (*exporterUploader, error) {
 	u, err := url.Parse(cfg.endpoint)
 	if err != nil {
