@@ -424,3 +424,42 @@ func TestStuckCollector(t *testing.T) {
 		})
 	}
 }
+
+// TestProcessEnvironmentChangesNothing: the SDK exporters read the OTEL_*
+// variables of the process themselves; agentconv gives them every
+// setting, so that only its own reading of them (here: none) counts. (The
+// fake grpc collector does not see the grpc-encoding header: compression
+// is checked over http only.)
+func TestProcessEnvironmentChangesNothing(t *testing.T) {
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, selfSignedPEM(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":        "https://127.0.0.1:1",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://127.0.0.1:1/elsewhere",
+		"OTEL_EXPORTER_OTLP_HEADERS":         "x-from-env=1",
+		"OTEL_EXPORTER_OTLP_CERTIFICATE":     ca,
+		"OTEL_EXPORTER_OTLP_TIMEOUT":         "1",
+		"OTEL_EXPORTER_OTLP_PROTOCOL":        "http/json",
+		"OTEL_EXPORTER_OTLP_COMPRESSION":     "gzip",
+	} {
+		t.Setenv(k, v)
+	}
+	for _, p := range protocols {
+		t.Run(protoName(p), func(t *testing.T) {
+			c := newCollector(t, p, nil)
+			code, stderr, _ := send(t, c, nil, fixture("adal/seed-stream.ndjson"))
+			if code != 0 || len(c.accepted()) == 0 {
+				t.Fatalf("exit %d, %d spans delivered; stderr:\n%s", code, len(c.accepted()), stderr)
+			}
+			hs := c.headers[0]
+			if _, ok := hs["x-from-env"]; ok {
+				t.Errorf("a header of the process environment was sent")
+			}
+			if e := hs["grpc-encoding"] + hs["content-encoding"]; e != "" {
+				t.Errorf("compressed with %s, from the process environment", e)
+			}
+		})
+	}
+}

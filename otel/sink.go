@@ -139,9 +139,6 @@ func (s *exportSink) add(sp sdktrace.ReadOnlySpan) {
 	if cut {
 		s.rep.Lose("tool arguments and results (or other long strings) of a span over the 4 MiB OTLP request limit, cut to fit")
 	}
-	if !s.up.protobuf() {
-		it.pb = nil
-	}
 	k := keyOf(it.span)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,9 +264,6 @@ func (s *exportSink) decode(line []byte) []item {
 	b := make([]item, 0, len(ss))
 	for _, sp := range ss {
 		it, _ := fit(sp)
-		if !s.up.protobuf() {
-			it.pb = nil
-		}
 		b = append(b, it)
 	}
 	return b

@@ -28,7 +28,6 @@ type gateUploader struct {
 	calls int
 }
 
-func (g *gateUploader) protobuf() bool { return true }
 func (g *gateUploader) upload(ctx context.Context, items []item) (int64, string, error) {
 	select {
 	case <-g.gate:

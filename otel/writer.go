@@ -157,13 +157,13 @@ func (j *jsonSink) close() error { return j.runEnded() }
 // OTLP exporters, or an in-memory one in tests.
 func ExportWriter(exp sdktrace.SpanExporter, o formats.WriteOptions) formats.Writer {
 	return newWriter(o, func(cfg *config) (sink, error) {
-		return newExportSink(exporterUploader{exp}, cfg, o, "the exporter", false), nil
+		return newExportSink(&exporterUploader{exp: exp}, cfg, o, "the exporter", false), nil
 	})
 }
 
 func newOTLPWriter(_ io.Writer, o formats.WriteOptions) formats.Writer {
 	return newWriter(o, func(cfg *config) (sink, error) {
-		c, err := newClient(cfg)
+		c, err := newTransport(cfg)
 		if err != nil {
 			return nil, err
 		}
