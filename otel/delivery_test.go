@@ -85,7 +85,11 @@ func TestTimeoutBoundsTheDelivery(t *testing.T) {
 	in, ids := spanInput(t, 6<<20, 200)
 	for _, p := range protocols {
 		t.Run(protoName(p), func(t *testing.T) {
-			c := newCollector(t, p, func(c *fakeCollector) { c.delay = 1500 * time.Millisecond })
+			// The first two requests are answered at once, the others would
+			// take 30 s: the timeout cuts them in their middle, far from the
+			// moment a request ends, which a client cannot tell delivered or
+			// not (at-least-once), however slow the machine.
+			c := newCollector(t, p, func(c *fakeCollector) { c.delay, c.fast = 30*time.Second, 2 })
 			start := time.Now()
 			code, stderr, spool := send(t, c, nil, "--otlp-timeout", "2s", "--from", "otlp-json", in)
 			took := time.Since(start)

@@ -41,6 +41,9 @@ type fakeCollector struct {
 	// delay is how long each request takes; a cancelled request is not
 	// accepted.
 	delay time.Duration
+	// fast: the first fast requests take no delay.
+	fast    int
+	started int
 	// late: the collector comes up this long after it was made.
 	late time.Duration
 	// hold, when set, keeps every request until it is closed.
@@ -159,14 +162,19 @@ func (c *fakeCollector) take(ctx context.Context, req *collpb.ExportTraceService
 	c.mu.Lock()
 	c.active++
 	c.maxConc = max(c.maxConc, c.active)
+	c.started++
+	delay := c.delay
+	if c.started <= c.fast {
+		delay = 0
+	}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		c.active--
 		c.mu.Unlock()
 	}()
-	if c.delay > 0 {
-		t := time.NewTimer(c.delay)
+	if delay > 0 {
+		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
