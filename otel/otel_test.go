@@ -149,7 +149,12 @@ func TestSpanTree(t *testing.T) {
 	wantAttr(t, root, "gen_ai.usage.cache_read.input_tokens", "50")
 	wantAttr(t, sub, "gen_ai.agent.id", "sub1")
 	wantAttr(t, sub, "gen_ai.conversation.id", "ses_1")
-	wantAttr(t, sub, "gen_ai.usage.input_tokens", "100")
+	// The run's totals hold the subagent's: the subagent's own are its
+	// totals, not counted again.
+	wantAttr(t, sub, "agentconv.usage.input_tokens", "100")
+	if _, ok := attr(sub, "gen_ai.usage.input_tokens"); ok {
+		t.Errorf("the subagent's usage is counted twice: on the root and on its span")
+	}
 	wantAttr(t, bash, "gen_ai.operation.name", "execute_tool")
 	wantAttr(t, bash, "gen_ai.tool.name", "bash")
 	wantAttr(t, bash, "gen_ai.tool.call.id", "call_s1")

@@ -316,7 +316,7 @@ func (r *reader) run(root *node) {
 	if code, ok := a[keyExitCode].int(); ok {
 		end.Run.ExitCode = formats.Some(int(code))
 	}
-	end.Usage = usageOf(a)
+	end.Usage = totalsOf(a)
 	end.Cut = a[keyCut].bool()
 }
 
@@ -332,20 +332,43 @@ func statusOf(n *node) (formats.Status, string) {
 	return st, n.Status.Message
 }
 
-func usageOf(a map[string]jsonValue) formats.UsageInfo {
+// usageOf reads the counts a span carries as gen_ai.usage.* (its own), or
+// as agentconv.usage.* (an agent's totals) when total is set.
+func usageOf(a map[string]jsonValue, total bool) formats.UsageInfo {
 	var u formats.UsageInfo
-	for _, f := range []struct {
-		key string
-		v   *formats.Opt[int64]
-	}{{keyInputTokens, &u.InputTokens}, {keyOutputTokens, &u.OutputTokens}, {keyCacheRead, &u.CacheReadTokens}, {keyCacheCreation, &u.CacheWriteTokens}} {
-		if v, ok := a[f.key].int(); ok {
-			*f.v = formats.Some(v)
+	for _, f := range usageKeys {
+		key := f.key
+		if total {
+			key = totalKey(key)
+		}
+		if v, ok := a[key].int(); ok {
+			*f.of(&u) = formats.Some(v)
 		}
 	}
-	if c, ok := a[keyCost].float(); ok {
+	if !total {
+		if v, ok := a["gen_ai.usage.cache_write.input_tokens"].int(); ok && !u.CacheWriteTokens.OK {
+			u.CacheWriteTokens = formats.Some(v)
+		}
+	}
+	costKey := keyCost
+	if total {
+		costKey = totalKey(keyCost)
+	}
+	if c, ok := a[costKey].float(); ok {
+		u.CostUSD = formats.Some(c)
+	} else if c, ok := a[keyOldCost].float(); ok && !total {
 		u.CostUSD = formats.Some(c)
 	}
 	return u
+}
+
+// totalsOf reads an agent's totals: its agentconv.usage.*, else (spans
+// that carry no totals, and those written before them) its gen_ai.usage.*.
+func totalsOf(a map[string]jsonValue) formats.UsageInfo {
+	if u := usageOf(a, true); !u.Empty() {
+		return u
+	}
+	return usageOf(a, false)
 }
 
 // body replays what happened inside a span: its children and its span
@@ -408,7 +431,7 @@ func (r *reader) span(n, parent *node, agent string) {
 			ev.AgentInfo.ParentCall = r.callID(parent)
 		}
 		r.body(n, id)
-		if u := usageOf(a); !u.Empty() {
+		if u := totalsOf(a); !u.Empty() {
 			r.emit(n, formats.Usage, end, id).Usage = u
 		}
 		ev = r.emit(n, formats.AgentEnd, end, id)

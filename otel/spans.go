@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -28,6 +29,8 @@ const (
 	keyOutputTokens  = "gen_ai.usage.output_tokens"
 	keyCacheRead     = "gen_ai.usage.cache_read.input_tokens"
 	keyCacheCreation = "gen_ai.usage.cache_creation.input_tokens"
+	keyReasoning     = "gen_ai.usage.reasoning.output_tokens"
+	keyCost          = "gen_ai.usage.cost"
 	keyToolName      = "gen_ai.tool.name"
 	keyToolCallID    = "gen_ai.tool.call.id"
 	keyToolType      = "gen_ai.tool.type"
@@ -35,15 +38,22 @@ const (
 	keyToolResult    = "gen_ai.tool.call.result"
 	keyErrorType     = "error.type"
 	keyExitCode      = "process.exit.code"
-	keyCost          = "agentconv.usage.cost_usd"
-	keyCut           = "agentconv.run.cut"
-	keyTurn          = "agentconv.turn.number"
-	keySummary       = "agentconv.tool.summary"
-	keyRequestID     = "agentconv.permission.request_id"
-	keyAllowed       = "agentconv.permission.allowed"
-	keyReason        = "agentconv.permission.reason"
-	keySeverity      = "agentconv.notice.severity"
-	keyText          = "agentconv.text"
+	// An agent's totals, its subagents' included for the run's own: under
+	// agentconv.usage.* wherever the spans under it carry the counts, so
+	// that a backend that sums gen_ai.usage.* over a trace counts each
+	// token and each cent once.
+	keyTotalPrefix = "agentconv.usage."
+	// keyOldCost is the run's cost in the spans of agentconv before 2026-12,
+	// still read.
+	keyOldCost   = "agentconv.usage.cost_usd"
+	keyCut       = "agentconv.run.cut"
+	keyTurn      = "agentconv.turn.number"
+	keySummary   = "agentconv.tool.summary"
+	keyRequestID = "agentconv.permission.request_id"
+	keyAllowed   = "agentconv.permission.allowed"
+	keyReason    = "agentconv.permission.reason"
+	keySeverity  = "agentconv.notice.severity"
+	keyText      = "agentconv.text"
 
 	opInvokeAgent = "invoke_agent"
 	opExecuteTool = "execute_tool"
@@ -588,7 +598,7 @@ func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Stat
 	if status == formats.Failed || status == formats.Cancelled {
 		a.span.fail(status, "")
 	}
-	b.setUsage(a.span, a.usage)
+	b.setTotals(a.span, a.usage)
 	b.end(a.span, t)
 	a.done = true
 }
@@ -670,17 +680,44 @@ func setAttr(kvs []attribute.KeyValue, kv attribute.KeyValue) []attribute.KeyVal
 	return append(kvs, kv)
 }
 
-func (b *builder) setUsage(s *span, u formats.UsageInfo) {
-	for _, f := range []struct {
-		key string
-		v   formats.Opt[int64]
-	}{{keyInputTokens, u.InputTokens}, {keyOutputTokens, u.OutputTokens}, {keyCacheRead, u.CacheReadTokens}, {keyCacheCreation, u.CacheWriteTokens}} {
-		if f.v.OK {
-			s.set(attribute.Int64(f.key, f.v.V))
+// usageKeys are the token counts of UsageInfo and their keys.
+var usageKeys = []struct {
+	key string
+	of  func(*formats.UsageInfo) *formats.Opt[int64]
+}{
+	{keyInputTokens, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.InputTokens }},
+	{keyOutputTokens, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.OutputTokens }},
+	{keyCacheRead, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.CacheReadTokens }},
+	{keyCacheCreation, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.CacheWriteTokens }},
+	{keyReasoning, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.ReasoningTokens }},
+}
+
+// totalKey is the agentconv.usage.* twin of a gen_ai.usage.* key.
+func totalKey(key string) string { return keyTotalPrefix + strings.TrimPrefix(key, "gen_ai.usage.") }
+
+// setUsage puts counts on a span as gen_ai.usage.*: what the span itself
+// used, counted nowhere else in the trace.
+func (b *builder) setUsage(s *span, u formats.UsageInfo) { setUsageAs(s, u, false) }
+
+// setTotals puts an agent's totals on its span as agentconv.usage.*.
+func (b *builder) setTotals(s *span, u formats.UsageInfo) { setUsageAs(s, u, true) }
+
+func setUsageAs(s *span, u formats.UsageInfo, total bool) {
+	for _, f := range usageKeys {
+		if v := f.of(&u); v.OK {
+			key := f.key
+			if total {
+				key = totalKey(key)
+			}
+			s.set(attribute.Int64(key, v.V))
 		}
 	}
 	if u.CostUSD.OK {
-		s.set(attribute.Float64(keyCost, u.CostUSD.V))
+		key := keyCost
+		if total {
+			key = totalKey(key)
+		}
+		s.set(attribute.Float64(key, u.CostUSD.V))
 	}
 }
 
