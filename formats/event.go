@@ -62,7 +62,8 @@ const (
 	PermissionRequest
 	// PermissionAnswer: the approval was answered; Permission.
 	PermissionAnswer
-	// Usage: tokens and cost of one model request; Usage.
+	// Usage: tokens and cost of one model request; Usage, and Response as
+	// far as the source says it.
 	Usage
 	// Todos: the task list changed; Todos.
 	Todos
@@ -213,6 +214,7 @@ type Event struct {
 	Call       Call
 	Permission Permission
 	Usage      UsageInfo
+	Response   Response
 	Todos      []Todo
 }
 
@@ -335,6 +337,18 @@ type Permission struct {
 	RequestID string
 	Allowed   bool
 	Reason    string
+}
+
+// Response is what the source says of the model's answer to one request
+// (a Usage event); each field is empty when it does not say.
+type Response struct {
+	// ID is the provider's id of the response (Anthropic's message id).
+	ID string
+	// Model is the model that answered, as the response names it.
+	Model string
+	// StopReason is why the model stopped, in the source's word
+	// (end_turn, tool_use, max_tokens).
+	StopReason string
 }
 
 // UsageInfo counts tokens and cost, with the meanings of the OpenTelemetry

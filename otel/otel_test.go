@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var base = time.Date(2026, 3, 2, 9, 14, 0, 0, time.UTC)
@@ -115,8 +116,8 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key, want string) {
 
 func TestSpanTree(t *testing.T) {
 	spans, stderr := export(t, subagentRun("ses_1"), nil)
-	if len(spans) != 6 {
-		t.Fatalf("%d spans, want 6", len(spans))
+	if len(spans) != 7 {
+		t.Fatalf("%d spans, want 7", len(spans))
 	}
 	root := byName(t, spans, "invoke_agent malac")
 	turn := byName(t, spans, "turn 1")
@@ -124,7 +125,8 @@ func TestSpanTree(t *testing.T) {
 	sub := byName(t, spans, "invoke_agent investigator")
 	bash := byName(t, spans, "execute_tool bash")
 	edit := byName(t, spans, "execute_tool edit")
-	for _, pc := range [][2]sdktrace.ReadOnlySpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}} {
+	chat := byName(t, spans, "chat claude-haiku-4-5") // the subagent's one request, on its model
+	for _, pc := range [][2]sdktrace.ReadOnlySpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}, {sub, chat}} {
 		parent, child := pc[0], pc[1]
 		if child.Parent().SpanID() != parent.SpanContext().SpanID() {
 			t.Errorf("%s: parent is not %s", child.Name(), parent.Name())
@@ -144,9 +146,21 @@ func TestSpanTree(t *testing.T) {
 	wantAttr(t, root, "gen_ai.conversation.id", "ses_1")
 	wantAttr(t, root, "gen_ai.request.model", "claude-sonnet-4-5")
 	wantAttr(t, root, "gen_ai.provider.name", "anthropic")
-	wantAttr(t, root, "gen_ai.usage.input_tokens", "1000")
-	wantAttr(t, root, "gen_ai.usage.output_tokens", "200")
+	// The run's totals, and as gen_ai.usage.* what its one chat span
+	// does not count.
+	wantAttr(t, root, "agentconv.usage.input_tokens", "1000")
+	wantAttr(t, root, "gen_ai.usage.input_tokens", "900")
+	wantAttr(t, root, "gen_ai.usage.output_tokens", "180")
 	wantAttr(t, root, "gen_ai.usage.cache_read.input_tokens", "50")
+	wantAttr(t, chat, "gen_ai.operation.name", "chat")
+	wantAttr(t, chat, "gen_ai.request.model", "claude-haiku-4-5")
+	wantAttr(t, chat, "gen_ai.provider.name", "anthropic")
+	wantAttr(t, chat, "gen_ai.conversation.id", "ses_1")
+	wantAttr(t, chat, "gen_ai.usage.input_tokens", "100")
+	wantAttr(t, chat, "gen_ai.usage.output_tokens", "20")
+	if chat.SpanKind() != trace.SpanKindClient {
+		t.Errorf("chat span kind %v, want client", chat.SpanKind())
+	}
 	wantAttr(t, sub, "gen_ai.agent.id", "sub1")
 	wantAttr(t, sub, "gen_ai.conversation.id", "ses_1")
 	// The run's totals hold the subagent's: the subagent's own are its
@@ -231,8 +245,8 @@ func TestStableIDs(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if len(both) != 12 {
-		t.Errorf("%d spans, want 12", len(both))
+	if len(both) != 14 {
+		t.Errorf("%d spans, want 14", len(both))
 	}
 	other, _ := export(t, lines(subagentRun("ses_2")), nil)
 	if other[0].SpanContext().TraceID() == a[0].SpanContext().TraceID() {

@@ -431,7 +431,9 @@ func (r *reader) span(n, parent *node, agent string) {
 			ev.AgentInfo.ParentCall = r.callID(parent)
 		}
 		r.body(n, id)
-		if u := totalsOf(a); !u.Empty() {
+		// Its requests are its chat spans; an agent without them (spans
+		// of an agentconv before them) says its usage itself.
+		if u := totalsOf(a); !u.Empty() && !hasChats(n) {
 			r.emit(n, formats.Usage, end, id).Usage = u
 		}
 		ev = r.emit(n, formats.AgentEnd, end, id)
@@ -447,6 +449,14 @@ func (r *reader) span(n, parent *node, agent string) {
 		call.Output = a[keyToolResult].str()
 		call.Status, call.Error = statusOf(n)
 		r.emit(n, formats.ToolResult, end, agent).Call = call
+	case n.op() == opChat:
+		r.body(n, agent)
+		ev := r.emit(n, formats.Usage, end, agent)
+		ev.Usage = usageOf(a, false)
+		ev.Response = formats.Response{ID: a[keyResponseID].str(), Model: a[keyResponseModel].str()}
+		if fr := a[keyFinish].strs(); len(fr) > 0 {
+			ev.Response.StopReason = fr[0]
+		}
 	case n.isTurn():
 		r.emit(n, formats.TurnStart, start, agent)
 		r.body(n, agent)
@@ -456,6 +466,17 @@ func (r *reader) span(n, parent *node, agent string) {
 		// A span of another tool: what it holds still counts.
 		r.body(n, agent)
 	}
+}
+
+// hasChats: an agent's span holds chat spans of its own (not of its
+// subagents).
+func hasChats(n *node) bool {
+	for _, c := range n.children {
+		if c.op() == opChat || c.op() != opInvokeAgent && hasChats(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // callID is a tool span's call id, else its span id, else one of its own:
@@ -514,4 +535,20 @@ func cyclic(n *node, byID map[string]*node) bool {
 		seen[p] = true
 	}
 	return false
+}
+
+// strs reads a string array (gen_ai.response.finish_reasons); a lone
+// string is an array of one.
+func (v jsonValue) strs() []string {
+	if v.ArrayValue == nil {
+		if s := v.str(); s != "" {
+			return []string{s}
+		}
+		return nil
+	}
+	var out []string
+	for _, e := range v.ArrayValue.Values {
+		out = append(out, e.str())
+	}
+	return out
 }

@@ -25,6 +25,9 @@ const (
 	keyAgentName     = "gen_ai.agent.name"
 	keyConversation  = "gen_ai.conversation.id"
 	keyModel         = "gen_ai.request.model"
+	keyResponseModel = "gen_ai.response.model"
+	keyResponseID    = "gen_ai.response.id"
+	keyFinish        = "gen_ai.response.finish_reasons"
 	keyInputTokens   = "gen_ai.usage.input_tokens"
 	keyOutputTokens  = "gen_ai.usage.output_tokens"
 	keyCacheRead     = "gen_ai.usage.cache_read.input_tokens"
@@ -57,6 +60,7 @@ const (
 
 	opInvokeAgent = "invoke_agent"
 	opExecuteTool = "execute_tool"
+	opChat        = "chat"
 
 	// mainAgentID is gen_ai.agent.id of a run's own agent, which the event
 	// model leaves unnamed.
@@ -108,6 +112,9 @@ type agent struct {
 	turn    *span
 	turns   int
 	usage   formats.UsageInfo
+	model   string    // the model it uses now
+	chats   int       // its model requests so far
+	last    time.Time // when its latest event came
 	idle    time.Time // when its first event since its last turn came
 	hasIdle bool
 	done    bool
@@ -135,10 +142,13 @@ type builder struct {
 	calls      []*span        // open tool calls, oldest first
 	callUses   map[string]int // how often each call id was used, for unique keys
 	requests   map[string]string
-	timed      bool      // the source gives times
-	last       time.Time // the latest source time
-	turnsSeen  bool      // the source ends turns, so content opens one
-	startsSeen bool      // the source starts turns itself
+	provider   string            // the run's provider, as the source names it
+	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)
+	chats      int               // the run's chat spans
+	timed      bool              // the source gives times
+	last       time.Time         // the latest source time
+	turnsSeen  bool              // the source ends turns, so content opens one
+	startsSeen bool              // the source starts turns itself
 
 	// Kept from run to run.
 	ended      spanData // the span being handed to emit
@@ -239,8 +249,13 @@ func (b *builder) write(e *formats.Event) {
 		b.event(b.inner(a), evCompaction, t, attribute.String(keyText, e.Text))
 	case formats.ModelChange:
 		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
+		if e.Run.Model != "" {
+			a.model = e.Run.Model
+		}
 	case formats.Usage:
 		a.usage.Add(e.Usage)
+		b.content(e.Agent, a, t)
+		b.chat(e, a, t)
 	case formats.TextDelta, formats.Message:
 		b.content(e.Agent, a, t)
 	case formats.ThinkingDelta:
@@ -251,6 +266,100 @@ func (b *builder) write(e *formats.Event) {
 	if !a.hasIdle && a.turn == nil {
 		a.idle, a.hasIdle = t, true
 	}
+	a.last = t
+}
+
+// chat makes the span of one model request (a Usage event): from the
+// agent's latest event, when the model was asked, to its answer. It
+// carries the request's usage, which its agent's span then counts only
+// in its totals.
+func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
+	a.chats++
+	b.chats++
+	b.reqUsage.Add(e.Usage)
+	model := a.model
+	if model == "" {
+		model = e.Response.Model
+	}
+	name := opChat
+	if model != "" {
+		name += " " + model
+	}
+	start := a.last
+	if start.IsZero() || start.After(t) {
+		start = t
+	}
+	s := &span{key: "chat\x00" + e.Agent + "\x00" + strconv.Itoa(a.chats), parent: b.inner(a), name: name,
+		kind: trace.SpanKindClient, start: start, attrs: make([]attribute.KeyValue, 0, 12)}
+	s.set(attribute.String(keyOperation, opChat))
+	if p := b.providerOf(model, e.Response.Model); p != "" {
+		s.set(attribute.String(keyProvider, p))
+	}
+	if model != "" {
+		s.set(attribute.String(keyModel, model))
+	}
+	if e.Response.Model != "" {
+		s.set(attribute.String(keyResponseModel, e.Response.Model))
+	}
+	if e.Response.ID != "" {
+		s.set(attribute.String(keyResponseID, e.Response.ID))
+	}
+	if r := e.Response.StopReason; r != "" {
+		s.set(attribute.StringSlice(keyFinish, []string{finishReason(r)}))
+	}
+	if b.session != "" {
+		s.set(attribute.String(keyConversation, b.session))
+	}
+	b.setUsage(s, e.Usage)
+	b.end(s, t)
+}
+
+// finishReason is a stop reason in the words of the GenAI conventions,
+// where one of theirs means the same; else the source's word.
+func finishReason(r string) string {
+	switch r {
+	case "end_turn", "stop_sequence", "STOP", "completed":
+		return "stop"
+	case "tool_use", "tool_calls", "function_call":
+		return "tool_call"
+	case "max_tokens", "MAX_TOKENS", "length", "model_context_window_exceeded":
+		return "length"
+	case "refusal", "content_filter", "SAFETY":
+		return "content_filter"
+	}
+	return r
+}
+
+// providerOf is the run's provider, else what a model's name says of it.
+func (b *builder) providerOf(models ...string) string {
+	if b.provider != "" {
+		return b.provider
+	}
+	for _, m := range models {
+		if p := modelProvider(m); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// modelProvider names the provider of a model from its name's prefix, as
+// OpenTelemetry names providers; "" when the name does not say.
+func modelProvider(model string) string {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:] // anthropic/claude-…, openrouter's spelling
+	}
+	switch {
+	case strings.HasPrefix(m, "claude-"):
+		return "anthropic"
+	case strings.HasPrefix(m, "gpt-"), strings.HasPrefix(m, "o1"), strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"),
+		strings.HasPrefix(m, "codex-"):
+		return "openai"
+	case strings.HasPrefix(m, "gemini-"):
+		return "gcp.gemini"
+	}
+	return ""
 }
 
 func (b *builder) lose(what string, lost bool) {
@@ -298,7 +407,8 @@ func (b *builder) startRun(e *formats.Event) {
 	if e.Run.Provider != "" {
 		root.set(attribute.String(keyProvider, e.Run.Provider))
 	}
-	b.agents[""] = &agent{span: root}
+	b.provider = e.Run.Provider
+	b.agents[""] = &agent{span: root, model: e.Run.Model, last: root.start}
 }
 
 // emptied empties a map of the last run for the next, or makes the first.
@@ -392,7 +502,7 @@ func (b *builder) startAgent(id string, info formats.AgentInfo, t time.Time) *ag
 	if info.Model != "" {
 		s.set(attribute.String(keyModel, info.Model))
 	}
-	a := &agent{span: s}
+	a := &agent{span: s, model: info.Model, last: t}
 	b.agents[id] = a
 	b.order = append(b.order, id)
 	return a
@@ -640,15 +750,18 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if e.Run.Provider != "" {
 		root.attrs = setAttr(root.attrs, attribute.String(keyProvider, e.Run.Provider))
 	}
-	// The root carries the run's totals: the source's, else the sum of
-	// every agent's requests, as the run view counts them.
-	sum := main.usage
-	for _, id := range b.order {
-		if a := b.agents[id]; a != nil && a != main {
-			sum.Add(a.usage)
-		}
+	// The run's totals: the source's, else the sum of every agent's
+	// requests, as the run view counts them. Where chat spans carry the
+	// requests, the root carries the totals as agentconv.usage.*, and as
+	// gen_ai.usage.* only what the requests leave out, so that the
+	// gen_ai.usage.* of the trace's spans add up to the totals.
+	totals := formats.RunTotals(e.Usage, b.reqUsage)
+	if b.chats == 0 {
+		b.setUsage(root, totals)
+	} else {
+		b.setTotals(root, totals)
+		b.setUsage(root, remainder(totals, b.reqUsage))
 	}
-	b.setUsage(root, formats.RunTotals(e.Usage, sum))
 	if e.Run.ExitCode.OK {
 		root.set(attribute.Int(keyExitCode, e.Run.ExitCode.V))
 	}
@@ -678,6 +791,24 @@ func setAttr(kvs []attribute.KeyValue, kv attribute.KeyValue) []attribute.KeyVal
 		}
 	}
 	return append(kvs, kv)
+}
+
+// remainder is what of the totals the requests do not count: for each
+// count, the difference, where it is more than none.
+func remainder(totals, req formats.UsageInfo) formats.UsageInfo {
+	var out formats.UsageInfo
+	for _, f := range usageKeys {
+		if t, r := f.of(&totals), f.of(&req); t.OK && t.V > r.V {
+			*f.of(&out) = formats.Some(t.V - r.V)
+		}
+	}
+	switch c := totals.CostUSD.V - req.CostUSD.V; {
+	case totals.CostUSD.OK && !req.CostUSD.OK:
+		out.CostUSD = totals.CostUSD // only a run total is known
+	case totals.CostUSD.OK && c > 1e-12:
+		out.CostUSD = formats.Some(c)
+	}
+	return out
 }
 
 // usageKeys are the token counts of UsageInfo and their keys.

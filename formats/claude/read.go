@@ -50,10 +50,11 @@ type record struct {
 }
 
 type apiMessage struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Content json.RawMessage `json:"content"`
-	Usage   *apiUsage       `json:"usage"`
+	ID         string          `json:"id"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stop_reason"`
+	Content    json.RawMessage `json:"content"`
+	Usage      *apiUsage       `json:"usage"`
 }
 
 type apiUsage struct {
@@ -76,6 +77,15 @@ func (u *apiUsage) info() formats.UsageInfo {
 		CacheWriteTokens: formats.OptFrom(u.CacheCreation),
 		CacheReadTokens:  formats.OptFrom(u.CacheRead),
 	}
+}
+
+// response is what the message says of the request it answers.
+func (m *apiMessage) response() formats.Response {
+	r := formats.Response{ID: m.ID, Model: m.Model, StopReason: m.StopReason}
+	if r.Model == "<synthetic>" {
+		r.Model = ""
+	}
+	return r
 }
 
 // block is an Anthropic content block.
@@ -628,7 +638,7 @@ func (d *decoder) assistant(r *record) {
 				d.usageIDs = map[string]bool{}
 			}
 			d.usageIDs[m.ID] = true
-			d.emitUsage(d.knownAgent(r), m.Usage.info())
+			d.emitUsage(d.knownAgent(r), m.Usage.info(), m.response())
 		}
 		return
 	}
@@ -648,7 +658,7 @@ func (d *decoder) assistant(r *record) {
 			d.usageIDs = map[string]bool{}
 		}
 		d.usageIDs[m.ID] = true
-		d.emitUsage(agent, m.Usage.info())
+		d.emitUsage(agent, m.Usage.info(), m.response())
 	}
 	if agent == "" && m.Model != "" && m.Model != "<synthetic>" && m.Model != d.model {
 		if d.model != "" {
@@ -1029,10 +1039,10 @@ func (s *valueSource) next() ([]byte, []byte, int, error) {
 	return it, carrier, s.line, nil
 }
 
-// emitUsage gives a request's usage.
-func (d *decoder) emitUsage(agent string, u formats.UsageInfo) {
+// emitUsage gives a request's usage, and what the message says of it.
+func (d *decoder) emitUsage(agent string, u formats.UsageInfo, resp formats.Response) {
 	if agent != "" {
 		d.subUsage = true
 	}
-	d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: u})
+	d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: u, Response: resp})
 }
