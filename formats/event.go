@@ -292,6 +292,9 @@ type Call struct {
 	// writer the pipeline calls Event.DecodeOutput first.
 	OutputJSON []byte
 	Error      string
+	// ExitCode is a shell command's exit status (ToolResult), when the
+	// source gives it.
+	ExitCode Opt[int]
 	// Truncated: Output is a preview of a longer result.
 	Truncated bool
 }

@@ -144,7 +144,15 @@ func TestSpanTree(t *testing.T) {
 	wantAttr(t, root, "gen_ai.agent.name", "malac")
 	wantAttr(t, root, "gen_ai.agent.id", "main")
 	wantAttr(t, root, "gen_ai.conversation.id", "ses_1")
-	wantAttr(t, root, "gen_ai.request.model", "claude-sonnet-4-5")
+	// The run used three models: no one request model, the list instead.
+	if v, ok := attr(root, "gen_ai.request.model"); ok {
+		t.Errorf("root: gen_ai.request.model = %q for a run of three models", v.Emit())
+	}
+	wantAttr(t, root, "agentconv.models", `["claude-sonnet-4-5","claude-haiku-4-5","claude-opus-4"]`)
+	wantAttr(t, sub, "gen_ai.request.model", "claude-haiku-4-5")
+	wantAttr(t, sub, "gen_ai.provider.name", "anthropic")
+	wantAttr(t, bash, "gen_ai.conversation.id", "ses_1")
+	wantAttr(t, turn, "gen_ai.conversation.id", "ses_1")
 	wantAttr(t, root, "gen_ai.provider.name", "anthropic")
 	// The run's totals, and as gen_ai.usage.* what its one chat span
 	// does not count.

@@ -308,6 +308,9 @@ func (r *reader) run(root *node) {
 	start := r.emit(root, formats.RunStart, fromUnixNano(root.StartTimeUnixNano), "")
 	start.Run = formats.RunInfo{SessionID: a[keyConversation].str(), Model: a[keyModel].str(),
 		Provider: a[keyProvider].str(), AgentName: a[keyAgentName].str()}
+	if models := a[keyModels].strs(); start.Run.Model == "" && len(models) > 0 {
+		start.Run.Model = models[0] // a run of several models starts with its first
+	}
 	r.body(root, "")
 	end := r.emit(root, formats.RunEnd, fromUnixNano(root.EndTimeUnixNano), "")
 	end.Status, end.Text = statusOf(root)
@@ -448,6 +451,9 @@ func (r *reader) span(n, parent *node, agent string) {
 		call.Args = nil
 		call.Output = a[keyToolResult].str()
 		call.Status, call.Error = statusOf(n)
+		if code, ok := a[keyExitCode].int(); ok {
+			call.ExitCode = formats.Some(int(code))
+		}
 		r.emit(n, formats.ToolResult, end, agent).Call = call
 	case n.op() == opChat:
 		r.body(n, agent)

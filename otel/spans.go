@@ -49,6 +49,7 @@ const (
 	// keyOldCost is the run's cost in the spans of agentconv before 2026-12,
 	// still read.
 	keyOldCost   = "agentconv.usage.cost_usd"
+	keyModels    = "agentconv.models"
 	keyCut       = "agentconv.run.cut"
 	keyTurn      = "agentconv.turn.number"
 	keySummary   = "agentconv.tool.summary"
@@ -113,6 +114,7 @@ type agent struct {
 	turns   int
 	usage   formats.UsageInfo
 	model   string    // the model it uses now
+	seen    string    // the model of its first request
 	chats   int       // its model requests so far
 	last    time.Time // when its latest event came
 	idle    time.Time // when its first event since its last turn came
@@ -142,6 +144,7 @@ type builder struct {
 	calls      []*span        // open tool calls, oldest first
 	callUses   map[string]int // how often each call id was used, for unique keys
 	requests   map[string]string
+	models     []string          // the models the run used, in the order first seen
 	provider   string            // the run's provider, as the source names it
 	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)
 	chats      int               // the run's chat spans
@@ -251,6 +254,7 @@ func (b *builder) write(e *formats.Event) {
 		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
 		if e.Run.Model != "" {
 			a.model = e.Run.Model
+			b.used(e.Run.Model)
 		}
 	case formats.Usage:
 		a.usage.Add(e.Usage)
@@ -281,6 +285,10 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 	if model == "" {
 		model = e.Response.Model
 	}
+	if a.seen == "" {
+		a.seen = model
+	}
+	b.used(model)
 	name := opChat
 	if model != "" {
 		name += " " + model
@@ -307,11 +315,21 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 	if r := e.Response.StopReason; r != "" {
 		s.set(attribute.StringSlice(keyFinish, []string{finishReason(r)}))
 	}
-	if b.session != "" {
-		s.set(attribute.String(keyConversation, b.session))
-	}
 	b.setUsage(s, e.Usage)
 	b.end(s, t)
+}
+
+// used notes a model the run used.
+func (b *builder) used(model string) {
+	if model == "" {
+		return
+	}
+	for _, m := range b.models {
+		if m == model {
+			return
+		}
+	}
+	b.models = append(b.models, model)
 }
 
 // finishReason is a stop reason in the words of the GenAI conventions,
@@ -408,6 +426,7 @@ func (b *builder) startRun(e *formats.Event) {
 		root.set(attribute.String(keyProvider, e.Run.Provider))
 	}
 	b.provider = e.Run.Provider
+	b.used(e.Run.Model)
 	b.agents[""] = &agent{span: root, model: e.Run.Model, last: root.start}
 }
 
@@ -496,12 +515,10 @@ func (b *builder) startAgent(id string, info formats.AgentInfo, t time.Time) *ag
 	}
 	s := &span{key: "agent\x00" + id, parent: ps, name: opInvokeAgent + " " + label, kind: trace.SpanKindInternal, start: t}
 	s.set(attribute.String(keyOperation, opInvokeAgent), attribute.String(keyAgentName, label), attribute.String(keyAgentID, id))
-	if b.session != "" {
-		s.set(attribute.String(keyConversation, b.session))
-	}
 	if info.Model != "" {
 		s.set(attribute.String(keyModel, info.Model))
 	}
+	b.used(info.Model)
 	a := &agent{span: s, model: info.Model, last: t}
 	b.agents[id] = a
 	b.order = append(b.order, id)
@@ -689,6 +706,9 @@ func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
 	}
 	out := e.Call.Output
 	recordContent(b, s, keyToolResult, out)
+	if e.Call.ExitCode.OK {
+		s.set(attribute.Int(keyExitCode, e.Call.ExitCode.V))
+	}
 	switch e.Call.Status {
 	case formats.Failed, formats.Cancelled, formats.Denied:
 		s.fail(e.Call.Status, e.Call.Error)
@@ -707,6 +727,16 @@ func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Stat
 	b.endTurn(a, t, formats.StatusUnknown)
 	if status == formats.Failed || status == formats.Cancelled {
 		a.span.fail(status, "")
+	}
+	model := a.model
+	if model == "" {
+		model = a.seen // the model its requests name
+	}
+	if model != "" {
+		a.span.attrs = setAttr(a.span.attrs, attribute.String(keyModel, model))
+	}
+	if p := b.providerOf(model); p != "" {
+		a.span.set(attribute.String(keyProvider, p))
 	}
 	b.setTotals(a.span, a.usage)
 	b.end(a.span, t)
@@ -741,14 +771,24 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if e.Run.SessionID != "" {
 		b.session = e.Run.SessionID
 	}
-	if b.session != "" {
-		root.set(attribute.String(keyConversation, b.session))
-	}
-	if e.Run.Model != "" {
-		root.attrs = setAttr(root.attrs, attribute.String(keyModel, e.Run.Model))
-	}
 	if e.Run.Provider != "" {
-		root.attrs = setAttr(root.attrs, attribute.String(keyProvider, e.Run.Provider))
+		b.provider = e.Run.Provider
+	}
+	b.used(e.Run.Model)
+	// gen_ai.request.model only for a run that used one model; the models
+	// it used in agentconv.models.
+	root.attrs = dropAttr(root.attrs, keyModel)
+	root.attrs = dropAttr(root.attrs, keyProvider)
+	switch len(b.models) {
+	case 0:
+	case 1:
+		root.set(attribute.String(keyModel, b.models[0]))
+		root.set(attribute.StringSlice(keyModels, b.models))
+	default:
+		root.set(attribute.StringSlice(keyModels, b.models))
+	}
+	if p := b.providerOf(b.models...); p != "" {
+		root.set(attribute.String(keyProvider, p))
 	}
 	// The run's totals: the source's, else the sum of every agent's
 	// requests, as the run view counts them. Where chat spans carry the
@@ -781,6 +821,15 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	}
 	b.end(root, end)
 	b.open = false
+}
+
+func dropAttr(kvs []attribute.KeyValue, key attribute.Key) []attribute.KeyValue {
+	for i := range kvs {
+		if kvs[i].Key == key {
+			return append(kvs[:i], kvs[i+1:]...)
+		}
+	}
+	return kvs
 }
 
 func setAttr(kvs []attribute.KeyValue, kv attribute.KeyValue) []attribute.KeyValue {
@@ -856,6 +905,9 @@ func setUsageAs(s *span, u formats.UsageInfo, total bool) {
 // children, so that arrival times and measured durations never make a child
 // stick out of its parent.
 func (b *builder) end(s *span, t time.Time) {
+	if b.session != "" {
+		s.attrs = setAttr(s.attrs, attribute.String(keyConversation, b.session))
+	}
 	s.end = t
 	if s.children.After(s.end) {
 		s.end = s.children
