@@ -257,7 +257,9 @@ type RunInfo struct {
 	Provider string
 	// AgentName names the agent program (the CLI that printed the stream).
 	AgentName string
-	ExitCode  Opt[int]
+	// AgentVersion is that program's version, when the source says it.
+	AgentVersion string
+	ExitCode     Opt[int]
 }
 
 // AgentInfo describes a subagent at AgentStart.

@@ -466,3 +466,17 @@ func TestSpansLeaveAsTheyEnd(t *testing.T) {
 		t.Errorf("%d spans after Close, want 5 (the cut run's open spans closed)", n)
 	}
 }
+
+// TestServiceVersion: the agent's version, where the source gives it, is
+// the resource's service.version.
+func TestServiceVersion(t *testing.T) {
+	evs := subagentRun("ses_v")
+	evs[0].Run.AgentVersion = "2.1.7"
+	spans, _ := export(t, evs, nil)
+	for _, s := range spans {
+		v, ok := s.Resource().Set().Value("service.version")
+		if !ok || v.AsString() != "2.1.7" {
+			t.Errorf("%s: service.version = %q (set: %v), want 2.1.7", s.Name(), v.AsString(), ok)
+		}
+	}
+}

@@ -157,6 +157,7 @@ type builder struct {
 	ended      spanData // the span being handed to emit
 	hashBuf    []byte   // what a hash is taken of
 	resService string   // the service.name of res
+	resVersion string   // and its service.version
 }
 
 func newBuilder(cfg *config, rep *formats.Report, emit func(*spanData)) *builder {
@@ -391,7 +392,7 @@ func (b *builder) startRun(e *formats.Event) {
 		b.endRun(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "a new run began before this one completed"}, b.at(e))
 	}
 	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
-		hashBuf: b.hashBuf, res: b.res, resService: b.resService,
+		hashBuf: b.hashBuf, res: b.res, resService: b.resService, resVersion: b.resVersion,
 		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests)}
 	b.session = e.Run.SessionID
 	b.startLine = e.Source.LineNo
@@ -412,9 +413,19 @@ func (b *builder) startRun(e *formats.Event) {
 	if service == "" {
 		service = b.name
 	}
-	if b.res == nil || service != b.resService {
-		b.res = resource.NewSchemaless(append(append([]attribute.KeyValue(nil), b.cfg.resource...), attribute.String("service.name", service))...)
-		b.resService = service
+	version := e.Run.AgentVersion
+	for _, kv := range b.cfg.resource {
+		if kv.Key == "service.version" {
+			version = "" // OTEL_RESOURCE_ATTRIBUTES says it
+		}
+	}
+	if b.res == nil || service != b.resService || version != b.resVersion {
+		attrs := append(append([]attribute.KeyValue(nil), b.cfg.resource...), attribute.String("service.name", service))
+		if version != "" {
+			attrs = append(attrs, attribute.String("service.version", version))
+		}
+		b.res = resource.NewSchemaless(attrs...)
+		b.resService, b.resVersion = service, version
 	}
 
 	root := &span{key: "run", name: opInvokeAgent + " " + b.name, kind: trace.SpanKindInternal, start: b.at(e)}

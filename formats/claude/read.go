@@ -30,8 +30,9 @@ type record struct {
 	Timestamp string `json:"timestamp"`
 
 	// system/init
-	Model string `json:"model"`
-	Cwd   string `json:"cwd"`
+	Model   string `json:"model"`
+	Cwd     string `json:"cwd"`
+	Version string `json:"claude_code_version"`
 	// system/api_retry
 	Attempt    *int `json:"attempt"`
 	MaxRetries *int `json:"max_retries"`
@@ -516,7 +517,7 @@ func (d *decoder) startRun(info formats.RunInfo) {
 
 func (d *decoder) system(r *record) {
 	if r.Subtype == "init" {
-		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd})
+		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd, AgentVersion: r.Version})
 		return
 	}
 	var ev *formats.Event
