@@ -195,6 +195,10 @@ type Event struct {
 
 	Text     string
 	Thinking string
+	// Code is a low-cardinality code of an error (an error Notice, the
+	// RunEnd of a run that failed): the provider's where the source gives
+	// it (overloaded_error), else empty.
+	Code     string
 	Status   Status
 	Severity Severity
 	// Duration of a tool call (ToolResult) or of the run (RunEnd); zero when

@@ -314,6 +314,9 @@ func (r *reader) run(root *node) {
 	r.body(root, "")
 	end := r.emit(root, formats.RunEnd, fromUnixNano(root.EndTimeUnixNano), "")
 	end.Status, end.Text = statusOf(root)
+	if et := a[keyErrorType].str(); root.Status.Code == 2 && formats.ParseStatus(et) == formats.StatusUnknown && et != "" {
+		end.Code = et // the provider's code
+	}
 	end.Run.SessionID = a[keyConversation].str()
 	end.Run.Model = a[keyModel].str()
 	if code, ok := a[keyExitCode].int(); ok {

@@ -823,6 +823,10 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
 	if failed {
 		root.fail(e.Status, e.Text)
+		if e.Code != "" {
+			// The provider's code says more than "failed".
+			root.attrs = setAttr(root.attrs, attribute.String(keyErrorType, e.Code))
+		}
 	} else if e.Text != "" {
 		b.event(root, evNotice, t, attribute.String(keySeverity, formats.Error.String()), attribute.String(keyText, e.Text))
 	}

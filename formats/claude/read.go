@@ -291,6 +291,8 @@ type decoder struct {
 	// errors[]. A failed run's reason is all of them, as a writer gives
 	// them in errors[].
 	errors []string
+	// errCode is the provider's code of the run's last API error.
+	errCode string
 	// costSession and costTotal are the session and total_cost_usd of the
 	// last result: in a session of several prompts (init/result pairs),
 	// Claude Code prints the session's running total, so a run's own cost
@@ -326,9 +328,11 @@ func (d *decoder) emit(ev *formats.Event) {
 	case formats.RunStart:
 		clear(d.streamed)
 		d.errors = d.errors[:0]
+		d.errCode = ""
 	case formats.Notice:
 		if ev.Severity == formats.Error && ev.Text != "" {
 			d.errors = append(d.errors, ev.Text)
+			d.errCode = ev.Code
 		}
 	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.AgentEnd, formats.Compaction:
 		d.wholeStreamed(ev.Agent)
@@ -630,7 +634,7 @@ func (d *decoder) assistant(r *record) {
 			d.flushMsg()
 			for _, b := range blocks(m.Content) {
 				if b.Type == "text" && b.Text != "" {
-					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text})
+					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
 				}
 			}
 		}
@@ -671,7 +675,7 @@ func (d *decoder) assistant(r *record) {
 		switch b.Type {
 		case "text":
 			if apiError {
-				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text})
+				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
 			} else {
 				d.msg.text = join(d.msg.text, b.Text)
 			}
@@ -901,6 +905,7 @@ func (d *decoder) result(r *record) {
 		end.Text = errorText(r.Error)
 		if end.Text == "" {
 			end.Text = strings.Join(d.errors, "\n")
+			end.Code = d.errCode
 		}
 		if end.Text == "" && r.Result != nil {
 			end.Text = *r.Result
@@ -934,6 +939,26 @@ func (d *decoder) result(r *record) {
 
 // errorText reads a result's error: a string, or an object with a message
 // (and a type, said when there is no message).
+// apiErrorCode is the provider's code of an API error: the error type in
+// Claude Code's "API Error: 529 {…}" text, else the message's error word.
+func apiErrorCode(text string, raw json.RawMessage) string {
+	if i := strings.IndexByte(text, '{'); i >= 0 && strings.HasPrefix(text, "API Error") {
+		var body struct {
+			Error struct {
+				Type string `json:"type"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(text[i:]), &body) == nil && body.Error.Type != "" {
+			return body.Error.Type
+		}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && s != "unknown" {
+		return s
+	}
+	return ""
+}
+
 func errorText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
