@@ -480,3 +480,58 @@ func TestServiceVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestContentMessages: with content asked for, by --otlp-content or by
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, the root carries the
+// prompt and the answer as gen_ai.input.messages and
+// gen_ai.output.messages, which otlp-json reads back; without, neither.
+func TestContentMessages(t *testing.T) {
+	run := []*formats.Event{
+		{Kind: formats.RunStart, Time: at(0), Run: formats.RunInfo{SessionID: "ses_c", AgentName: "malac"}},
+		{Kind: formats.UserMessage, Time: at(1), Text: "fix the test"},
+		{Kind: formats.Answer, Time: at(2), Text: "done"},
+		{Kind: formats.RunEnd, Time: at(3), Status: formats.Completed},
+	}
+	write := func(params map[string]string, env map[string]string) string {
+		var out bytes.Buffer
+		w := otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name, Report: formats.NewReport(io.Discard),
+			Stderr: io.Discard, Params: params, Getenv: func(k string) string { return env[k] }})
+		for _, e := range run {
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	in := `"gen_ai.input.messages","value":{"stringValue":"[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"content\":\"fix the test\"}]}]"}`
+	outMsg := `"gen_ai.output.messages","value":{"stringValue":"[{\"role\":\"assistant\",\"parts\":[{\"type\":\"text\",\"content\":\"done\"}],\"finish_reason\":\"stop\"}]"}`
+	for name, got := range map[string]string{
+		"--otlp-content": write(map[string]string{otel.ParamContent: "true"}, nil),
+		"SPAN_ONLY":      write(nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}),
+		"true":           write(nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}),
+	} {
+		if !strings.Contains(got, in) || !strings.Contains(got, outMsg) {
+			t.Errorf("%s: no messages on the root: %s", name, got)
+		}
+		var prompt, answer string
+		for _, e := range readAllEvents(t, got) {
+			switch e.Kind {
+			case formats.UserMessage:
+				prompt = e.Text
+			case formats.Answer:
+				answer = e.Text
+			}
+		}
+		if prompt != "fix the test" || answer != "done" {
+			t.Errorf("%s: read back prompt %q, answer %q", name, prompt, answer)
+		}
+	}
+	for _, v := range []string{"", "false", "EVENT_ONLY", "NO_CONTENT"} {
+		if got := write(nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": v}); strings.Contains(got, "gen_ai.input.messages") {
+			t.Errorf("%q: messages recorded", v)
+		}
+	}
+}

@@ -311,7 +311,13 @@ func (r *reader) run(root *node) {
 	if models := a[keyModels].strs(); start.Run.Model == "" && len(models) > 0 {
 		start.Run.Model = models[0] // a run of several models starts with its first
 	}
+	for _, text := range messageTexts(a[keyInputMessages].str(), "user") {
+		r.emit(root, formats.UserMessage, start.Time, "").Text = text
+	}
 	r.body(root, "")
+	for _, text := range messageTexts(a[keyOutputMsgs].str(), "assistant") {
+		r.emit(root, formats.Answer, fromUnixNano(root.EndTimeUnixNano), "").Text = text
+	}
 	end := r.emit(root, formats.RunEnd, fromUnixNano(root.EndTimeUnixNano), "")
 	end.Status, end.Text = statusOf(root)
 	if et := a[keyErrorType].str(); root.Status.Code == 2 && formats.ParseStatus(et) == formats.StatusUnknown && et != "" {
@@ -558,6 +564,34 @@ func (v jsonValue) strs() []string {
 	var out []string
 	for _, e := range v.ArrayValue.Values {
 		out = append(out, e.str())
+	}
+	return out
+}
+
+// messageTexts reads the texts of one role's messages from
+// gen_ai.input.messages or gen_ai.output.messages.
+func messageTexts(j, role string) []string {
+	if j == "" {
+		return nil
+	}
+	var msgs []chatMessage
+	if json.Unmarshal([]byte(j), &msgs) != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range msgs {
+		if m.Role != role {
+			continue
+		}
+		var parts []string
+		for _, p := range m.Parts {
+			if p.Type == "text" && p.Content != "" {
+				parts = append(parts, p.Content)
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, strings.Join(parts, "\n"))
+		}
 	}
 	return out
 }

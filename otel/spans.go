@@ -39,6 +39,8 @@ const (
 	keyToolType      = "gen_ai.tool.type"
 	keyToolArgs      = "gen_ai.tool.call.arguments"
 	keyToolResult    = "gen_ai.tool.call.result"
+	keyInputMessages = "gen_ai.input.messages"
+	keyOutputMsgs    = "gen_ai.output.messages"
 	keyErrorType     = "error.type"
 	keyExitCode      = "process.exit.code"
 	// An agent's totals, its subagents' included for the run's own: under
@@ -144,8 +146,11 @@ type builder struct {
 	calls      []*span        // open tool calls, oldest first
 	callUses   map[string]int // how often each call id was used, for unique keys
 	requests   map[string]string
-	models     []string          // the models the run used, in the order first seen
-	provider   string            // the run's provider, as the source names it
+	models     []string // the models the run used, in the order first seen
+	provider   string   // the run's provider, as the source names it
+	prompts    []string // the main agent's prompts, with --otlp-content
+	answer     string   // the run's answer, with --otlp-content
+	answered   bool
 	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)
 	chats      int               // the run's chat spans
 	timed      bool              // the source gives times
@@ -266,7 +271,16 @@ func (b *builder) write(e *formats.Event) {
 	case formats.ThinkingDelta:
 		b.content(e.Agent, a, t)
 	case formats.Answer:
-		b.lose(lostAnswers, e.Text != "")
+		switch {
+		case b.cfg.content && e.Agent == "":
+			b.answer, b.answered = b.cut(e.Text), true
+		default:
+			b.lose(lostAnswers, e.Text != "")
+		}
+	case formats.UserMessage:
+		if b.cfg.content && e.Agent == "" && e.Text != "" {
+			b.prompts = append(b.prompts, b.cut(e.Text))
+		}
 	}
 	if !a.hasIdle && a.turn == nil {
 		a.idle, a.hasIdle = t, true
@@ -665,6 +679,53 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 	b.calls = append(b.calls, s)
 }
 
+// cut keeps a text to --otlp-content-limit, whole characters only; a cut
+// is a loss.
+func (b *builder) cut(text string) string {
+	if len(text) <= b.cfg.contentLimit {
+		return text
+	}
+	b.lose(lostContentPast, true)
+	return strings.ToValidUTF8(text[:b.cfg.contentLimit], "")
+}
+
+// The message JSON of the GenAI conventions (gen-ai-input-messages.json,
+// gen-ai-output-messages.json), text parts only.
+type chatMessage struct {
+	Role         string     `json:"role"`
+	Parts        []textPart `json:"parts"`
+	FinishReason string     `json:"finish_reason,omitempty"`
+}
+
+type textPart struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+// setMessages puts the run's prompts and answer on its span, with
+// --otlp-content: what Langfuse and Phoenix show as a trace's input and
+// output.
+func (b *builder) setMessages(root *span) {
+	if !b.cfg.content {
+		return
+	}
+	if len(b.prompts) > 0 {
+		msgs := make([]chatMessage, len(b.prompts))
+		for i, p := range b.prompts {
+			msgs[i] = chatMessage{Role: "user", Parts: []textPart{{Type: "text", Content: p}}}
+		}
+		if j, err := formats.Marshal(msgs); err == nil {
+			root.set(attribute.String(keyInputMessages, string(j)))
+		}
+	}
+	if b.answered && b.answer != "" {
+		msgs := []chatMessage{{Role: "assistant", Parts: []textPart{{Type: "text", Content: b.answer}}, FinishReason: "stop"}}
+		if j, err := formats.Marshal(msgs); err == nil {
+			root.set(attribute.String(keyOutputMsgs, string(j)))
+		}
+	}
+}
+
 // recordContent puts a tool call's arguments or result on its span when
 // --otlp-content asks for it, cut at the limit; else it is a loss. It takes
 // bytes too, so that they are made a string only when kept.
@@ -819,6 +880,7 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if e.Cut {
 		root.set(attribute.Bool(keyCut, true))
 	}
+	b.setMessages(root)
 	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
 		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
 	if failed {
