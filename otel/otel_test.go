@@ -489,6 +489,9 @@ func TestContentMessages(t *testing.T) {
 	run := []*formats.Event{
 		{Kind: formats.RunStart, Time: at(0), Run: formats.RunInfo{SessionID: "ses_c", AgentName: "malac"}},
 		{Kind: formats.UserMessage, Time: at(1), Text: "fix the test"},
+		{Kind: formats.AgentStart, Time: at(1), Agent: "sub1", AgentInfo: formats.AgentInfo{Label: "helper"}},
+		{Kind: formats.UserMessage, Time: at(1), Agent: "sub1", Text: "look"},
+		{Kind: formats.AgentEnd, Time: at(2), Agent: "sub1", Status: formats.Completed},
 		{Kind: formats.Answer, Time: at(2), Text: "done"},
 		{Kind: formats.RunEnd, Time: at(3), Status: formats.Completed},
 	}
@@ -516,12 +519,19 @@ func TestContentMessages(t *testing.T) {
 		if !strings.Contains(got, in) || !strings.Contains(got, outMsg) {
 			t.Errorf("%s: no messages on the root: %s", name, got)
 		}
+		if !strings.Contains(got, `"content\":\"look\"`) {
+			t.Errorf("%s: no prompt on the subagent's span", name)
+		}
 		var prompt, answer string
 		for _, e := range readAllEvents(t, got) {
-			switch e.Kind {
-			case formats.UserMessage:
+			switch {
+			case e.Kind == formats.UserMessage && e.Agent == "sub1":
+				if e.Text != "look" {
+					t.Errorf("%s: the subagent's prompt read back as %q", name, e.Text)
+				}
+			case e.Kind == formats.UserMessage:
 				prompt = e.Text
-			case formats.Answer:
+			case e.Kind == formats.Answer:
 				answer = e.Text
 			}
 		}

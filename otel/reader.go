@@ -442,7 +442,13 @@ func (r *reader) span(n, parent *node, agent string) {
 		if parent.op() == opExecuteTool {
 			ev.AgentInfo.ParentCall = r.callID(parent)
 		}
+		for _, text := range messageTexts(a[keyInputMessages].str(), "user") {
+			r.emit(n, formats.UserMessage, start, id).Text = text
+		}
 		r.body(n, id)
+		for _, text := range messageTexts(a[keyOutputMsgs].str(), "assistant") {
+			r.emit(n, formats.Answer, end, id).Text = text
+		}
 		// Its requests are its chat spans; an agent without them (spans
 		// of an agentconv before them) says its usage itself.
 		if u := totalsOf(a); !u.Empty() && !hasChats(n) {

@@ -117,6 +117,8 @@ type agent struct {
 	usage   formats.UsageInfo
 	model   string    // the model it uses now
 	seen    string    // the model of its first request
+	prompts []string  // its prompts, with --otlp-content
+	answer  string    // its answer, with --otlp-content
 	chats   int       // its model requests so far
 	last    time.Time // when its latest event came
 	idle    time.Time // when its first event since its last turn came
@@ -272,14 +274,18 @@ func (b *builder) write(e *formats.Event) {
 		b.content(e.Agent, a, t)
 	case formats.Answer:
 		switch {
-		case b.cfg.content && e.Agent == "":
-			b.answer, b.answered = b.cut(e.Text), true
+		case b.cfg.content && !a.done:
+			a.answer = b.cut(e.Text)
 		default:
 			b.lose(lostAnswers, e.Text != "")
 		}
 	case formats.UserMessage:
-		if b.cfg.content && e.Agent == "" && e.Text != "" {
-			b.prompts = append(b.prompts, b.cut(e.Text))
+		switch {
+		case e.Text == "":
+		case b.cfg.content && !a.done:
+			a.prompts = append(a.prompts, b.cut(e.Text))
+		default:
+			b.lose(lostPrompts, true)
 		}
 	}
 	if !a.hasIdle && a.turn == nil {
@@ -702,26 +708,25 @@ type textPart struct {
 	Content string `json:"content"`
 }
 
-// setMessages puts the run's prompts and answer on its span, with
-// --otlp-content: what Langfuse and Phoenix show as a trace's input and
-// output.
-func (b *builder) setMessages(root *span) {
+// setMessages puts an agent's prompts and answer on its span, with
+// --otlp-content: what Langfuse and Phoenix show as its input and output.
+func (b *builder) setMessages(a *agent) {
 	if !b.cfg.content {
 		return
 	}
-	if len(b.prompts) > 0 {
-		msgs := make([]chatMessage, len(b.prompts))
-		for i, p := range b.prompts {
+	if len(a.prompts) > 0 {
+		msgs := make([]chatMessage, len(a.prompts))
+		for i, p := range a.prompts {
 			msgs[i] = chatMessage{Role: "user", Parts: []textPart{{Type: "text", Content: p}}}
 		}
 		if j, err := formats.Marshal(msgs); err == nil {
-			root.set(attribute.String(keyInputMessages, string(j)))
+			a.span.set(attribute.String(keyInputMessages, string(j)))
 		}
 	}
-	if b.answered && b.answer != "" {
-		msgs := []chatMessage{{Role: "assistant", Parts: []textPart{{Type: "text", Content: b.answer}}, FinishReason: "stop"}}
+	if a.answer != "" {
+		msgs := []chatMessage{{Role: "assistant", Parts: []textPart{{Type: "text", Content: a.answer}}, FinishReason: "stop"}}
 		if j, err := formats.Marshal(msgs); err == nil {
-			root.set(attribute.String(keyOutputMsgs, string(j)))
+			a.span.set(attribute.String(keyOutputMsgs, string(j)))
 		}
 	}
 }
@@ -811,6 +816,7 @@ func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Stat
 		a.span.set(attribute.String(keyProvider, p))
 	}
 	b.setTotals(a.span, a.usage)
+	b.setMessages(a)
 	b.end(a.span, t)
 	a.done = true
 }
@@ -880,7 +886,7 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if e.Cut {
 		root.set(attribute.Bool(keyCut, true))
 	}
-	b.setMessages(root)
+	b.setMessages(main)
 	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
 		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
 	if failed {
