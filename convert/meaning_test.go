@@ -22,6 +22,8 @@ type runFacts struct {
 	usage   formats.UsageInfo
 	calls   int
 	cut     bool
+	// requests counts the run's model requests (Usage events).
+	requests int
 }
 
 // captureWriter records the run view at each RunEnd.
@@ -33,7 +35,7 @@ type captureWriter struct {
 func (c *captureWriter) Write(e *formats.Event) error {
 	if e.Kind == formats.RunEnd {
 		v := c.view
-		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All()), cut: v.Cut})
+		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All()), cut: v.Cut, requests: v.Requests})
 	}
 	return nil
 }

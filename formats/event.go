@@ -62,7 +62,8 @@ const (
 	PermissionRequest
 	// PermissionAnswer: the approval was answered; Permission.
 	PermissionAnswer
-	// Usage: tokens and cost of one model request; Usage.
+	// Usage: tokens and cost of one model request; Usage, and Response as
+	// far as the source says it.
 	Usage
 	// Todos: the task list changed; Todos.
 	Todos
@@ -212,6 +213,10 @@ type Event struct {
 
 	Text     string
 	Thinking string
+	// Code is a low-cardinality code of an error (an error Notice, the
+	// RunEnd of a run that failed): the provider's where the source gives
+	// it (overloaded_error), else empty.
+	Code     string
 	Status   Status
 	Severity Severity
 	// Duration of a tool call (ToolResult) or of the run (RunEnd); zero when
@@ -231,6 +236,7 @@ type Event struct {
 	Call       Call
 	Permission Permission
 	Usage      UsageInfo
+	Response   Response
 	Todos      []Todo
 }
 
@@ -273,7 +279,9 @@ type RunInfo struct {
 	Provider string
 	// AgentName names the agent program (the CLI that printed the stream).
 	AgentName string
-	ExitCode  Opt[int]
+	// AgentVersion is that program's version, when the source says it.
+	AgentVersion string
+	ExitCode     Opt[int]
 }
 
 // AgentInfo describes a subagent at AgentStart.
@@ -308,6 +316,9 @@ type Call struct {
 	// writer the pipeline calls Event.DecodeOutput first.
 	OutputJSON []byte
 	Error      string
+	// ExitCode is a shell command's exit status (ToolResult), when the
+	// source gives it.
+	ExitCode Opt[int]
 	// Truncated: Output is a preview of a longer result.
 	Truncated bool
 }
@@ -353,6 +364,18 @@ type Permission struct {
 	RequestID string
 	Allowed   bool
 	Reason    string
+}
+
+// Response is what the source says of the model's answer to one request
+// (a Usage event); each field is empty when it does not say.
+type Response struct {
+	// ID is the provider's id of the response (Anthropic's message id).
+	ID string
+	// Model is the model that answered, as the response names it.
+	Model string
+	// StopReason is why the model stopped, in the source's word
+	// (end_turn, tool_use, max_tokens).
+	StopReason string
 }
 
 // UsageInfo counts tokens and cost, with the meanings of the OpenTelemetry

@@ -119,7 +119,7 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 	if c.resource, c.service, err = resourceAttrs(o); err != nil {
 		return nil, err
 	}
-	c.content = o.Param(ParamContent, "") == "true"
+	c.content = o.Param(ParamContent, "") == "true" || captureContent(o.Env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"))
 	if l := o.Param(ParamContentLimit, ""); l != "" {
 		if c.contentLimit, err = strconv.Atoi(l); err != nil || c.contentLimit < 0 {
 			return nil, fmt.Errorf("--otlp-content-limit %q: give a number of bytes", l)
@@ -309,3 +309,13 @@ const (
 	nameOTLP     = "otlp"
 	nameOTLPJSON = "otlp-json"
 )
+
+// captureContent reads the GenAI instrumentations' content switch: true,
+// SPAN_ONLY or SPAN_AND_EVENT put content on spans, as --otlp-content does.
+func captureContent(v string) bool {
+	switch strings.ToUpper(strings.TrimSpace(v)) {
+	case "TRUE", "SPAN_ONLY", "SPAN_AND_EVENT":
+		return true
+	}
+	return false
+}

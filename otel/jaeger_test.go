@@ -149,14 +149,15 @@ func TestJaegerSpanTree(t *testing.T) {
 			if err := p.Close(); err != nil {
 				t.Fatal(err)
 			}
-			spans := jaegerSpans(t, service, 6)
+			spans := jaegerSpans(t, service, 7)
 			named := map[string]jaegerSpan{}
 			for _, s := range spans {
 				named[s.OperationName] = s
 			}
 			root, turn, task := named["invoke_agent malac"], named["turn 1"], named["execute_tool task"]
 			sub, bash, edit := named["invoke_agent investigator"], named["execute_tool bash"], named["execute_tool edit"]
-			for _, pc := range [][2]jaegerSpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}} {
+			chat := named["chat claude-haiku-4-5"]
+			for _, pc := range [][2]jaegerSpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}, {sub, chat}} {
 				if pc[1].parent() != pc[0].SpanID || pc[0].SpanID == "" {
 					t.Errorf("%q is not under %q", pc[1].OperationName, pc[0].OperationName)
 				}
@@ -165,10 +166,16 @@ func TestJaegerSpanTree(t *testing.T) {
 				t.Errorf("the root has a parent")
 			}
 			for key, want := range map[string]string{"gen_ai.conversation.id": service, "gen_ai.agent.name": "malac",
-				"gen_ai.request.model": "claude-sonnet-4-5", "gen_ai.provider.name": "anthropic", "gen_ai.usage.input_tokens": "1000"} {
+				"gen_ai.request.model": "", "gen_ai.provider.name": "anthropic", "agentconv.usage.input_tokens": "1000", "gen_ai.usage.input_tokens": "900"} {
 				if got := root.tag(key); got != want {
 					t.Errorf("root %s = %q, want %q", key, got, want)
 				}
+			}
+			if sub.tag("gen_ai.request.model") != "claude-haiku-4-5" || bash.tag("gen_ai.conversation.id") != service {
+				t.Errorf("subagent tags %+v, bash tags %+v", sub.Tags, bash.Tags)
+			}
+			if chat.tag("gen_ai.usage.input_tokens") != "100" || chat.tag("gen_ai.operation.name") != "chat" || chat.tag("span.kind") != "client" {
+				t.Errorf("chat tags %+v", chat.Tags)
 			}
 			if bash.tag("gen_ai.tool.call.id") != "call_s1" || bash.tag("error.type") != "failed" || bash.tag("otel.status_code") != "ERROR" {
 				t.Errorf("bash tags %+v", bash.Tags)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var base = time.Date(2026, 3, 2, 9, 14, 0, 0, time.UTC)
@@ -115,8 +116,8 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key, want string) {
 
 func TestSpanTree(t *testing.T) {
 	spans, stderr := export(t, subagentRun("ses_1"), nil)
-	if len(spans) != 6 {
-		t.Fatalf("%d spans, want 6", len(spans))
+	if len(spans) != 7 {
+		t.Fatalf("%d spans, want 7", len(spans))
 	}
 	root := byName(t, spans, "invoke_agent malac")
 	turn := byName(t, spans, "turn 1")
@@ -124,7 +125,8 @@ func TestSpanTree(t *testing.T) {
 	sub := byName(t, spans, "invoke_agent investigator")
 	bash := byName(t, spans, "execute_tool bash")
 	edit := byName(t, spans, "execute_tool edit")
-	for _, pc := range [][2]sdktrace.ReadOnlySpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}} {
+	chat := byName(t, spans, "chat claude-haiku-4-5") // the subagent's one request, on its model
+	for _, pc := range [][2]sdktrace.ReadOnlySpan{{root, turn}, {turn, task}, {task, sub}, {sub, bash}, {turn, edit}, {sub, chat}} {
 		parent, child := pc[0], pc[1]
 		if child.Parent().SpanID() != parent.SpanContext().SpanID() {
 			t.Errorf("%s: parent is not %s", child.Name(), parent.Name())
@@ -142,14 +144,39 @@ func TestSpanTree(t *testing.T) {
 	wantAttr(t, root, "gen_ai.agent.name", "malac")
 	wantAttr(t, root, "gen_ai.agent.id", "main")
 	wantAttr(t, root, "gen_ai.conversation.id", "ses_1")
-	wantAttr(t, root, "gen_ai.request.model", "claude-sonnet-4-5")
+	// The run used three models: no one request model, the list instead.
+	if v, ok := attr(root, "gen_ai.request.model"); ok {
+		t.Errorf("root: gen_ai.request.model = %q for a run of three models", v.Emit())
+	}
+	wantAttr(t, root, "agentconv.models", `["claude-sonnet-4-5","claude-haiku-4-5","claude-opus-4"]`)
+	wantAttr(t, sub, "gen_ai.request.model", "claude-haiku-4-5")
+	wantAttr(t, sub, "gen_ai.provider.name", "anthropic")
+	wantAttr(t, bash, "gen_ai.conversation.id", "ses_1")
+	wantAttr(t, turn, "gen_ai.conversation.id", "ses_1")
 	wantAttr(t, root, "gen_ai.provider.name", "anthropic")
-	wantAttr(t, root, "gen_ai.usage.input_tokens", "1000")
-	wantAttr(t, root, "gen_ai.usage.output_tokens", "200")
+	// The run's totals, and as gen_ai.usage.* what its one chat span
+	// does not count.
+	wantAttr(t, root, "agentconv.usage.input_tokens", "1000")
+	wantAttr(t, root, "gen_ai.usage.input_tokens", "900")
+	wantAttr(t, root, "gen_ai.usage.output_tokens", "180")
 	wantAttr(t, root, "gen_ai.usage.cache_read.input_tokens", "50")
+	wantAttr(t, chat, "gen_ai.operation.name", "chat")
+	wantAttr(t, chat, "gen_ai.request.model", "claude-haiku-4-5")
+	wantAttr(t, chat, "gen_ai.provider.name", "anthropic")
+	wantAttr(t, chat, "gen_ai.conversation.id", "ses_1")
+	wantAttr(t, chat, "gen_ai.usage.input_tokens", "100")
+	wantAttr(t, chat, "gen_ai.usage.output_tokens", "20")
+	if chat.SpanKind() != trace.SpanKindClient {
+		t.Errorf("chat span kind %v, want client", chat.SpanKind())
+	}
 	wantAttr(t, sub, "gen_ai.agent.id", "sub1")
 	wantAttr(t, sub, "gen_ai.conversation.id", "ses_1")
-	wantAttr(t, sub, "gen_ai.usage.input_tokens", "100")
+	// The run's totals hold the subagent's: the subagent's own are its
+	// totals, not counted again.
+	wantAttr(t, sub, "agentconv.usage.input_tokens", "100")
+	if _, ok := attr(sub, "gen_ai.usage.input_tokens"); ok {
+		t.Errorf("the subagent's usage is counted twice: on the root and on its span")
+	}
 	wantAttr(t, bash, "gen_ai.operation.name", "execute_tool")
 	wantAttr(t, bash, "gen_ai.tool.name", "bash")
 	wantAttr(t, bash, "gen_ai.tool.call.id", "call_s1")
@@ -226,8 +253,8 @@ func TestStableIDs(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	if len(both) != 12 {
-		t.Errorf("%d spans, want 12", len(both))
+	if len(both) != 14 {
+		t.Errorf("%d spans, want 14", len(both))
 	}
 	other, _ := export(t, lines(subagentRun("ses_2")), nil)
 	if other[0].SpanContext().TraceID() == a[0].SpanContext().TraceID() {
@@ -437,5 +464,84 @@ func TestSpansLeaveAsTheyEnd(t *testing.T) {
 	}
 	if n := len(exp.GetSpans()); n != 5 {
 		t.Errorf("%d spans after Close, want 5 (the cut run's open spans closed)", n)
+	}
+}
+
+// TestServiceVersion: the agent's version, where the source gives it, is
+// the resource's service.version.
+func TestServiceVersion(t *testing.T) {
+	evs := subagentRun("ses_v")
+	evs[0].Run.AgentVersion = "2.1.7"
+	spans, _ := export(t, evs, nil)
+	for _, s := range spans {
+		v, ok := s.Resource().Set().Value("service.version")
+		if !ok || v.AsString() != "2.1.7" {
+			t.Errorf("%s: service.version = %q (set: %v), want 2.1.7", s.Name(), v.AsString(), ok)
+		}
+	}
+}
+
+// TestContentMessages: with content asked for, by --otlp-content or by
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, the root carries the
+// prompt and the answer as gen_ai.input.messages and
+// gen_ai.output.messages, which otlp-json reads back; without, neither.
+func TestContentMessages(t *testing.T) {
+	run := []*formats.Event{
+		{Kind: formats.RunStart, Time: at(0), Run: formats.RunInfo{SessionID: "ses_c", AgentName: "malac"}},
+		{Kind: formats.UserMessage, Time: at(1), Text: "fix the test"},
+		{Kind: formats.AgentStart, Time: at(1), Agent: "sub1", AgentInfo: formats.AgentInfo{Label: "helper"}},
+		{Kind: formats.UserMessage, Time: at(1), Agent: "sub1", Text: "look"},
+		{Kind: formats.AgentEnd, Time: at(2), Agent: "sub1", Status: formats.Completed},
+		{Kind: formats.Answer, Time: at(2), Text: "done"},
+		{Kind: formats.RunEnd, Time: at(3), Status: formats.Completed},
+	}
+	write := func(params map[string]string, env map[string]string) string {
+		var out bytes.Buffer
+		w := otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name, Report: formats.NewReport(io.Discard),
+			Stderr: io.Discard, Params: params, Getenv: func(k string) string { return env[k] }})
+		for _, e := range run {
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	in := `"gen_ai.input.messages","value":{"stringValue":"[{\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"content\":\"fix the test\"}]}]"}`
+	outMsg := `"gen_ai.output.messages","value":{"stringValue":"[{\"role\":\"assistant\",\"parts\":[{\"type\":\"text\",\"content\":\"done\"}],\"finish_reason\":\"stop\"}]"}`
+	for name, got := range map[string]string{
+		"--otlp-content": write(map[string]string{otel.ParamContent: "true"}, nil),
+		"SPAN_ONLY":      write(nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}),
+		"true":           write(nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}),
+	} {
+		if !strings.Contains(got, in) || !strings.Contains(got, outMsg) {
+			t.Errorf("%s: no messages on the root: %s", name, got)
+		}
+		if !strings.Contains(got, `"content\":\"look\"`) {
+			t.Errorf("%s: no prompt on the subagent's span", name)
+		}
+		var prompt, answer string
+		for _, e := range readAllEvents(t, got) {
+			switch {
+			case e.Kind == formats.UserMessage && e.Agent == "sub1":
+				if e.Text != "look" {
+					t.Errorf("%s: the subagent's prompt read back as %q", name, e.Text)
+				}
+			case e.Kind == formats.UserMessage:
+				prompt = e.Text
+			case e.Kind == formats.Answer:
+				answer = e.Text
+			}
+		}
+		if prompt != "fix the test" || answer != "done" {
+			t.Errorf("%s: read back prompt %q, answer %q", name, prompt, answer)
+		}
+	}
+	for _, v := range []string{"", "false", "EVENT_ONLY", "NO_CONTENT"} {
+		if got := write(nil, map[string]string{"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": v}); strings.Contains(got, "gen_ai.input.messages") {
+			t.Errorf("%q: messages recorded", v)
+		}
 	}
 }

@@ -38,15 +38,17 @@ var (
 const category = "OpenTelemetry"
 
 // What the spans carry of the model: everything but the text of the
-// conversation, the todo lists and working directories.
+// conversation, the todo lists and working directories; the prompts only
+// with --otlp-content (lostPrompts).
 const carries = formats.AllFeatures &^ (formats.AssistantText | formats.SubagentText | formats.Thinking |
-	formats.UserPrompts | formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
+	formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
 
 // The losses of the span encoding itself.
 const (
 	lostAnswers     = "answers"
+	lostPrompts     = "user prompts (without --otlp-content)"
 	lostContent     = "tool arguments and results (without --otlp-content)"
 	lostContentPast = "tool arguments and results past --otlp-content-limit"
 )
 
-var quirks = []string{lostAnswers, lostContent, lostContentPast}
+var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast}

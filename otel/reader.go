@@ -308,15 +308,27 @@ func (r *reader) run(root *node) {
 	start := r.emit(root, formats.RunStart, fromUnixNano(root.StartTimeUnixNano), "")
 	start.Run = formats.RunInfo{SessionID: a[keyConversation].str(), Model: a[keyModel].str(),
 		Provider: a[keyProvider].str(), AgentName: a[keyAgentName].str()}
+	if models := a[keyModels].strs(); start.Run.Model == "" && len(models) > 0 {
+		start.Run.Model = models[0] // a run of several models starts with its first
+	}
+	for _, text := range messageTexts(a[keyInputMessages].str(), "user") {
+		r.emit(root, formats.UserMessage, start.Time, "").Text = text
+	}
 	r.body(root, "")
+	for _, text := range messageTexts(a[keyOutputMsgs].str(), "assistant") {
+		r.emit(root, formats.Answer, fromUnixNano(root.EndTimeUnixNano), "").Text = text
+	}
 	end := r.emit(root, formats.RunEnd, fromUnixNano(root.EndTimeUnixNano), "")
 	end.Status, end.Text = statusOf(root)
+	if et := a[keyErrorType].str(); root.Status.Code == 2 && formats.ParseStatus(et) == formats.StatusUnknown && et != "" {
+		end.Code = et // the provider's code
+	}
 	end.Run.SessionID = a[keyConversation].str()
 	end.Run.Model = a[keyModel].str()
 	if code, ok := a[keyExitCode].int(); ok {
 		end.Run.ExitCode = formats.Some(int(code))
 	}
-	end.Usage = usageOf(a)
+	end.Usage = totalsOf(a)
 	end.Cut = a[keyCut].bool()
 }
 
@@ -332,20 +344,43 @@ func statusOf(n *node) (formats.Status, string) {
 	return st, n.Status.Message
 }
 
-func usageOf(a map[string]jsonValue) formats.UsageInfo {
+// usageOf reads the counts a span carries as gen_ai.usage.* (its own), or
+// as agentconv.usage.* (an agent's totals) when total is set.
+func usageOf(a map[string]jsonValue, total bool) formats.UsageInfo {
 	var u formats.UsageInfo
-	for _, f := range []struct {
-		key string
-		v   *formats.Opt[int64]
-	}{{keyInputTokens, &u.InputTokens}, {keyOutputTokens, &u.OutputTokens}, {keyCacheRead, &u.CacheReadTokens}, {keyCacheCreation, &u.CacheWriteTokens}} {
-		if v, ok := a[f.key].int(); ok {
-			*f.v = formats.Some(v)
+	for _, f := range usageKeys {
+		key := f.key
+		if total {
+			key = totalKey(key)
+		}
+		if v, ok := a[key].int(); ok {
+			*f.of(&u) = formats.Some(v)
 		}
 	}
-	if c, ok := a[keyCost].float(); ok {
+	if !total {
+		if v, ok := a["gen_ai.usage.cache_write.input_tokens"].int(); ok && !u.CacheWriteTokens.OK {
+			u.CacheWriteTokens = formats.Some(v)
+		}
+	}
+	costKey := keyCost
+	if total {
+		costKey = totalKey(keyCost)
+	}
+	if c, ok := a[costKey].float(); ok {
+		u.CostUSD = formats.Some(c)
+	} else if c, ok := a[keyOldCost].float(); ok && !total {
 		u.CostUSD = formats.Some(c)
 	}
 	return u
+}
+
+// totalsOf reads an agent's totals: its agentconv.usage.*, else (spans
+// that carry no totals, and those written before them) its gen_ai.usage.*.
+func totalsOf(a map[string]jsonValue) formats.UsageInfo {
+	if u := usageOf(a, true); !u.Empty() {
+		return u
+	}
+	return usageOf(a, false)
 }
 
 // body replays what happened inside a span: its children and its span
@@ -407,8 +442,16 @@ func (r *reader) span(n, parent *node, agent string) {
 		if parent.op() == opExecuteTool {
 			ev.AgentInfo.ParentCall = r.callID(parent)
 		}
+		for _, text := range messageTexts(a[keyInputMessages].str(), "user") {
+			r.emit(n, formats.UserMessage, start, id).Text = text
+		}
 		r.body(n, id)
-		if u := usageOf(a); !u.Empty() {
+		for _, text := range messageTexts(a[keyOutputMsgs].str(), "assistant") {
+			r.emit(n, formats.Answer, end, id).Text = text
+		}
+		// Its requests are its chat spans; an agent without them (spans
+		// of an agentconv before them) says its usage itself.
+		if u := totalsOf(a); !u.Empty() && !hasChats(n) {
 			r.emit(n, formats.Usage, end, id).Usage = u
 		}
 		ev = r.emit(n, formats.AgentEnd, end, id)
@@ -423,7 +466,18 @@ func (r *reader) span(n, parent *node, agent string) {
 		call.Args = nil
 		call.Output = a[keyToolResult].str()
 		call.Status, call.Error = statusOf(n)
+		if code, ok := a[keyExitCode].int(); ok {
+			call.ExitCode = formats.Some(int(code))
+		}
 		r.emit(n, formats.ToolResult, end, agent).Call = call
+	case n.op() == opChat:
+		r.body(n, agent)
+		ev := r.emit(n, formats.Usage, end, agent)
+		ev.Usage = usageOf(a, false)
+		ev.Response = formats.Response{ID: a[keyResponseID].str(), Model: a[keyResponseModel].str()}
+		if fr := a[keyFinish].strs(); len(fr) > 0 {
+			ev.Response.StopReason = fr[0]
+		}
 	case n.isTurn():
 		r.emit(n, formats.TurnStart, start, agent)
 		r.body(n, agent)
@@ -433,6 +487,17 @@ func (r *reader) span(n, parent *node, agent string) {
 		// A span of another tool: what it holds still counts.
 		r.body(n, agent)
 	}
+}
+
+// hasChats: an agent's span holds chat spans of its own (not of its
+// subagents).
+func hasChats(n *node) bool {
+	for _, c := range n.children {
+		if c.op() == opChat || c.op() != opInvokeAgent && hasChats(c) {
+			return true
+		}
+	}
+	return false
 }
 
 // callID is a tool span's call id, else its span id, else one of its own:
@@ -491,4 +556,48 @@ func cyclic(n *node, byID map[string]*node) bool {
 		seen[p] = true
 	}
 	return false
+}
+
+// strs reads a string array (gen_ai.response.finish_reasons); a lone
+// string is an array of one.
+func (v jsonValue) strs() []string {
+	if v.ArrayValue == nil {
+		if s := v.str(); s != "" {
+			return []string{s}
+		}
+		return nil
+	}
+	var out []string
+	for _, e := range v.ArrayValue.Values {
+		out = append(out, e.str())
+	}
+	return out
+}
+
+// messageTexts reads the texts of one role's messages from
+// gen_ai.input.messages or gen_ai.output.messages.
+func messageTexts(j, role string) []string {
+	if j == "" {
+		return nil
+	}
+	var msgs []chatMessage
+	if json.Unmarshal([]byte(j), &msgs) != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range msgs {
+		if m.Role != role {
+			continue
+		}
+		var parts []string
+		for _, p := range m.Parts {
+			if p.Type == "text" && p.Content != "" {
+				parts = append(parts, p.Content)
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, strings.Join(parts, "\n"))
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -24,29 +25,45 @@ const (
 	keyAgentName     = "gen_ai.agent.name"
 	keyConversation  = "gen_ai.conversation.id"
 	keyModel         = "gen_ai.request.model"
+	keyResponseModel = "gen_ai.response.model"
+	keyResponseID    = "gen_ai.response.id"
+	keyFinish        = "gen_ai.response.finish_reasons"
 	keyInputTokens   = "gen_ai.usage.input_tokens"
 	keyOutputTokens  = "gen_ai.usage.output_tokens"
 	keyCacheRead     = "gen_ai.usage.cache_read.input_tokens"
 	keyCacheCreation = "gen_ai.usage.cache_creation.input_tokens"
+	keyReasoning     = "gen_ai.usage.reasoning.output_tokens"
+	keyCost          = "gen_ai.usage.cost"
 	keyToolName      = "gen_ai.tool.name"
 	keyToolCallID    = "gen_ai.tool.call.id"
 	keyToolType      = "gen_ai.tool.type"
 	keyToolArgs      = "gen_ai.tool.call.arguments"
 	keyToolResult    = "gen_ai.tool.call.result"
+	keyInputMessages = "gen_ai.input.messages"
+	keyOutputMsgs    = "gen_ai.output.messages"
 	keyErrorType     = "error.type"
 	keyExitCode      = "process.exit.code"
-	keyCost          = "agentconv.usage.cost_usd"
-	keyCut           = "agentconv.run.cut"
-	keyTurn          = "agentconv.turn.number"
-	keySummary       = "agentconv.tool.summary"
-	keyRequestID     = "agentconv.permission.request_id"
-	keyAllowed       = "agentconv.permission.allowed"
-	keyReason        = "agentconv.permission.reason"
-	keySeverity      = "agentconv.notice.severity"
-	keyText          = "agentconv.text"
+	// An agent's totals, its subagents' included for the run's own: under
+	// agentconv.usage.* wherever the spans under it carry the counts, so
+	// that a backend that sums gen_ai.usage.* over a trace counts each
+	// token and each cent once.
+	keyTotalPrefix = "agentconv.usage."
+	// keyOldCost is the run's cost in the spans of agentconv before 2026-12,
+	// still read.
+	keyOldCost   = "agentconv.usage.cost_usd"
+	keyModels    = "agentconv.models"
+	keyCut       = "agentconv.run.cut"
+	keyTurn      = "agentconv.turn.number"
+	keySummary   = "agentconv.tool.summary"
+	keyRequestID = "agentconv.permission.request_id"
+	keyAllowed   = "agentconv.permission.allowed"
+	keyReason    = "agentconv.permission.reason"
+	keySeverity  = "agentconv.notice.severity"
+	keyText      = "agentconv.text"
 
 	opInvokeAgent = "invoke_agent"
 	opExecuteTool = "execute_tool"
+	opChat        = "chat"
 
 	// mainAgentID is gen_ai.agent.id of a run's own agent, which the event
 	// model leaves unnamed.
@@ -98,6 +115,12 @@ type agent struct {
 	turn    *span
 	turns   int
 	usage   formats.UsageInfo
+	model   string    // the model it uses now
+	seen    string    // the model of its first request
+	prompts []string  // its prompts, with --otlp-content
+	answer  string    // its answer, with --otlp-content
+	chats   int       // its model requests so far
+	last    time.Time // when its latest event came
 	idle    time.Time // when its first event since its last turn came
 	hasIdle bool
 	done    bool
@@ -125,15 +148,23 @@ type builder struct {
 	calls      []*span        // open tool calls, oldest first
 	callUses   map[string]int // how often each call id was used, for unique keys
 	requests   map[string]string
-	timed      bool      // the source gives times
-	last       time.Time // the latest source time
-	turnsSeen  bool      // the source ends turns, so content opens one
-	startsSeen bool      // the source starts turns itself
+	models     []string // the models the run used, in the order first seen
+	provider   string   // the run's provider, as the source names it
+	prompts    []string // the main agent's prompts, with --otlp-content
+	answer     string   // the run's answer, with --otlp-content
+	answered   bool
+	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)
+	chats      int               // the run's chat spans
+	timed      bool              // the source gives times
+	last       time.Time         // the latest source time
+	turnsSeen  bool              // the source ends turns, so content opens one
+	startsSeen bool              // the source starts turns itself
 
 	// Kept from run to run.
 	ended      spanData // the span being handed to emit
 	hashBuf    []byte   // what a hash is taken of
 	resService string   // the service.name of res
+	resVersion string   // and its service.version
 }
 
 func newBuilder(cfg *config, rep *formats.Report, emit func(*spanData)) *builder {
@@ -229,18 +260,145 @@ func (b *builder) write(e *formats.Event) {
 		b.event(b.inner(a), evCompaction, t, attribute.String(keyText, e.Text))
 	case formats.ModelChange:
 		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
+		if e.Run.Model != "" {
+			a.model = e.Run.Model
+			b.used(e.Run.Model)
+		}
 	case formats.Usage:
 		a.usage.Add(e.Usage)
+		b.content(e.Agent, a, t)
+		b.chat(e, a, t)
 	case formats.TextDelta, formats.Message:
 		b.content(e.Agent, a, t)
 	case formats.ThinkingDelta:
 		b.content(e.Agent, a, t)
 	case formats.Answer:
-		b.lose(lostAnswers, e.Text != "")
+		switch {
+		case b.cfg.content && !a.done:
+			a.answer = b.cut(e.Text)
+		default:
+			b.lose(lostAnswers, e.Text != "")
+		}
+	case formats.UserMessage:
+		switch {
+		case e.Text == "":
+		case b.cfg.content && !a.done:
+			a.prompts = append(a.prompts, b.cut(e.Text))
+		default:
+			b.lose(lostPrompts, true)
+		}
 	}
 	if !a.hasIdle && a.turn == nil {
 		a.idle, a.hasIdle = t, true
 	}
+	a.last = t
+}
+
+// chat makes the span of one model request (a Usage event): from the
+// agent's latest event, when the model was asked, to its answer. It
+// carries the request's usage, which its agent's span then counts only
+// in its totals.
+func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
+	a.chats++
+	b.chats++
+	b.reqUsage.Add(e.Usage)
+	model := a.model
+	if model == "" {
+		model = e.Response.Model
+	}
+	if a.seen == "" {
+		a.seen = model
+	}
+	b.used(model)
+	name := opChat
+	if model != "" {
+		name += " " + model
+	}
+	start := a.last
+	if start.IsZero() || start.After(t) {
+		start = t
+	}
+	s := &span{key: "chat\x00" + e.Agent + "\x00" + strconv.Itoa(a.chats), parent: b.inner(a), name: name,
+		kind: trace.SpanKindClient, start: start, attrs: make([]attribute.KeyValue, 0, 12)}
+	s.set(attribute.String(keyOperation, opChat))
+	if p := b.providerOf(model, e.Response.Model); p != "" {
+		s.set(attribute.String(keyProvider, p))
+	}
+	if model != "" {
+		s.set(attribute.String(keyModel, model))
+	}
+	if e.Response.Model != "" {
+		s.set(attribute.String(keyResponseModel, e.Response.Model))
+	}
+	if e.Response.ID != "" {
+		s.set(attribute.String(keyResponseID, e.Response.ID))
+	}
+	if r := e.Response.StopReason; r != "" {
+		s.set(attribute.StringSlice(keyFinish, []string{finishReason(r)}))
+	}
+	b.setUsage(s, e.Usage)
+	b.end(s, t)
+}
+
+// used notes a model the run used.
+func (b *builder) used(model string) {
+	if model == "" {
+		return
+	}
+	for _, m := range b.models {
+		if m == model {
+			return
+		}
+	}
+	b.models = append(b.models, model)
+}
+
+// finishReason is a stop reason in the words of the GenAI conventions,
+// where one of theirs means the same; else the source's word.
+func finishReason(r string) string {
+	switch r {
+	case "end_turn", "stop_sequence", "STOP", "completed":
+		return "stop"
+	case "tool_use", "tool_calls", "function_call":
+		return "tool_call"
+	case "max_tokens", "MAX_TOKENS", "length", "model_context_window_exceeded":
+		return "length"
+	case "refusal", "content_filter", "SAFETY":
+		return "content_filter"
+	}
+	return r
+}
+
+// providerOf is the run's provider, else what a model's name says of it.
+func (b *builder) providerOf(models ...string) string {
+	if b.provider != "" {
+		return b.provider
+	}
+	for _, m := range models {
+		if p := modelProvider(m); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// modelProvider names the provider of a model from its name's prefix, as
+// OpenTelemetry names providers; "" when the name does not say.
+func modelProvider(model string) string {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:] // anthropic/claude-…, openrouter's spelling
+	}
+	switch {
+	case strings.HasPrefix(m, "claude-"):
+		return "anthropic"
+	case strings.HasPrefix(m, "gpt-"), strings.HasPrefix(m, "o1"), strings.HasPrefix(m, "o3"), strings.HasPrefix(m, "o4"),
+		strings.HasPrefix(m, "codex-"):
+		return "openai"
+	case strings.HasPrefix(m, "gemini-"):
+		return "gcp.gemini"
+	}
+	return ""
 }
 
 func (b *builder) lose(what string, lost bool) {
@@ -254,7 +412,7 @@ func (b *builder) startRun(e *formats.Event) {
 		b.endRun(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "a new run began before this one completed"}, b.at(e))
 	}
 	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
-		hashBuf: b.hashBuf, res: b.res, resService: b.resService,
+		hashBuf: b.hashBuf, res: b.res, resService: b.resService, resVersion: b.resVersion,
 		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests)}
 	b.session = e.Run.SessionID
 	b.startLine = e.Source.LineNo
@@ -275,9 +433,19 @@ func (b *builder) startRun(e *formats.Event) {
 	if service == "" {
 		service = b.name
 	}
-	if b.res == nil || service != b.resService {
-		b.res = resource.NewSchemaless(append(append([]attribute.KeyValue(nil), b.cfg.resource...), attribute.String("service.name", service))...)
-		b.resService = service
+	version := e.Run.AgentVersion
+	for _, kv := range b.cfg.resource {
+		if kv.Key == "service.version" {
+			version = "" // OTEL_RESOURCE_ATTRIBUTES says it
+		}
+	}
+	if b.res == nil || service != b.resService || version != b.resVersion {
+		attrs := append(append([]attribute.KeyValue(nil), b.cfg.resource...), attribute.String("service.name", service))
+		if version != "" {
+			attrs = append(attrs, attribute.String("service.version", version))
+		}
+		b.res = resource.NewSchemaless(attrs...)
+		b.resService, b.resVersion = service, version
 	}
 
 	root := &span{key: "run", name: opInvokeAgent + " " + b.name, kind: trace.SpanKindInternal, start: b.at(e)}
@@ -288,7 +456,9 @@ func (b *builder) startRun(e *formats.Event) {
 	if e.Run.Provider != "" {
 		root.set(attribute.String(keyProvider, e.Run.Provider))
 	}
-	b.agents[""] = &agent{span: root}
+	b.provider = e.Run.Provider
+	b.used(e.Run.Model)
+	b.agents[""] = &agent{span: root, model: e.Run.Model, last: root.start}
 }
 
 // emptied empties a map of the last run for the next, or makes the first.
@@ -376,13 +546,11 @@ func (b *builder) startAgent(id string, info formats.AgentInfo, t time.Time) *ag
 	}
 	s := &span{key: "agent\x00" + id, parent: ps, name: opInvokeAgent + " " + label, kind: trace.SpanKindInternal, start: t}
 	s.set(attribute.String(keyOperation, opInvokeAgent), attribute.String(keyAgentName, label), attribute.String(keyAgentID, id))
-	if b.session != "" {
-		s.set(attribute.String(keyConversation, b.session))
-	}
 	if info.Model != "" {
 		s.set(attribute.String(keyModel, info.Model))
 	}
-	a := &agent{span: s}
+	b.used(info.Model)
+	a := &agent{span: s, model: info.Model, last: t}
 	b.agents[id] = a
 	b.order = append(b.order, id)
 	return a
@@ -517,6 +685,52 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 	b.calls = append(b.calls, s)
 }
 
+// cut keeps a text to --otlp-content-limit, whole characters only; a cut
+// is a loss.
+func (b *builder) cut(text string) string {
+	if len(text) <= b.cfg.contentLimit {
+		return text
+	}
+	b.lose(lostContentPast, true)
+	return strings.ToValidUTF8(text[:b.cfg.contentLimit], "")
+}
+
+// The message JSON of the GenAI conventions (gen-ai-input-messages.json,
+// gen-ai-output-messages.json), text parts only.
+type chatMessage struct {
+	Role         string     `json:"role"`
+	Parts        []textPart `json:"parts"`
+	FinishReason string     `json:"finish_reason,omitempty"`
+}
+
+type textPart struct {
+	Type    string `json:"type"`
+	Content string `json:"content"`
+}
+
+// setMessages puts an agent's prompts and answer on its span, with
+// --otlp-content: what Langfuse and Phoenix show as its input and output.
+func (b *builder) setMessages(a *agent) {
+	if !b.cfg.content {
+		return
+	}
+	if len(a.prompts) > 0 {
+		msgs := make([]chatMessage, len(a.prompts))
+		for i, p := range a.prompts {
+			msgs[i] = chatMessage{Role: "user", Parts: []textPart{{Type: "text", Content: p}}}
+		}
+		if j, err := formats.Marshal(msgs); err == nil {
+			a.span.set(attribute.String(keyInputMessages, string(j)))
+		}
+	}
+	if a.answer != "" {
+		msgs := []chatMessage{{Role: "assistant", Parts: []textPart{{Type: "text", Content: a.answer}}, FinishReason: "stop"}}
+		if j, err := formats.Marshal(msgs); err == nil {
+			a.span.set(attribute.String(keyOutputMsgs, string(j)))
+		}
+	}
+}
+
 // recordContent puts a tool call's arguments or result on its span when
 // --otlp-content asks for it, cut at the limit; else it is a loss. It takes
 // bytes too, so that they are made a string only when kept.
@@ -569,6 +783,9 @@ func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
 	}
 	out := e.Call.Output
 	recordContent(b, s, keyToolResult, out)
+	if e.Call.ExitCode.OK {
+		s.set(attribute.Int(keyExitCode, e.Call.ExitCode.V))
+	}
 	switch e.Call.Status {
 	case formats.Failed, formats.Cancelled, formats.Denied:
 		s.fail(e.Call.Status, e.Call.Error)
@@ -588,7 +805,18 @@ func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Stat
 	if status == formats.Failed || status == formats.Cancelled {
 		a.span.fail(status, "")
 	}
-	b.setUsage(a.span, a.usage)
+	model := a.model
+	if model == "" {
+		model = a.seen // the model its requests name
+	}
+	if model != "" {
+		a.span.attrs = setAttr(a.span.attrs, attribute.String(keyModel, model))
+	}
+	if p := b.providerOf(model); p != "" {
+		a.span.set(attribute.String(keyProvider, p))
+	}
+	b.setTotals(a.span, a.usage)
+	b.setMessages(a)
 	b.end(a.span, t)
 	a.done = true
 }
@@ -621,34 +849,52 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if e.Run.SessionID != "" {
 		b.session = e.Run.SessionID
 	}
-	if b.session != "" {
-		root.set(attribute.String(keyConversation, b.session))
-	}
-	if e.Run.Model != "" {
-		root.attrs = setAttr(root.attrs, attribute.String(keyModel, e.Run.Model))
-	}
 	if e.Run.Provider != "" {
-		root.attrs = setAttr(root.attrs, attribute.String(keyProvider, e.Run.Provider))
+		b.provider = e.Run.Provider
 	}
-	// The root carries the run's totals: the source's, else the sum of
-	// every agent's requests, as the run view counts them.
-	sum := main.usage
-	for _, id := range b.order {
-		if a := b.agents[id]; a != nil && a != main {
-			sum.Add(a.usage)
-		}
+	b.used(e.Run.Model)
+	// gen_ai.request.model only for a run that used one model; the models
+	// it used in agentconv.models.
+	root.attrs = dropAttr(root.attrs, keyModel)
+	root.attrs = dropAttr(root.attrs, keyProvider)
+	switch len(b.models) {
+	case 0:
+	case 1:
+		root.set(attribute.String(keyModel, b.models[0]))
+		root.set(attribute.StringSlice(keyModels, b.models))
+	default:
+		root.set(attribute.StringSlice(keyModels, b.models))
 	}
-	b.setUsage(root, formats.RunTotals(e.Usage, sum))
+	if p := b.providerOf(b.models...); p != "" {
+		root.set(attribute.String(keyProvider, p))
+	}
+	// The run's totals: the source's, else the sum of every agent's
+	// requests, as the run view counts them. Where chat spans carry the
+	// requests, the root carries the totals as agentconv.usage.*, and as
+	// gen_ai.usage.* only what the requests leave out, so that the
+	// gen_ai.usage.* of the trace's spans add up to the totals.
+	totals := formats.RunTotals(e.Usage, b.reqUsage)
+	if b.chats == 0 {
+		b.setUsage(root, totals)
+	} else {
+		b.setTotals(root, totals)
+		b.setUsage(root, remainder(totals, b.reqUsage))
+	}
 	if e.Run.ExitCode.OK {
 		root.set(attribute.Int(keyExitCode, e.Run.ExitCode.V))
 	}
 	if e.Cut {
 		root.set(attribute.Bool(keyCut, true))
 	}
+	b.setMessages(main)
 	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
 		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
 	if failed {
 		root.fail(e.Status, e.Text)
+		if e.Code != "" {
+			// The provider's code says more than "failed".
+			root.attrs = setAttr(root.attrs, attribute.String(keyErrorType, e.Code))
+		}
 	} else if e.Text != "" {
 		b.event(root, evNotice, t, attribute.String(keySeverity, formats.Error.String()), attribute.String(keyText, e.Text))
 	}
@@ -658,6 +904,15 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	}
 	b.end(root, end)
 	b.open = false
+}
+
+func dropAttr(kvs []attribute.KeyValue, key attribute.Key) []attribute.KeyValue {
+	for i := range kvs {
+		if kvs[i].Key == key {
+			return append(kvs[:i], kvs[i+1:]...)
+		}
+	}
+	return kvs
 }
 
 func setAttr(kvs []attribute.KeyValue, kv attribute.KeyValue) []attribute.KeyValue {
@@ -670,17 +925,62 @@ func setAttr(kvs []attribute.KeyValue, kv attribute.KeyValue) []attribute.KeyVal
 	return append(kvs, kv)
 }
 
-func (b *builder) setUsage(s *span, u formats.UsageInfo) {
-	for _, f := range []struct {
-		key string
-		v   formats.Opt[int64]
-	}{{keyInputTokens, u.InputTokens}, {keyOutputTokens, u.OutputTokens}, {keyCacheRead, u.CacheReadTokens}, {keyCacheCreation, u.CacheWriteTokens}} {
-		if f.v.OK {
-			s.set(attribute.Int64(f.key, f.v.V))
+// remainder is what of the totals the requests do not count: for each
+// count, the difference, where it is more than none.
+func remainder(totals, req formats.UsageInfo) formats.UsageInfo {
+	var out formats.UsageInfo
+	for _, f := range usageKeys {
+		if t, r := f.of(&totals), f.of(&req); t.OK && t.V > r.V {
+			*f.of(&out) = formats.Some(t.V - r.V)
+		}
+	}
+	switch c := totals.CostUSD.V - req.CostUSD.V; {
+	case totals.CostUSD.OK && !req.CostUSD.OK:
+		out.CostUSD = totals.CostUSD // only a run total is known
+	case totals.CostUSD.OK && c > 1e-12:
+		out.CostUSD = formats.Some(c)
+	}
+	return out
+}
+
+// usageKeys are the token counts of UsageInfo and their keys.
+var usageKeys = []struct {
+	key string
+	of  func(*formats.UsageInfo) *formats.Opt[int64]
+}{
+	{keyInputTokens, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.InputTokens }},
+	{keyOutputTokens, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.OutputTokens }},
+	{keyCacheRead, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.CacheReadTokens }},
+	{keyCacheCreation, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.CacheWriteTokens }},
+	{keyReasoning, func(u *formats.UsageInfo) *formats.Opt[int64] { return &u.ReasoningTokens }},
+}
+
+// totalKey is the agentconv.usage.* twin of a gen_ai.usage.* key.
+func totalKey(key string) string { return keyTotalPrefix + strings.TrimPrefix(key, "gen_ai.usage.") }
+
+// setUsage puts counts on a span as gen_ai.usage.*: what the span itself
+// used, counted nowhere else in the trace.
+func (b *builder) setUsage(s *span, u formats.UsageInfo) { setUsageAs(s, u, false) }
+
+// setTotals puts an agent's totals on its span as agentconv.usage.*.
+func (b *builder) setTotals(s *span, u formats.UsageInfo) { setUsageAs(s, u, true) }
+
+func setUsageAs(s *span, u formats.UsageInfo, total bool) {
+	for _, f := range usageKeys {
+		if v := f.of(&u); v.OK {
+			key := f.key
+			if total {
+				key = totalKey(key)
+			}
+			s.set(attribute.Int64(key, v.V))
 		}
 	}
 	if u.CostUSD.OK {
-		s.set(attribute.Float64(keyCost, u.CostUSD.V))
+		key := keyCost
+		if total {
+			key = totalKey(key)
+		}
+		s.set(attribute.Float64(key, u.CostUSD.V))
 	}
 }
 
@@ -688,6 +988,9 @@ func (b *builder) setUsage(s *span, u formats.UsageInfo) {
 // children, so that arrival times and measured durations never make a child
 // stick out of its parent.
 func (b *builder) end(s *span, t time.Time) {
+	if b.session != "" {
+		s.attrs = setAttr(s.attrs, attribute.String(keyConversation, b.session))
+	}
 	s.end = t
 	if s.children.After(s.end) {
 		s.end = s.children

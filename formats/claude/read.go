@@ -30,8 +30,9 @@ type record struct {
 	Timestamp string `json:"timestamp"`
 
 	// system/init
-	Model string `json:"model"`
-	Cwd   string `json:"cwd"`
+	Model   string `json:"model"`
+	Cwd     string `json:"cwd"`
+	Version string `json:"claude_code_version"`
 	// system/api_retry
 	Attempt    *int `json:"attempt"`
 	MaxRetries *int `json:"max_retries"`
@@ -50,10 +51,11 @@ type record struct {
 }
 
 type apiMessage struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Content json.RawMessage `json:"content"`
-	Usage   *apiUsage       `json:"usage"`
+	ID         string          `json:"id"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stop_reason"`
+	Content    json.RawMessage `json:"content"`
+	Usage      *apiUsage       `json:"usage"`
 }
 
 type apiUsage struct {
@@ -76,6 +78,15 @@ func (u *apiUsage) info() formats.UsageInfo {
 		CacheWriteTokens: formats.OptFrom(u.CacheCreation),
 		CacheReadTokens:  formats.OptFrom(u.CacheRead),
 	}
+}
+
+// response is what the message says of the request it answers.
+func (m *apiMessage) response() formats.Response {
+	r := formats.Response{ID: m.ID, Model: m.Model, StopReason: m.StopReason}
+	if r.Model == "<synthetic>" {
+		r.Model = ""
+	}
+	return r
 }
 
 // block is an Anthropic content block.
@@ -280,6 +291,8 @@ type decoder struct {
 	// errors[]. A failed run's reason is all of them, as a writer gives
 	// them in errors[].
 	errors []string
+	// errCode is the provider's code of the run's last API error.
+	errCode string
 	// costSession and costTotal are the session and total_cost_usd of the
 	// last result: in a session of several prompts (init/result pairs),
 	// Claude Code prints the session's running total, so a run's own cost
@@ -315,9 +328,11 @@ func (d *decoder) emit(ev *formats.Event) {
 	case formats.RunStart:
 		clear(d.streamed)
 		d.errors = d.errors[:0]
+		d.errCode = ""
 	case formats.Notice:
 		if ev.Severity == formats.Error && ev.Text != "" {
 			d.errors = append(d.errors, ev.Text)
+			d.errCode = ev.Code
 		}
 	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.AgentEnd, formats.Compaction:
 		d.wholeStreamed(ev.Agent)
@@ -506,7 +521,7 @@ func (d *decoder) startRun(info formats.RunInfo) {
 
 func (d *decoder) system(r *record) {
 	if r.Subtype == "init" {
-		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd})
+		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd, AgentVersion: r.Version})
 		return
 	}
 	var ev *formats.Event
@@ -619,7 +634,7 @@ func (d *decoder) assistant(r *record) {
 			d.flushMsg()
 			for _, b := range blocks(m.Content) {
 				if b.Type == "text" && b.Text != "" {
-					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text})
+					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
 				}
 			}
 		}
@@ -628,7 +643,7 @@ func (d *decoder) assistant(r *record) {
 				d.usageIDs = map[string]bool{}
 			}
 			d.usageIDs[m.ID] = true
-			d.emitUsage(d.knownAgent(r), m.Usage.info())
+			d.emitUsage(d.knownAgent(r), m.Usage.info(), m.response())
 		}
 		return
 	}
@@ -648,7 +663,7 @@ func (d *decoder) assistant(r *record) {
 			d.usageIDs = map[string]bool{}
 		}
 		d.usageIDs[m.ID] = true
-		d.emitUsage(agent, m.Usage.info())
+		d.emitUsage(agent, m.Usage.info(), m.response())
 	}
 	if agent == "" && m.Model != "" && m.Model != "<synthetic>" && m.Model != d.model {
 		if d.model != "" {
@@ -660,7 +675,7 @@ func (d *decoder) assistant(r *record) {
 		switch b.Type {
 		case "text":
 			if apiError {
-				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text})
+				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
 			} else {
 				d.msg.text = join(d.msg.text, b.Text)
 			}
@@ -890,6 +905,7 @@ func (d *decoder) result(r *record) {
 		end.Text = errorText(r.Error)
 		if end.Text == "" {
 			end.Text = strings.Join(d.errors, "\n")
+			end.Code = d.errCode
 		}
 		if end.Text == "" && r.Result != nil {
 			end.Text = *r.Result
@@ -923,6 +939,26 @@ func (d *decoder) result(r *record) {
 
 // errorText reads a result's error: a string, or an object with a message
 // (and a type, said when there is no message).
+// apiErrorCode is the provider's code of an API error: the error type in
+// Claude Code's "API Error: 529 {…}" text, else the message's error word.
+func apiErrorCode(text string, raw json.RawMessage) string {
+	if i := strings.IndexByte(text, '{'); i >= 0 && strings.HasPrefix(text, "API Error") {
+		var body struct {
+			Error struct {
+				Type string `json:"type"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(text[i:]), &body) == nil && body.Error.Type != "" {
+			return body.Error.Type
+		}
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && s != "unknown" {
+		return s
+	}
+	return ""
+}
+
 func errorText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
@@ -1029,10 +1065,10 @@ func (s *valueSource) next() ([]byte, []byte, int, error) {
 	return it, carrier, s.line, nil
 }
 
-// emitUsage gives a request's usage.
-func (d *decoder) emitUsage(agent string, u formats.UsageInfo) {
+// emitUsage gives a request's usage, and what the message says of it.
+func (d *decoder) emitUsage(agent string, u formats.UsageInfo, resp formats.Response) {
 	if agent != "" {
 		d.subUsage = true
 	}
-	d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: u})
+	d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: u, Response: resp})
 }

@@ -610,6 +610,7 @@ func resultOf(id string, it *item) formats.Call {
 	switch it.Type {
 	case typeCommand:
 		c.Output = it.AggregatedOutput
+		c.ExitCode = formats.OptFrom(it.ExitCode)
 		if it.ExitCode != nil && *it.ExitCode != 0 {
 			c.Error = "exit code " + strconv.Itoa(*it.ExitCode)
 			if c.Status == formats.Completed {
