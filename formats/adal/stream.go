@@ -450,7 +450,9 @@ func (s *streamWriter) reset() {
 	s.held, s.holding = s.held[:0], false
 }
 
-func (s *streamWriter) Close() error { return nil }
+// Close writes a refusal still held: a stream that ends there without an
+// end (outside a pipeline, which closes every run) stopped at it.
+func (s *streamWriter) Close() error { return s.release(s.run.View(), false) }
 
 // TakesRawOutput: tool outputs are copied as JSON, undecoded.
 func (s *streamWriter) TakesRawOutput() {}
