@@ -61,8 +61,11 @@ type RunView struct {
 	Status   Status
 	ExitCode int
 	// Failure is the message of a run that did not succeed: the source's
-	// error, else the refusal it stopped on, else its last error.
-	Failure string
+	// error, else the refusal it stopped on, else its last error, else
+	// words of the pipeline's own ("the run failed"); FailureSaid is false
+	// in that last case, for a target whose message may stay empty.
+	Failure     string
+	FailureSaid bool
 	// Cut: the run was closed by the pipeline, not by its source.
 	Cut bool
 
@@ -326,9 +329,11 @@ func (v *RunView) Settle(e *Event) {
 	if e.Text != "" && st != Completed {
 		v.Errors = append(v.Errors, e.Text)
 	}
-	v.Failure = ""
+	v.Failure, v.FailureSaid = "", false
 	if st != Completed {
 		v.Failure = v.failure(e)
+		v.FailureSaid = e.Text != "" || len(v.Errors) > 0 ||
+			st == Denied && len(v.Refusals) > 0 && v.Refusals[len(v.Refusals)-1].Reason != ""
 	}
 	if e.Run.SessionID != "" {
 		v.Info.SessionID = e.Run.SessionID

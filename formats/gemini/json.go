@@ -251,7 +251,9 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 	}
 	msg := ""
 	if !v.Success() {
-		msg = v.Failure
+		if v.FailureSaid {
+			msg = v.Failure // a source that said nothing gets no made-up words
+		}
 		o.Error = &errorObject{Type: errorType(formats.Some(v.ExitCode)), Message: msg}
 		o.Error.Code, _ = formats.Marshal(v.ExitCode)
 	}

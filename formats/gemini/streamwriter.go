@@ -214,7 +214,10 @@ func result(ts string, e *formats.Event, v *formats.RunView, srcCalls formats.Op
 	l := resultLine{Type: "result", Timestamp: ts, Status: "success"}
 	if !v.Success() {
 		l.Status = "error"
-		l.Error = &errorObject{Type: errorType(formats.Some(v.ExitCode)), Message: v.Failure}
+		l.Error = &errorObject{Type: errorType(formats.Some(v.ExitCode))}
+		if v.FailureSaid {
+			l.Error.Message = v.Failure
+		}
 	}
 	if u := v.Usage; !u.Empty() || e.Duration > 0 {
 		c := countsOf(u, false) // stream-json has no thoughts count
