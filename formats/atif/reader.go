@@ -219,6 +219,12 @@ func (d *decoder) results(st *readStep, agent string, at time.Time, subs map[str
 			}
 			continue
 		}
+		if _, ok := names[call]; !ok {
+			// A result for a call its step does not list (ATIF wants it
+			// there): the call is the result's, as the writer gives it.
+			names[call] = ""
+			d.add(&formats.Event{Kind: formats.ToolCall, Agent: agent, Time: at, Call: formats.Call{ID: call}})
+		}
 		e := &formats.Event{Kind: formats.ToolResult, Agent: agent, Time: at,
 			Call: formats.Call{ID: call, Name: names[call], Status: formats.Completed}}
 		content := d.message(r.Content, agent, at)

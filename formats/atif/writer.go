@@ -80,6 +80,10 @@ func (w *writer) Write(e *formats.Event) error {
 		a.open(e)
 		a.pendingThinking.WriteString(e.Text)
 	case formats.Message:
+		if e.Thinking != "" && a.cur != nil && a.text.Len() > 0 {
+			// Reasoning after the step's text is the next response's.
+			a.close()
+		}
 		a.open(e)
 		// A whole message repeats the deltas that streamed it.
 		if e.Thinking != "" {
