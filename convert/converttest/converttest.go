@@ -4,6 +4,7 @@ package converttest
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/agentconv/agentconv/convert"
@@ -20,4 +21,14 @@ func Convert(t testing.TB, in []byte, from, to string) []byte {
 		t.Fatalf("%s → %s: exit %d: %s", from, to, code, errb.String())
 	}
 	return out.Bytes()
+}
+
+// Run runs the command line in memory on stdin, with an empty
+// environment, and returns its exit status, standard output and standard
+// error.
+func Run(stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = convert.Run(append([]string{"agentconv"}, args...), convert.Sys{
+		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+	return code, out.String(), errb.String()
 }

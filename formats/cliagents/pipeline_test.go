@@ -1,14 +1,12 @@
 package cliagents_test
 
 import (
-	"bytes"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/cliagents"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -16,20 +14,12 @@ import (
 
 func agentconv(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := convert.Run(append([]string{"agentconv", "--deterministic"}, args...), convert.Sys{
-		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
-	})
-	return code, out.String(), errb.String()
+	return converttest.Run(stdin, append([]string{"--deterministic"}, args...)...)
 }
 
 func fixture(t *testing.T, dir, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(formatstest.Fixture(t, dir, name))
 }
 
 // TestSameDialectIsCopied: the pipeline copies cli-agents back byte for

@@ -3,7 +3,6 @@ package codex_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/agentconv/agentconv/convert"
 	"reflect"
 	"strings"
 	"testing"
@@ -150,10 +149,7 @@ func callLines(b []byte) (lines []string, failed bool) {
 // run runs the command line on in and returns its exit status, output and
 // standard error.
 func run(in []byte, args ...string) (int, string, string) {
-	var out, errb strings.Builder
-	code := convert.Run(append([]string{"agentconv", "--deterministic"}, args...), convert.Sys{
-		Stdin: strings.NewReader(string(in)), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
-	return code, out.String(), errb.String()
+	return converttest.Run(string(in), append([]string{"--deterministic"}, args...)...)
 }
 
 // TestCutCopied: codex → codex gives a cut stream back line for line: the

@@ -5,19 +5,13 @@ import (
 	"testing"
 
 	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 // run runs the command line in memory.
-func run(stdin string, args ...string) (int, string, string) {
-	var out, errb strings.Builder
-	code := convert.Run(append([]string{"agentconv"}, args...), convert.Sys{
-		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
-		Getenv: func(string) string { return "" },
-	})
-	return code, out.String(), errb.String()
-}
+func run(stdin string, args ...string) (int, string, string) { return converttest.Run(stdin, args...) }
 
 // TestDetectedAgainstNeighbours: on Cursor's stream, cursor-stream wins
 // detection by far over the dialects whose envelope or types it shares.

@@ -1,14 +1,13 @@
 package malac_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/agentconv/agentconv/formats/malac"
@@ -18,20 +17,12 @@ import (
 // standard output and standard error.
 func agentconv(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code := convert.Run(append([]string{"agentconv", "--deterministic"}, args...), convert.Sys{
-		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb,
-	})
-	return code, out.String(), errb.String()
+	return converttest.Run(stdin, append([]string{"--deterministic"}, args...)...)
 }
 
 func fixture(t *testing.T, dir, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(formatstest.Fixture(t, dir, name))
 }
 
 // TestSameDialectIsCopied: the pipeline copies malac back byte for byte,
