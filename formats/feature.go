@@ -144,13 +144,13 @@ func Features() []Feature {
 
 // implied: a feature whose loss is already said by the loss of another is
 // not reported again (a failed turn's status goes with its turn).
-var implied = map[Feature]Feature{
-	TurnStatuses:        Turns,
-	CompactionSummaries: Compactions,
-	SubagentCalls:       Subagents,
-	PerRequestUsage:     TokenUsage,
-	CacheWrites:         TokenUsage,
-	ReasoningTokens:     TokenUsage,
+var implied = [...]struct{ f, by Feature }{
+	{TurnStatuses, Turns},
+	{CompactionSummaries, Compactions},
+	{SubagentCalls, Subagents},
+	{PerRequestUsage, TokenUsage},
+	{CacheWrites, TokenUsage},
+	{ReasoningTokens, TokenUsage},
 }
 
 // Needs says which features an event uses. It is the one place that maps
@@ -288,9 +288,12 @@ func usageNeeds(u *UsageInfo) Feature {
 // `carries` cannot carry, less what the loss of another already says.
 func Missing(needs, carries Feature) Feature {
 	m := needs &^ carries
-	for f, parent := range implied {
-		if m&f != 0 && m&parent != 0 {
-			m &^= f
+	if m == 0 {
+		return 0 // the common case, on every event
+	}
+	for _, i := range implied {
+		if m&i.f != 0 && m&i.by != 0 {
+			m &^= i.f
 		}
 	}
 	return m
