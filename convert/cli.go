@@ -411,9 +411,16 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	}
 	var p *Pipeline
 	var runs *runFiles
-	if outDir != "" {
+	var files *dirFiles
+	switch {
+	case outDir != "" && to.Files:
+		// The writer names its own files under the directory.
+		files = newDirFiles(outDir)
+		wopts.Create = files.create
+		p = New(to, bw, wopts, opts)
+	case outDir != "":
 		p, runs = newRunFilesPipeline(to, outDir, wopts, opts)
-	} else {
+	default:
 		p = New(to, bw, wopts, opts)
 	}
 
@@ -443,7 +450,7 @@ func convertCmd(c *cli.Context, sys Sys) int {
 				runErr = &InputError{File: n, Msg: err.Error()}
 				break
 			}
-			in.R = f
+			in.R, in.Path = f, n
 			runErr = p.Convert(ctx, in)
 			f.Close()
 			if runErr != nil {
@@ -482,6 +489,13 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	if runs != nil {
 		// The runs put in place are whole; a run not put in place is not.
 		runs.abort()
+	}
+	if files != nil {
+		var oe *OutputError
+		failed := errors.As(closeErr, &oe) || errors.As(runErr, &oe)
+		if err := files.finish(failed); err != nil && closeErr == nil {
+			closeErr = &OutputError{err}
+		}
 	}
 
 	code := exitFor(runErr, sys.Stderr)

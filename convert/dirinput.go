@@ -71,10 +71,38 @@ func dirInputs(dir string, from formats.Dialect) ([]string, error) {
 		}
 		return nil, fmt.Errorf("%s: cannot read it: %v", dir, err)
 	}
+	files = dropOwned(files, from)
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%s: no %s file under it (for %s)", dir, strings.Join(patterns, " or "), strings.Join(readers, ", "))
 	}
 	return files, nil
+}
+
+// dropOwned leaves out the files that another file of the list brings
+// with it (Dialect.Owner: a subagent's file beside its session's file); a
+// file whose owner is not in the list stays, to be read on its own.
+func dropOwned(files []string, from formats.Dialect) []string {
+	listed := make(map[string]bool, len(files))
+	for _, f := range files {
+		listed[f] = true
+	}
+	out := files[:0]
+	for _, f := range files {
+		owned := false
+		for _, d := range Readable() {
+			if d.Owner == nil || from.Name != "" && d.Name != from.Name {
+				continue
+			}
+			if o := d.Owner(f); o != "" && o != f && listed[o] {
+				owned = true
+				break
+			}
+		}
+		if !owned {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func matchAny(patterns []string, name string) bool {

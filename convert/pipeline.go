@@ -17,6 +17,9 @@ type Input struct {
 	// Name is the file name, or "-" for standard input; errors use it.
 	Name string
 	R    io.Reader
+	// Path is the file's path, "" for standard input; the reader gets it
+	// (formats.ReadOptions.Path).
+	Path string
 }
 
 // Options steer a conversion.
@@ -109,6 +112,8 @@ type Pipeline struct {
 	events      int
 	// rawOutput: the writer takes tool outputs as undecoded JSON.
 	rawOutput bool
+	// copyTo is the writer, when it chooses where copied records go.
+	copyTo formats.CopyTarget
 }
 
 // New builds the writer of dialect to on out, with the pipeline's run view
@@ -144,6 +149,7 @@ func NewPipeline(w formats.Writer, to formats.Dialect, opts Options) *Pipeline {
 	p := &Pipeline{opts: opts, w: w, to: to, target: to.Name, rawOutput: raw, view: opts.View}
 	if ob, ok := w.(formats.Observer); ok && opts.Out != nil {
 		p.observer = ob
+		p.copyTo, _ = w.(formats.CopyTarget)
 	}
 	return p
 }
@@ -172,7 +178,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	if err != nil {
 		return err
 	}
-	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep}
+	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path}
 	r := d.NewReader(br, ropts)
 
 	// The reader runs in its own goroutine so that a signal can stop the
@@ -329,7 +335,13 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 		// agentconv's own, and a live reader needs it.
 		p.observer.Observe(ev)
 		if ev.Source.Line != nil && !ev.Source.Continued && !ev.Synthetic {
-			if err := formats.WriteRawLine(p.opts.Out, ev.Source.Line); err != nil {
+			out := p.opts.Out
+			if p.copyTo != nil {
+				if w := p.copyTo.CopyTo(); w != nil {
+					out = w
+				}
+			}
+			if err := formats.WriteRawLine(out, ev.Source.Line); err != nil {
 				return &OutputError{err}
 			}
 		}

@@ -47,7 +47,7 @@ type runFiles struct {
 // run files into: an existing directory, or a name ending in a slash,
 // which is made.
 func outputDir(name string, to formats.Dialect) (bool, error) {
-	if to.RunFile == "" {
+	if to.RunFile == "" && !to.Files {
 		return false, nil
 	}
 	if st, err := os.Stat(name); err == nil {

@@ -56,6 +56,23 @@ type Dialect struct {
 	// file under it whose name matches this pattern (path.Match), in path
 	// order, is read as an input. Empty: a directory input is an error.
 	DirFiles string
+	// Files, if set, says that the writer writes files of its own when -o
+	// names a directory (a session file and its subagents' files): it
+	// makes each through WriteOptions.Create, by a path relative to that
+	// directory, and names them itself. To an output stream, everything
+	// goes to the stream.
+	Files bool
+	// Places, if set, names the directories where the agent keeps the
+	// files of this dialect on this machine, given the environment (HOME
+	// and the agent's own variables), for `agentconv sessions`. The
+	// directories need not exist.
+	Places func(getenv func(string) string) []string
+	// Owner, if set, says that the file at path belongs to another file of
+	// the dialect, whose reader reads it too (a subagent's file beside its
+	// session's file): it returns that file's path, or "" for a file that
+	// stands alone. A directory walk leaves out a file whose owner it
+	// reads; a file whose owner is missing is read on its own.
+	Owner func(path string) string
 }
 
 // Param is one setting of a dialect's writer.
@@ -121,6 +138,10 @@ type ReadOptions struct {
 	Dialect string
 	// Report receives warnings about the input.
 	Report *Report
+	// Path is the input's file name, "" for standard input: a reader
+	// whose dialect keeps parts of one session in other files (subagents)
+	// finds them beside it.
+	Path string
 }
 
 // WriteOptions are given to every writer.
@@ -143,6 +164,19 @@ type WriteOptions struct {
 	// Run is the pipeline's view of the run being written, up to and
 	// including the event the writer is given; nil outside a pipeline.
 	Run *RunView
+	// Create, for a dialect that writes Files when -o names a directory,
+	// makes a file under it by a slash-separated relative path; the file
+	// is put in place, whole, when it is closed (one left open at the end
+	// is put in place by the pipeline's close). nil: write to the output.
+	Create func(name string) (io.WriteCloser, error)
+}
+
+// CopyTarget is a writer of a dialect that writes Files: a record that the
+// pipeline copies verbatim goes to the file that the writer chose when it
+// observed the record's event (Observe), not to the output stream.
+type CopyTarget interface {
+	Observer
+	CopyTo() io.Writer
 }
 
 // Param returns a writer parameter, or def when unset.
