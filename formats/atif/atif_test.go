@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goccy/go-json"
+
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
@@ -112,4 +114,119 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, Dialect, data, roundTripKinds...)
 	})
+}
+
+// realFiles are the trajectories copied from public repositories (see
+// testdata/atif/SOURCES.md), one per version found: v1.2, v1.5, v1.6, v1.7.
+var realFiles = []string{
+	"nemo-hermes-native-trajectory.json",
+	"harbor-openhands-hello-world.trajectory.json",
+	"harbor-terminus-2-context-summarization.trajectory.json",
+	"harbor-terminus-2-linear-history.trajectory.json",
+	"harbor-terminus-2-timeout.trajectory.json",
+	"nemo-exmp01-atif-v1.6.json",
+	"nemo-exmp02-atif.json",
+	"nemo-exmp06-atif.json",
+}
+
+// TestReadRealFiles: every prompt, call, result with a call, and step
+// metrics of a real trajectory becomes its event, whatever the version.
+func TestReadRealFiles(t *testing.T) {
+	for _, name := range realFiles {
+		t.Run(name, func(t *testing.T) {
+			data := formatstest.Fixture(t, "atif", name)
+			var doc struct {
+				Version string `json:"schema_version"`
+				Agent   struct {
+					Name, Version string
+				} `json:"agent"`
+				Steps []struct {
+					Source    string            `json:"source"`
+					ToolCalls []json.RawMessage `json:"tool_calls"`
+					Metrics   json.RawMessage   `json:"metrics"`
+					Obs       *struct {
+						Results []struct {
+							Call *string `json:"source_call_id"`
+						} `json:"results"`
+					} `json:"observation"`
+				} `json:"steps"`
+			}
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			var prompts, calls, results, metrics int
+			for _, s := range doc.Steps {
+				if s.Source == "user" {
+					prompts++
+				}
+				calls += len(s.ToolCalls)
+				if len(s.Metrics) > 0 && s.Source == "agent" {
+					metrics++
+				}
+				if s.Obs != nil && s.Source != "system" {
+					for _, r := range s.Obs.Results {
+						if r.Call != nil {
+							results++
+						}
+					}
+				}
+			}
+			evs := formatstest.Read(t, Dialect, data)
+			got := func(k formats.Kind) int { return len(formatstest.OfKind(evs, k)) }
+			if got(formats.UserMessage) != prompts || got(formats.ToolCall) != calls || got(formats.ToolResult) != results || got(formats.Usage) != metrics {
+				t.Errorf("%s: %d prompts, %d calls, %d results, %d usages read; the file has %d, %d, %d, %d",
+					doc.Version, got(formats.UserMessage), got(formats.ToolCall), got(formats.ToolResult), got(formats.Usage), prompts, calls, results, metrics)
+			}
+			if r := evs[0].Run; r.AgentName != doc.Agent.Name || r.AgentVersion != doc.Agent.Version {
+				t.Errorf("agent %q %q, want %q %q", r.AgentName, r.AgentVersion, doc.Agent.Name, doc.Agent.Version)
+			}
+		})
+	}
+}
+
+// TestReadHarborSummarization: Harbor's terminus-2 hands its context to
+// subagents whose trajectories are other files, from a system step, and
+// continues its own history in another file: each is said, not dropped.
+func TestReadHarborSummarization(t *testing.T) {
+	evs, warn := formatstest.ReadWarnings(t, Dialect, formatstest.Fixture(t, "atif", "harbor-terminus-2-linear-history.trajectory.json"))
+	for _, want := range []string{"trajectory.summarization-1-summary.json is another file", "trajectory.summarization-1-answers.json is another file",
+		"continued in trajectory.cont-1.json"} {
+		if !strings.Contains(warn, want) {
+			t.Errorf("no warning that %s:\n%s", want, warn)
+		}
+	}
+	end := evs[len(evs)-1]
+	if end.Kind != formats.RunEnd || end.Usage.CostUSD.V <= 0 || end.Usage.InputTokens.V <= 0 {
+		t.Errorf("the run's end lacks its final metrics: %+v", end)
+	}
+	// The RFC's compaction by an embedded subagent, from a system step.
+	compact := `{"schema_version":"ATIF-v1.7","agent":{"name":"a","version":"1"},"steps":[
+{"step_id":1,"source":"user","message":"go"},
+{"step_id":2,"source":"system","message":"","observation":{"results":[{"content":"Summary: X","subagent_trajectory_ref":[{"trajectory_id":"compact-001"}]}]},
+ "extra":{"context_management":{"type":"compaction","boundary":"replace"}}}],
+"subagent_trajectories":[{"schema_version":"ATIF-v1.7","trajectory_id":"compact-001","agent":{"name":"compactor","version":"1"},
+ "steps":[{"step_id":1,"source":"agent","message":"Summary: X"}]}]}`
+	evs = formatstest.Read(t, Dialect, compact)
+	if got := formatstest.Kinds(evs); got != "run_start user_message agent_start message agent_end compaction run_end" {
+		t.Fatalf("compaction by a subagent: %s", got)
+	}
+	if evs[2].AgentInfo.Label != "compactor" || evs[5].Text != "Summary: X" {
+		t.Errorf("subagent %+v, summary %q", evs[2].AgentInfo, evs[5].Text)
+	}
+}
+
+// TestWriteAgentVersion: the agent's version is written, as ATIF requires
+// the field, and read back.
+func TestWriteAgentVersion(t *testing.T) {
+	out, _ := formatstest.WriteReport(t, Dialect, []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{AgentName: "claude-code", AgentVersion: "2.1.3"}},
+		{Kind: formats.UserMessage, Text: "hi"},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	})
+	if !strings.Contains(out, `"version": "2.1.3"`) {
+		t.Errorf("no version:\n%s", out)
+	}
+	if back := formatstest.Read(t, Dialect, out); back[0].Run.AgentVersion != "2.1.3" {
+		t.Errorf("read back %q", back[0].Run.AgentVersion)
+	}
 }

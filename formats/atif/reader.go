@@ -40,12 +40,14 @@ type readTrajectory struct {
 	FinalMetrics  *readFinal        `json:"final_metrics"`
 	Extra         map[string]any    `json:"extra"`
 	Subagents     []*readTrajectory `json:"subagent_trajectories"`
+	Continued     string            `json:"continued_trajectory_ref"`
 }
 
 type readAgent struct {
-	Name  string         `json:"name"`
-	Model string         `json:"model_name"`
-	Extra map[string]any `json:"extra"`
+	Name    string         `json:"name"`
+	Version string         `json:"version"`
+	Model   string         `json:"model_name"`
+	Extra   map[string]any `json:"extra"`
 }
 
 type readStep struct {
@@ -92,12 +94,17 @@ func (d *decoder) add(e *formats.Event) { d.q.Add(e) }
 
 func (d *decoder) run(t *readTrajectory) {
 	start := &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: t.SessionID,
-		Model: t.Agent.Model, AgentName: t.Agent.Name, Cwd: str(t.Extra[extraCwd])}}
+		Model: t.Agent.Model, AgentName: t.Agent.Name, AgentVersion: t.Agent.Version, Cwd: str(t.Extra[extraCwd])}}
 	if len(t.Steps) > 0 {
 		start.Time = parseTime(t.Steps[0].Timestamp)
 	}
 	d.add(start)
 	d.steps(t, "")
+	if t.Continued != "" {
+		// Harbor's linear history: the run goes on in another document,
+		// which a directory input reads as a run of its own.
+		d.report.Warn(d.line, "the trajectory is continued in %s; read that file too (a directory of trajectories reads both)", t.Continued)
+	}
 	if a := str(t.Extra[extraAnswer]); a != "" {
 		d.add(&formats.Event{Kind: formats.Answer, Text: a})
 	}
@@ -140,7 +147,7 @@ func (d *decoder) steps(t *readTrajectory, agent string) {
 		case "user":
 			d.add(&formats.Event{Kind: formats.UserMessage, Agent: agent, Time: at, Text: text})
 		case "system":
-			d.system(st, agent, at, text)
+			d.system(st, agent, at, text, subs)
 		default:
 			if st.Model != "" && st.Model != model {
 				model = st.Model
@@ -175,7 +182,16 @@ func (d *decoder) steps(t *readTrajectory, agent string) {
 	}
 }
 
-func (d *decoder) system(st *readStep, agent string, at time.Time, text string) {
+func (d *decoder) system(st *readStep, agent string, at time.Time, text string, subs map[string]*readTrajectory) {
+	if st.Obs != nil {
+		// A system step's results may refer to subagents (Harbor's
+		// context summarization, the RFC's compaction by a subagent).
+		for _, r := range st.Obs.Results {
+			for _, ref := range r.Refs {
+				d.subagent(ref, subs[ref.TrajectoryID], agent, "", at)
+			}
+		}
+	}
 	if cm, ok := st.Extra[extraContextMgmt].(map[string]any); ok && str(cm["type"]) == "compaction" {
 		summary := text
 		if st.Obs != nil && len(st.Obs.Results) > 0 {
@@ -252,8 +268,13 @@ func (d *decoder) results(st *readStep, agent string, at time.Time, subs map[str
 func (d *decoder) subagent(ref subagentRef, t *readTrajectory, parent, call string, at time.Time) {
 	id := ref.TrajectoryID
 	if t == nil {
-		if ref.TrajectoryPath != "" {
-			d.report.Warn(d.line, "subagent trajectory %s is in another file; only its reference is kept", ref.TrajectoryPath)
+		switch {
+		case ref.TrajectoryPath != "":
+			d.report.Warn(d.line, "subagent trajectory %s is another file, not read with this one; give it as an input too (a directory of trajectories reads them all)", ref.TrajectoryPath)
+		case ref.TrajectoryID != "":
+			d.report.Warn(d.line, "subagent trajectory %q is referred to but not embedded in subagent_trajectories; it is left out", ref.TrajectoryID)
+		case ref.SessionID != "":
+			d.report.Warn(d.line, "subagent session %s is referred to by its session id only (ATIF before v1.7) and not embedded; it is left out", ref.SessionID)
 		}
 		return
 	}
