@@ -1,6 +1,7 @@
 package atif
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -228,5 +229,87 @@ func TestWriteAgentVersion(t *testing.T) {
 	}
 	if back := formatstest.Read(t, Dialect, out); back[0].Run.AgentVersion != "2.1.3" {
 		t.Errorf("read back %q", back[0].Run.AgentVersion)
+	}
+}
+
+// TestWriteStepsAndMetrics: one step per model response, with its text,
+// reasoning, calls, their results and the request's metrics (prompt
+// tokens with the cached ones, cache writes and reasoning in extra); a
+// compaction is a system step with the RFC's context_management; the
+// final metrics hold the run's totals, the subagent's cost included.
+func TestWriteStepsAndMetrics(t *testing.T) {
+	u := func(in, cached, write, out, reasoning int64, cost float64) formats.UsageInfo {
+		return formats.UsageInfo{InputTokens: formats.Some(in), CacheReadTokens: formats.Some(cached), CacheWriteTokens: formats.Some(write),
+			OutputTokens: formats.Some(out), ReasoningTokens: formats.Some(reasoning), CostUSD: formats.Some(cost)}
+	}
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s", AgentName: "x", AgentVersion: "1"}},
+		{Kind: formats.UserMessage, Text: "go"},
+		{Kind: formats.Usage, Usage: u(100, 60, 10, 20, 5, 0.25)},
+		{Kind: formats.Message, Text: "looking", Thinking: "hmm"},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "Task", Args: []byte(`{"prompt":"p"}`)}},
+		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{Label: "helper", ParentCall: "c1"}},
+		{Kind: formats.Usage, Agent: "a1", Usage: u(40, 0, 0, 4, 0, 0.5)},
+		{Kind: formats.Message, Agent: "a1", Text: "done"},
+		{Kind: formats.AgentEnd, Agent: "a1", Status: formats.Completed},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Task", Status: formats.Completed, Output: "done"}},
+		{Kind: formats.Usage, Usage: u(200, 150, 0, 10, 0, 0.125)},
+		{Kind: formats.Message, Text: "finished"},
+		{Kind: formats.Compaction, Text: "the summary"},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, _ := formatstest.WriteReport(t, Dialect, evs)
+	var doc struct {
+		Steps []struct {
+			Source    string         `json:"source"`
+			Message   string         `json:"message"`
+			Reasoning string         `json:"reasoning_content"`
+			ToolCalls []toolCall     `json:"tool_calls"`
+			Obs       *readObs       `json:"observation"`
+			Metrics   *metrics       `json:"metrics"`
+			Extra     map[string]any `json:"extra"`
+		} `json:"steps"`
+		Final struct {
+			Cost float64 `json:"total_cost_usd"`
+		} `json:"final_metrics"`
+		Subagents []struct {
+			ID    string `json:"trajectory_id"`
+			Steps []struct {
+				Metrics *metrics `json:"metrics"`
+			} `json:"steps"`
+		} `json:"subagent_trajectories"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var sources []string
+	for _, s := range doc.Steps {
+		sources = append(sources, s.Source)
+	}
+	if got := strings.Join(sources, " "); got != "user agent agent system" {
+		t.Fatalf("steps %s:\n%s", got, out)
+	}
+	first := doc.Steps[1]
+	if first.Message != "looking" || first.Reasoning != "hmm" || len(first.ToolCalls) != 1 || first.Obs == nil ||
+		len(first.Obs.Results) != 1 || *first.Obs.Results[0].SourceCallID != "c1" || first.Obs.Results[0].Refs[0].TrajectoryID != "a1" {
+		t.Errorf("the first response's step: %+v", first)
+	}
+	m := first.Metrics
+	if m == nil || *m.Prompt != 100 || *m.Cached != 60 || *m.Completion != 20 || *m.Cost != 0.25 ||
+		m.Extra[extraCacheCreation] != 10.0 || m.Extra[extraReasoning] != 5.0 {
+		t.Errorf("the first step's metrics: %+v", m)
+	}
+	if doc.Steps[2].Message != "finished" || doc.Steps[2].Metrics == nil || *doc.Steps[2].Metrics.Prompt != 200 {
+		t.Errorf("the second response's step: %+v", doc.Steps[2])
+	}
+	if c := doc.Steps[3]; fmt.Sprint(c.Extra[extraContextMgmt]) != "map[boundary:replace type:compaction]" ||
+		c.Obs == nil || string(c.Obs.Results[0].Content) != `"the summary"` {
+		t.Errorf("the compaction's step: %+v", c)
+	}
+	if len(doc.Subagents) != 1 || doc.Subagents[0].ID != "a1" || doc.Subagents[0].Steps[0].Metrics == nil {
+		t.Errorf("subagents: %+v", doc.Subagents)
+	}
+	if f := doc.Final; f.Cost != 0.875 {
+		t.Errorf("final cost %v, want 0.875 (the subagent's included):\n%s", f.Cost, out)
 	}
 }
