@@ -13,26 +13,28 @@ import (
 
 func TestReadRFCExample(t *testing.T) {
 	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "atif", "rfc-0001-example.json"))
-	if got, want := formatstest.Kinds(evs), "run_start user_message usage message tool_call tool_call tool_result tool_result usage message run_end"; got != want {
+	// The agent's tool definitions and the second step's token ids and
+	// log probabilities are raw events.
+	if got, want := formatstest.Kinds(evs), "run_start raw user_message usage message tool_call tool_call tool_result tool_result raw raw usage message run_end"; got != want {
 		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
 	}
 	start := evs[0]
 	if start.Run.SessionID != "025B810F-B3A2-4C67-93C0-FE7A142A947A" || start.Run.AgentName != "harbor-agent" || start.Run.Model != "gemini-2.5-flash" {
 		t.Errorf("run start: %+v", start.Run)
 	}
-	u := evs[2].Usage
+	u := evs[3].Usage
 	if u.InputTokens.V != 520 || u.CacheReadTokens.V != 200 || u.OutputTokens.V != 80 || u.CostUSD.V != 0.00045 {
 		t.Errorf("first step's usage: %+v", u)
 	}
-	if evs[3].Thinking == "" || !strings.HasPrefix(evs[3].Text, "I will search") {
-		t.Errorf("message: %+v", evs[3])
+	if evs[4].Thinking == "" || !strings.HasPrefix(evs[4].Text, "I will search") {
+		t.Errorf("message: %+v", evs[4])
 	}
-	r := evs[6]
+	r := evs[7]
 	if r.Call.ID != "call_price_1" || r.Call.Name != "financial_search" || r.Call.Status != formats.Completed || !strings.Contains(r.Call.Output, "185.35") {
 		t.Errorf("result: %+v", r.Call)
 	}
-	if evs[0].Time.IsZero() || evs[3].Time.Format("15:04:05") != "10:30:02" {
-		t.Errorf("times: %v %v", evs[0].Time, evs[3].Time)
+	if evs[0].Time.IsZero() || evs[4].Time.Format("15:04:05") != "10:30:02" {
+		t.Errorf("times: %v %v", evs[0].Time, evs[4].Time)
 	}
 }
 
@@ -311,5 +313,23 @@ func TestWriteStepsAndMetrics(t *testing.T) {
 	}
 	if f := doc.Final; f.Cost != 0.875 {
 		t.Errorf("final cost %v, want 0.875 (the subagent's included):\n%s", f.Cost, out)
+	}
+}
+
+// TestReadTrainingFields: token ids, log probabilities and tool
+// definitions have no place in the model; each is a raw event, so that
+// another dialect's writer reports it lost, and atif copies it.
+func TestReadTrainingFields(t *testing.T) {
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "atif", "harbor-terminus-2-context-summarization.trajectory.json"))
+	types := map[string]int{}
+	for _, e := range formatstest.OfKind(evs, formats.Raw) {
+		types[e.Source.Type]++
+	}
+	if types["metrics/prompt_token_ids"] == 0 || types["metrics/completion_token_ids"] == 0 || types["metrics/logprobs"] == 0 {
+		t.Errorf("raw events: %v", types)
+	}
+	evs = formatstest.Read(t, Dialect, formatstest.Fixture(t, "atif", "harbor-openhands-hello-world.trajectory.json"))
+	if raw := formatstest.OfKind(evs, formats.Raw); len(raw) != 1 || raw[0].Source.Type != "agent/tool_definitions" {
+		t.Errorf("raw events: %v", formatstest.Kinds(raw))
 	}
 }

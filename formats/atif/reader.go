@@ -44,10 +44,11 @@ type readTrajectory struct {
 }
 
 type readAgent struct {
-	Name    string         `json:"name"`
-	Version string         `json:"version"`
-	Model   string         `json:"model_name"`
-	Extra   map[string]any `json:"extra"`
+	Name    string          `json:"name"`
+	Version string          `json:"version"`
+	Model   string          `json:"model_name"`
+	Tools   json.RawMessage `json:"tool_definitions"`
+	Extra   map[string]any  `json:"extra"`
 }
 
 type readStep struct {
@@ -92,6 +93,13 @@ type decoder struct {
 
 func (d *decoder) add(e *formats.Event) { d.q.Add(e) }
 
+// raw adds a raw event for a part of the document that the model has no
+// place for, so that a writer of another dialect reports it lost. It has
+// no time of its own: it is a part of a step, not an event of the run.
+func (d *decoder) raw(agent string, typ string) {
+	d.add(&formats.Event{Kind: formats.Raw, Agent: agent, Source: formats.Source{Type: typ}})
+}
+
 func (d *decoder) run(t *readTrajectory) {
 	start := &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: t.SessionID,
 		Model: t.Agent.Model, AgentName: t.Agent.Name, AgentVersion: t.Agent.Version, Cwd: str(t.Extra[extraCwd])}}
@@ -99,6 +107,9 @@ func (d *decoder) run(t *readTrajectory) {
 		start.Time = parseTime(t.Steps[0].Timestamp)
 	}
 	d.add(start)
+	if len(t.Agent.Tools) > 0 && string(t.Agent.Tools) != "null" {
+		d.raw("", "agent/tool_definitions")
+	}
 	d.steps(t, "")
 	if t.Continued != "" {
 		// Harbor's linear history: the run goes on in another document,
@@ -158,6 +169,14 @@ func (d *decoder) steps(t *readTrajectory, agent string) {
 			}
 			if st.Metrics != nil {
 				m := st.Metrics
+				// Token ids and log probabilities (for training) have no
+				// place in the model: each is a raw event, kept in the
+				// document.
+				for i, v := range []json.RawMessage{m.PromptIDs, m.CompIDs, m.Logprobs} {
+					if len(v) > 0 && string(v) != "null" {
+						d.raw(agent, [...]string{"metrics/prompt_token_ids", "metrics/completion_token_ids", "metrics/logprobs"}[i])
+					}
+				}
 				d.add(&formats.Event{Kind: formats.Usage, Agent: agent, Time: at, Usage: formats.UsageInfo{
 					InputTokens: formats.OptFrom(m.Prompt), OutputTokens: formats.OptFrom(m.Completion),
 					CacheReadTokens: formats.OptFrom(m.Cached), CostUSD: formats.OptFrom(m.Cost),
@@ -322,7 +341,7 @@ func (d *decoder) message(raw json.RawMessage, agent string, at time.Time) strin
 			texts = append(texts, p.Text)
 			continue
 		}
-		d.add(&formats.Event{Kind: formats.Raw, Agent: agent, Time: at, Source: formats.Source{Type: "content/" + p.Type}})
+		d.raw(agent, "content/"+p.Type)
 	}
 	return strings.Join(texts, "\n\n")
 }
