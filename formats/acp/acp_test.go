@@ -130,17 +130,15 @@ func TestDetect(t *testing.T) {
 
 func FuzzReader(f *testing.F) {
 	f.Add(formatstest.Fixture(f, "acp", "prompt-turn-example.jsonl"))
+	f.Add([]byte(v2Turn))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, Dialect, data, formats.UserMessage, formats.ToolCall, formats.ToolResult,
 			formats.PermissionRequest, formats.PermissionAnswer, formats.Todos)
 	})
 }
 
-// TestReadV2Turn: in the v2 draft the prompt's response only acknowledges
-// it and an idle state_update ends the turn, with its stop reason or error;
-// other states are kept raw.
-func TestReadV2Turn(t *testing.T) {
-	in := `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}
+// v2Turn is three prompt turns as the v2 draft gives them.
+var v2Turn = `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}
 {"jsonrpc":"2.0","id":1,"result":{}}
 {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"running"}}}
 {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message","messageId":"m1","content":{"type":"text","text":"hello"}}}}
@@ -151,6 +149,12 @@ func TestReadV2Turn(t *testing.T) {
 {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"once more"}]}}
 {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","error":{"code":-32603,"message":"overloaded"}}}}
 `
+
+// TestReadV2Turn: in the v2 draft the prompt's response only acknowledges
+// it and an idle state_update ends the turn, with its stop reason or error;
+// other states are kept raw.
+func TestReadV2Turn(t *testing.T) {
+	in := v2Turn
 	evs := formatstest.Read(t, Dialect, in)
 	if got, want := formatstest.Kinds(evs), "run_start user_message raw raw message run_end run_start user_message raw run_end run_start user_message run_end"; got != want {
 		t.Fatalf("kinds:\n got %s\nwant %s", got, want)

@@ -114,6 +114,9 @@ var roundTripKinds = []formats.Kind{formats.UserMessage, formats.Message, format
 
 func FuzzReader(f *testing.F) {
 	f.Add(formatstest.Fixture(f, "atif", "rfc-0001-example.json"))
+	for _, name := range realFiles {
+		f.Add(formatstest.Fixture(f, "atif", name))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, Dialect, data, roundTripKinds...)
 	})
