@@ -1,13 +1,16 @@
 package convert
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // acpValidate checks each line of each file against ACP's own JSON Schema
@@ -118,5 +121,68 @@ func TestACPSchemaRejects(t *testing.T) {
 	}
 	if !lines["1"] || !lines["2"] {
 		t.Errorf("the schema check did not reject both invalid lines: %v", got)
+	}
+}
+
+// TestLiveBridge: `--from codex --to acp` on a live pipe writes each ACP
+// message as soon as the codex line that makes it has arrived, before the
+// input ends, so that an editor shows the run as it goes.
+func TestLiveBridge(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inW.Close()
+	defer outR.Close()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run([]string{"agentconv", "--from", "codex", "--to", "acp"}, Sys{Stdin: inR, Stdout: outW, Stderr: &stderr,
+			Getenv: func(string) string { return "" }})
+		outW.Close()
+	}()
+	lines := bufio.NewReader(outR)
+	// Each codex line, and the ACP update it must give before the next one
+	// is sent.
+	steps := []struct{ in, want string }{
+		{`{"type":"thread.started","thread_id":"t1"}` + "\n" + `{"type":"turn.started"}` + "\n" +
+			`{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"","status":"in_progress"}}`,
+			`"sessionUpdate":"tool_call"`},
+		{`{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"ls","aggregated_output":"a.txt\n","exit_code":0,"status":"completed"}}`,
+			`"sessionUpdate":"tool_call_update"`},
+		{`{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"One file."}}`,
+			`"sessionUpdate":"agent_message_chunk"`},
+	}
+	for _, s := range steps {
+		if _, err := io.WriteString(inW, s.in+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		// A bridge that holds its output would block here; the deadline
+		// turns that into a failure.
+		if err := outR.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+			t.Skipf("no read deadline on a pipe here: %v", err)
+		}
+		for {
+			l, err := lines.ReadString('\n')
+			if err != nil {
+				t.Fatalf("waiting for %s after %s: %v (stderr %s)", s.want, s.in, err, stderr.String())
+			}
+			if strings.Contains(l, s.want) {
+				break
+			}
+		}
+	}
+	io.WriteString(inW, `{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":0,"output_tokens":2}}`+"\n")
+	inW.Close()
+	rest, _ := io.ReadAll(lines)
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(string(rest), `"stopReason":"end_turn"`) {
+		t.Errorf("the run did not end with its stop reason:\n%s", rest)
 	}
 }

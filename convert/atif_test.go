@@ -125,3 +125,36 @@ func TestHarborValidatorRejects(t *testing.T) {
 		t.Errorf("the validator rejected %d of %d invalid trajectories: %v", len(got), len(bad), got)
 	}
 }
+
+// TestATIFRewrittenValidates: the real trajectories in testdata/atif, taken
+// through other dialects and written again as atif (by the writer, not
+// copied), pass Harbor's validator and keep every tool call.
+func TestATIFRewrittenValidates(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	from := map[string]string{}
+	ins, _ := filepath.Glob(filepath.Join("..", "testdata", "atif", "*.json"))
+	if len(ins) < 5 {
+		t.Fatalf("only %d trajectories in testdata/atif", len(ins))
+	}
+	for _, in := range ins {
+		data := readFixture(t, in)
+		calls := strings.Count(data, `"tool_call_id"`)
+		for _, via := range []string{"acp", "claude-stream", "codex", "malac"} {
+			mid, _ := convertTo(t, data, "atif", via)
+			back, _ := convertTo(t, mid, via, "atif")
+			if got := strings.Count(back, `"tool_call_id"`); got != calls {
+				t.Errorf("%s → %s → atif: %d tool calls, the file has %d", filepath.Base(in), via, got, calls)
+			}
+			f := filepath.Join(dir, filepath.Base(in)+"."+via+".json")
+			if err := os.WriteFile(f, []byte(back), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+			from[f] = filepath.Base(in) + " through " + via
+		}
+	}
+	for f, errs := range harborValidate(t, files) {
+		t.Errorf("%s: Harbor's validator rejects the trajectory: %s", from[f], errs)
+	}
+}

@@ -8,6 +8,7 @@ package acp
 
 import (
 	"strings"
+	"unicode"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -62,32 +63,72 @@ const (
 // field for (a tool's own name, token counts, a run's outcome).
 const metaKey = "agentconv"
 
-// toolKind is ACP's kind of a tool, from its name.
+// toolKind is ACP's kind of a tool, from the words of its name (Bash,
+// run_shell_command, WebFetch, mcp__github__list_issues): shell → execute,
+// edit and write → edit, search, grep and glob → search, fetch → fetch,
+// read → read, else other.
 func toolKind(name string) string {
-	n := strings.ToLower(name)
-	has := func(words ...string) bool {
+	words := toolWords(name)
+	has := func(set ...string) bool {
 		for _, w := range words {
-			if strings.Contains(n, w) {
-				return true
+			for _, s := range set {
+				if w == s {
+					return true
+				}
 			}
 		}
 		return false
 	}
 	switch {
-	case has("bash", "shell", "command", "exec", "terminal", "run"):
+	case has("todo", "todos", "task", "agent", "plan"):
+		// A task list, a subagent, a plan: not an action on the machine.
+		return "other"
+	case has("bash", "shell", "sh", "zsh", "powershell", "command", "cmd", "exec", "execute", "execution", "terminal", "run"):
 		return "execute"
-	case has("edit", "write", "patch", "replace", "file_change", "create"):
+	case has("edit", "editor", "write", "patch", "replace", "change", "create", "insert", "apply"):
 		return "edit"
-	case has("grep", "glob", "search", "find", "list", "ls"):
+	case has("grep", "glob", "search", "find", "rg", "ls", "list", "lookup"):
 		return "search"
-	case has("fetch", "web", "http", "url", "browse"):
+	case has("fetch", "web", "http", "https", "url", "browse", "browser", "curl", "download"):
 		return "fetch"
-	case has("read", "view", "cat", "open"):
+	case has("read", "view", "cat", "open", "show"):
 		return "read"
-	case has("think"):
+	case has("think", "thought", "reason"):
 		return "think"
 	}
 	return "other"
+}
+
+// toolWords splits a tool's name into lower-case words at case changes,
+// digits and any other character: WebFetch → web fetch, read_file → read
+// file.
+func toolWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(name)
+	for i, r := range rs {
+		switch {
+		case unicode.IsUpper(r):
+			// A capital starts a word, unless it continues an acronym
+			// (MCPTool → mcp tool).
+			if len(cur) > 0 && (!unicode.IsUpper(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+				flush()
+			}
+			cur = append(cur, r)
+		case unicode.IsLetter(r):
+			cur = append(cur, r)
+		default:
+			flush()
+		}
+	}
+	flush()
+	return words
 }
 
 // detect recognises JSON-RPC 2.0 lines with ACP's methods, or Harbor's

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/goccy/go-json"
+
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
@@ -94,10 +96,23 @@ func TestWriteRefusal(t *testing.T) {
 }
 
 func TestToolKind(t *testing.T) {
-	for name, want := range map[string]string{"Bash": "execute", "command_execution": "execute", "Read": "read",
-		"Edit": "edit", "Write": "edit", "Grep": "search", "Glob": "search", "WebFetch": "fetch", "Task": "other"} {
+	for name, want := range map[string]string{
+		// Claude Code
+		"Bash": "execute", "BashOutput": "execute", "Read": "read", "Edit": "edit", "MultiEdit": "edit", "Write": "edit",
+		"NotebookEdit": "edit", "Grep": "search", "Glob": "search", "LS": "search", "WebFetch": "fetch", "WebSearch": "search",
+		"Task": "other", "TodoWrite": "other",
+		// Codex items, Gemini CLI and others' tools
+		"command_execution": "execute", "file_change": "edit", "web_search": "search", "mcp_tool_call": "other",
+		"run_shell_command": "execute", "read_file": "read", "read_many_files": "read", "write_file": "edit", "replace": "edit",
+		"list_directory": "search", "search_file_content": "search", "google_web_search": "search", "web_fetch": "fetch",
+		"str_replace_editor": "edit", "execute_bash": "execute", "bash_command": "execute", "search_files": "search",
+		"apply_patch": "edit", "mcp__github__list_issues": "search", "shell": "execute",
+		// Names that hold a kind's letters but not its word.
+		"mark_task_complete": "other", "calculator__add": "other", "get_tools": "other", "truncate": "other",
+		"locate_notifications": "other", "finish": "other", "": "other",
+	} {
 		if got := toolKind(name); got != want {
-			t.Errorf("%s: %s, want %s", name, got, want)
+			t.Errorf("%q: %s, want %s", name, got, want)
 		}
 	}
 }
@@ -115,8 +130,142 @@ func TestDetect(t *testing.T) {
 
 func FuzzReader(f *testing.F) {
 	f.Add(formatstest.Fixture(f, "acp", "prompt-turn-example.jsonl"))
+	f.Add([]byte(v2Turn))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, Dialect, data, formats.UserMessage, formats.ToolCall, formats.ToolResult,
 			formats.PermissionRequest, formats.PermissionAnswer, formats.Todos)
 	})
+}
+
+// v2Turn is three prompt turns as the v2 draft gives them.
+var v2Turn = `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}
+{"jsonrpc":"2.0","id":1,"result":{}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"running"}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message","messageId":"m1","content":{"type":"text","text":"hello"}}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}}
+{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"again"}]}}
+{"jsonrpc":"2.0","id":2,"result":{}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"max_tokens"}}}
+{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"once more"}]}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","error":{"code":-32603,"message":"overloaded"}}}}
+`
+
+// TestReadV2Turn: in the v2 draft the prompt's response only acknowledges
+// it and an idle state_update ends the turn, with its stop reason or error;
+// other states are kept raw.
+func TestReadV2Turn(t *testing.T) {
+	in := v2Turn
+	evs := formatstest.Read(t, Dialect, in)
+	if got, want := formatstest.Kinds(evs), "run_start user_message raw raw message run_end run_start user_message raw run_end run_start user_message run_end"; got != want {
+		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
+	}
+	ends := formatstest.OfKind(evs, formats.RunEnd)
+	if ends[0].Status != formats.Completed || ends[1].Status != formats.Failed || ends[1].Text != "stopped: max_tokens" ||
+		ends[2].Status != formats.Failed || ends[2].Text != "overloaded" {
+		t.Errorf("ends: %v %v %q %v %q", ends[0].Status, ends[1].Status, ends[1].Text, ends[2].Status, ends[2].Text)
+	}
+	if evs[2].Source.Type != "prompt_ack" {
+		t.Errorf("the acknowledgement is %q", evs[2].Source.Type)
+	}
+}
+
+// TestReadStopReasons: each run's outcome is its response's stopReason.
+func TestReadStopReasons(t *testing.T) {
+	for reason, want := range map[string]formats.Status{"end_turn": formats.Completed, "cancelled": formats.Cancelled,
+		"max_tokens": formats.Failed, "max_turn_requests": formats.Failed, "refusal": formats.Failed} {
+		in := `{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}
+{"jsonrpc":"2.0","id":7,"result":{"stopReason":"` + reason + `"}}
+`
+		evs := formatstest.Read(t, Dialect, in)
+		if end := evs[len(evs)-1]; end.Kind != formats.RunEnd || end.Status != want {
+			t.Errorf("%s: %v %v, want run_end %v", reason, end.Kind, end.Status, want)
+		}
+	}
+}
+
+// TestWriteSessionUpdates: what an ACP agent sends its client during a
+// run, one message a line: the prompt, thought and message chunks, the
+// call with its kind, status and raw input, its update with the raw
+// output and content, the plan, the usage, and the prompt's response with
+// its stop reason.
+func TestWriteSessionUpdates(t *testing.T) {
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s1"}},
+		{Kind: formats.UserMessage, Text: "list the files"},
+		{Kind: formats.ThinkingDelta, Text: "I will run ls"},
+		{Kind: formats.TextDelta, Text: "Listing."},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "Bash", Args: []byte(`{"command":"ls"}`)}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Bash", Status: formats.Completed, Output: "a b"}},
+		{Kind: formats.Todos, Todos: []formats.Todo{{Content: "check", Status: "in_progress"}}},
+		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](5), CostUSD: formats.Some(0.01)}},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, _ := formatstest.WriteReport(t, Dialect, evs)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	type msg struct {
+		ID     any    `json:"id"`
+		Method string `json:"method"`
+		Params struct {
+			SessionID string         `json:"sessionId"`
+			Update    map[string]any `json:"update"`
+		} `json:"params"`
+		Result map[string]any `json:"result"`
+	}
+	var got []msg
+	for _, l := range lines {
+		var m msg
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		got = append(got, m)
+	}
+	var kinds []string
+	for _, m := range got[:len(got)-1] {
+		if m.Method != "session/update" || m.Params.SessionID != "s1" {
+			t.Errorf("not a session/update of s1: %+v", m)
+		}
+		kinds = append(kinds, m.Params.Update["sessionUpdate"].(string))
+	}
+	if k := strings.Join(kinds, " "); k != "user_message_chunk agent_thought_chunk agent_message_chunk tool_call tool_call_update plan usage_update" {
+		t.Fatalf("updates: %s", k)
+	}
+	call, upd := got[3].Params.Update, got[4].Params.Update
+	if call["kind"] != "execute" || call["status"] != "in_progress" || call["title"] != "Bash" || call["rawInput"].(map[string]any)["command"] != "ls" {
+		t.Errorf("tool_call: %v", call)
+	}
+	if upd["status"] != "completed" || upd["rawOutput"].(map[string]any)["output"] != "a b" || len(upd["content"].([]any)) != 1 {
+		t.Errorf("tool_call_update: %v", upd)
+	}
+	if e := got[5].Params.Update["entries"].([]any)[0].(map[string]any); e["status"] != "in_progress" || e["content"] != "check" {
+		t.Errorf("plan: %v", e)
+	}
+	if u := got[6].Params.Update; u["used"] != 105.0 || u["cost"].(map[string]any)["amount"] != 0.01 {
+		t.Errorf("usage_update: %v", u)
+	}
+	if end := got[len(got)-1]; end.ID != 1.0 || end.Result["stopReason"] != "end_turn" {
+		t.Errorf("the prompt's response: %+v", end)
+	}
+}
+
+// TestWriteStopReasons: a cancelled run ends with the cancelled stop
+// reason; a failed one with an error response that says why.
+func TestWriteStopReasons(t *testing.T) {
+	for _, c := range []struct {
+		status formats.Status
+		text   string
+		want   []string
+	}{{formats.Cancelled, "", []string{`"result":{`, `"stopReason":"cancelled"`}},
+		{formats.Failed, "boom", []string{`"error":{"code":-32603`, `"message":"boom"`}}} {
+		out, _ := formatstest.WriteReport(t, Dialect, []*formats.Event{
+			{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+			{Kind: formats.UserMessage, Text: "go"},
+			{Kind: formats.RunEnd, Status: c.status, Text: c.text},
+		})
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(lines[len(lines)-1], w) {
+				t.Errorf("%v: last line %s lacks %s", c.status, lines[len(lines)-1], w)
+			}
+		}
+	}
 }

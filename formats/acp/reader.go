@@ -143,6 +143,11 @@ func (r *reader) events(m *message, typ *string) []*formats.Event {
 		*typ = "permission_response"
 		evs = append(evs, &formats.Event{Kind: formats.PermissionAnswer,
 			Permission: formats.Permission{RequestID: id, Allowed: allowed, Reason: reason}})
+	case r.prompts[id] && m.Error == nil && len(m.Result) > 0 && !isPromptResult(m.Result):
+		// v2's response only acknowledges the prompt: the turn ends with
+		// an idle state_update.
+		delete(r.prompts, id)
+		*typ = "prompt_ack"
 	case r.prompts[id] || isPromptResult(m.Result) || m.Error != nil && (r.open || bytes.Contains(m.Error.Data, []byte(`"`+metaKey+`"`))):
 		delete(r.prompts, id)
 		*typ = "prompt_response"
@@ -182,6 +187,11 @@ type update struct {
 		Amount float64 `json:"amount"`
 	} `json:"cost"`
 	Meta map[string]map[string]any `json:"_meta"`
+	// v2's state_update: the turn's state, and when it is idle its stop
+	// reason or error.
+	State      string    `json:"state"`
+	StopReason string    `json:"stopReason"`
+	Error      *rpcError `json:"error"`
 }
 
 // update reads a session/update notification.
@@ -189,6 +199,17 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 	var u update
 	json.Unmarshal(raw, &u)
 	*typ = methodUpdate + "/" + u.SessionUpdate
+	if u.SessionUpdate == "state_update" {
+		// v2: an idle state with a stop reason or an error ends the turn
+		// that is open; any other state is kept as it is.
+		if u.State != "idle" || !r.open || u.StopReason == "" && u.Error == nil {
+			return []*formats.Event{{Kind: formats.Raw}}
+		}
+		if u.Error != nil {
+			return []*formats.Event{r.end(&message{Error: u.Error})}
+		}
+		return []*formats.Event{r.end(&message{Result: raw})}
+	}
 	evs := r.start(session)
 	me := u.Meta[metaKey]
 	agent, _ := me["agent"].(string)

@@ -40,12 +40,15 @@ type readTrajectory struct {
 	FinalMetrics  *readFinal        `json:"final_metrics"`
 	Extra         map[string]any    `json:"extra"`
 	Subagents     []*readTrajectory `json:"subagent_trajectories"`
+	Continued     string            `json:"continued_trajectory_ref"`
 }
 
 type readAgent struct {
-	Name  string         `json:"name"`
-	Model string         `json:"model_name"`
-	Extra map[string]any `json:"extra"`
+	Name    string          `json:"name"`
+	Version string          `json:"version"`
+	Model   string          `json:"model_name"`
+	Tools   json.RawMessage `json:"tool_definitions"`
+	Extra   map[string]any  `json:"extra"`
 }
 
 type readStep struct {
@@ -90,14 +93,29 @@ type decoder struct {
 
 func (d *decoder) add(e *formats.Event) { d.q.Add(e) }
 
+// raw adds a raw event for a part of the document that the model has no
+// place for, so that a writer of another dialect reports it lost. It has
+// no time of its own: it is a part of a step, not an event of the run.
+func (d *decoder) raw(agent string, typ string) {
+	d.add(&formats.Event{Kind: formats.Raw, Agent: agent, Source: formats.Source{Type: typ}})
+}
+
 func (d *decoder) run(t *readTrajectory) {
 	start := &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: t.SessionID,
-		Model: t.Agent.Model, AgentName: t.Agent.Name, Cwd: str(t.Extra[extraCwd])}}
+		Model: t.Agent.Model, AgentName: t.Agent.Name, AgentVersion: t.Agent.Version, Cwd: str(t.Extra[extraCwd])}}
 	if len(t.Steps) > 0 {
 		start.Time = parseTime(t.Steps[0].Timestamp)
 	}
 	d.add(start)
+	if len(t.Agent.Tools) > 0 && string(t.Agent.Tools) != "null" {
+		d.raw("", "agent/tool_definitions")
+	}
 	d.steps(t, "")
+	if t.Continued != "" {
+		// Harbor's linear history: the run goes on in another document,
+		// which a directory input reads as a run of its own.
+		d.report.Warn(d.line, "the trajectory is continued in %s; read that file too (a directory of trajectories reads both)", t.Continued)
+	}
 	if a := str(t.Extra[extraAnswer]); a != "" {
 		d.add(&formats.Event{Kind: formats.Answer, Text: a})
 	}
@@ -140,7 +158,7 @@ func (d *decoder) steps(t *readTrajectory, agent string) {
 		case "user":
 			d.add(&formats.Event{Kind: formats.UserMessage, Agent: agent, Time: at, Text: text})
 		case "system":
-			d.system(st, agent, at, text)
+			d.system(st, agent, at, text, subs)
 		default:
 			if st.Model != "" && st.Model != model {
 				model = st.Model
@@ -151,6 +169,14 @@ func (d *decoder) steps(t *readTrajectory, agent string) {
 			}
 			if st.Metrics != nil {
 				m := st.Metrics
+				// Token ids and log probabilities (for training) have no
+				// place in the model: each is a raw event, kept in the
+				// document.
+				for i, v := range []json.RawMessage{m.PromptIDs, m.CompIDs, m.Logprobs} {
+					if len(v) > 0 && string(v) != "null" {
+						d.raw(agent, [...]string{"metrics/prompt_token_ids", "metrics/completion_token_ids", "metrics/logprobs"}[i])
+					}
+				}
 				d.add(&formats.Event{Kind: formats.Usage, Agent: agent, Time: at, Usage: formats.UsageInfo{
 					InputTokens: formats.OptFrom(m.Prompt), OutputTokens: formats.OptFrom(m.Completion),
 					CacheReadTokens: formats.OptFrom(m.Cached), CostUSD: formats.OptFrom(m.Cost),
@@ -175,7 +201,16 @@ func (d *decoder) steps(t *readTrajectory, agent string) {
 	}
 }
 
-func (d *decoder) system(st *readStep, agent string, at time.Time, text string) {
+func (d *decoder) system(st *readStep, agent string, at time.Time, text string, subs map[string]*readTrajectory) {
+	if st.Obs != nil {
+		// A system step's results may refer to subagents (Harbor's
+		// context summarization, the RFC's compaction by a subagent).
+		for _, r := range st.Obs.Results {
+			for _, ref := range r.Refs {
+				d.subagent(ref, subs[ref.TrajectoryID], agent, "", at)
+			}
+		}
+	}
 	if cm, ok := st.Extra[extraContextMgmt].(map[string]any); ok && str(cm["type"]) == "compaction" {
 		summary := text
 		if st.Obs != nil && len(st.Obs.Results) > 0 {
@@ -252,8 +287,13 @@ func (d *decoder) results(st *readStep, agent string, at time.Time, subs map[str
 func (d *decoder) subagent(ref subagentRef, t *readTrajectory, parent, call string, at time.Time) {
 	id := ref.TrajectoryID
 	if t == nil {
-		if ref.TrajectoryPath != "" {
-			d.report.Warn(d.line, "subagent trajectory %s is in another file; only its reference is kept", ref.TrajectoryPath)
+		switch {
+		case ref.TrajectoryPath != "":
+			d.report.Warn(d.line, "subagent trajectory %s is another file, not read with this one; give it as an input too (a directory of trajectories reads them all)", ref.TrajectoryPath)
+		case ref.TrajectoryID != "":
+			d.report.Warn(d.line, "subagent trajectory %q is referred to but not embedded in subagent_trajectories; it is left out", ref.TrajectoryID)
+		case ref.SessionID != "":
+			d.report.Warn(d.line, "subagent session %s is referred to by its session id only (ATIF before v1.7) and not embedded; it is left out", ref.SessionID)
 		}
 		return
 	}
@@ -301,7 +341,7 @@ func (d *decoder) message(raw json.RawMessage, agent string, at time.Time) strin
 			texts = append(texts, p.Text)
 			continue
 		}
-		d.add(&formats.Event{Kind: formats.Raw, Agent: agent, Time: at, Source: formats.Source{Type: "content/" + p.Type}})
+		d.raw(agent, "content/"+p.Type)
 	}
 	return strings.Join(texts, "\n\n")
 }

@@ -151,7 +151,7 @@ func (w *writer) start(e *formats.Event) {
 		name = "agent"
 	}
 	t := &trajectory{SchemaVersion: SchemaVersion, SessionID: e.Run.SessionID,
-		Agent: agentSchema{Name: name, Model: e.Run.Model}}
+		Agent: agentSchema{Name: name, Version: e.Run.AgentVersion, Model: e.Run.Model}}
 	if e.Run.Cwd != "" {
 		setExtra(&t.Extra, extraCwd, e.Run.Cwd)
 	}
