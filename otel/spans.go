@@ -41,6 +41,7 @@ const (
 	keyToolResult    = "gen_ai.tool.call.result"
 	keyInputMessages = "gen_ai.input.messages"
 	keyOutputMsgs    = "gen_ai.output.messages"
+	keySystem        = "gen_ai.system_instructions"
 	keyErrorType     = "error.type"
 	keyExitCode      = "process.exit.code"
 	// An agent's totals, its subagents' included for the run's own: under
@@ -115,13 +116,14 @@ type agent struct {
 	turn    *span
 	turns   int
 	usage   formats.UsageInfo
-	model   string    // the model it uses now
-	seen    string    // the model of its first request
-	prompts []string  // its prompts, with --otlp-content
-	answer  string    // its answer, with --otlp-content
-	chats   int       // its model requests so far
-	last    time.Time // when its latest event came
-	idle    time.Time // when its first event since its last turn came
+	model   string       // the model it uses now
+	seen    string       // the model of its first request
+	prompts []string     // its prompts, with --otlp-content
+	answer  string       // its answer, with --otlp-content
+	chats   int          // its model requests so far
+	conv    conversation // what its model was given and answered, with --otlp-content
+	last    time.Time    // when its latest event came
+	idle    time.Time    // when its first event since its last turn came
 	hasIdle bool
 	done    bool
 }
@@ -217,6 +219,7 @@ func (b *builder) write(e *formats.Event) {
 		b.endAgent(e.Agent, a, t, e.Status, e.Text)
 	case formats.TurnStart:
 		b.startsSeen = true
+		b.closeRequest(a)
 		b.endTurn(a, t, formats.StatusUnknown)
 		b.startTurn(e.Agent, a, t)
 	case formats.TurnEnd:
@@ -238,7 +241,9 @@ func (b *builder) write(e *formats.Event) {
 		return
 	case formats.ToolCall:
 		b.startCall(e, a, t)
+		b.message(e, a)
 	case formats.ToolResult:
+		b.message(e, a)
 		b.endCall(e, a, t)
 	case formats.PermissionRequest:
 		attrs := []attribute.KeyValue{attribute.String(keyRequestID, e.Permission.RequestID),
@@ -268,10 +273,9 @@ func (b *builder) write(e *formats.Event) {
 		a.usage.Add(e.Usage)
 		b.content(e.Agent, a, t)
 		b.chat(e, a, t)
-	case formats.TextDelta, formats.Message:
+	case formats.TextDelta, formats.Message, formats.ThinkingDelta:
 		b.content(e.Agent, a, t)
-	case formats.ThinkingDelta:
-		b.content(e.Agent, a, t)
+		b.message(e, a)
 	case formats.Answer:
 		switch {
 		case b.cfg.content && !a.done:
@@ -284,6 +288,7 @@ func (b *builder) write(e *formats.Event) {
 		case e.Text == "":
 		case b.cfg.content && !a.done:
 			a.prompts = append(a.prompts, b.cut(e.Text))
+			b.message(e, a)
 		default:
 			b.lose(lostPrompts, true)
 		}
@@ -337,6 +342,10 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 		s.set(attribute.StringSlice(keyFinish, []string{finishReason(r)}))
 	}
 	b.setUsage(s, e.Usage)
+	if b.cfg.content && !a.done {
+		b.openRequest(a, s, t, e.Response.StopReason)
+		return
+	}
 	b.end(s, t)
 }
 
@@ -655,6 +664,7 @@ func (b *builder) endTurn(a *agent, t time.Time, status formats.Status) {
 	if a.turn == nil {
 		return
 	}
+	b.closeRequest(a) // under the turn
 	if status == formats.Failed || status == formats.Cancelled {
 		a.turn.fail(status, "")
 	}
@@ -695,19 +705,6 @@ func (b *builder) cut(text string) string {
 	return strings.ToValidUTF8(text[:b.cfg.contentLimit], "")
 }
 
-// The message JSON of the GenAI conventions (gen-ai-input-messages.json,
-// gen-ai-output-messages.json), text parts only.
-type chatMessage struct {
-	Role         string     `json:"role"`
-	Parts        []textPart `json:"parts"`
-	FinishReason string     `json:"finish_reason,omitempty"`
-}
-
-type textPart struct {
-	Type    string `json:"type"`
-	Content string `json:"content"`
-}
-
 // setMessages puts an agent's prompts and answer on its span, with
 // --otlp-content: what Langfuse and Phoenix show as its input and output.
 func (b *builder) setMessages(a *agent) {
@@ -717,14 +714,14 @@ func (b *builder) setMessages(a *agent) {
 	if len(a.prompts) > 0 {
 		msgs := make([]chatMessage, len(a.prompts))
 		for i, p := range a.prompts {
-			msgs[i] = chatMessage{Role: "user", Parts: []textPart{{Type: "text", Content: p}}}
+			msgs[i] = chatMessage{Role: "user", Parts: []msgPart{{Type: partText, Content: p}}}
 		}
 		if j, err := formats.Marshal(msgs); err == nil {
 			a.span.set(attribute.String(keyInputMessages, string(j)))
 		}
 	}
 	if a.answer != "" {
-		msgs := []chatMessage{{Role: "assistant", Parts: []textPart{{Type: "text", Content: a.answer}}, FinishReason: "stop"}}
+		msgs := []chatMessage{{Role: "assistant", Parts: []msgPart{{Type: partText, Content: a.answer}}, FinishReason: "stop"}}
 		if j, err := formats.Marshal(msgs); err == nil {
 			a.span.set(attribute.String(keyOutputMsgs, string(j)))
 		}
@@ -801,6 +798,7 @@ func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Stat
 		return
 	}
 	b.endCalls(a, t)
+	b.endConversation(a)
 	b.endTurn(a, t, formats.StatusUnknown)
 	if status == formats.Failed || status == formats.Cancelled {
 		a.span.fail(status, "")
@@ -844,6 +842,7 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 		b.endAgent(b.order[i], b.agents[b.order[i]], t, formats.StatusUnknown, "")
 	}
 	b.endCalls(nil, t)
+	b.endConversation(main)
 	b.endTurn(main, t, formats.StatusUnknown)
 
 	if e.Run.SessionID != "" {
