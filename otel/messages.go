@@ -57,6 +57,8 @@ type request struct {
 	stop string // the source's stop reason
 	in   []msgPart
 	out  []msgPart
+	// system: the system instructions, on the run's first request.
+	system string
 }
 
 // conversation is what an agent's model was given and answered, with
@@ -210,6 +212,9 @@ func (b *builder) openRequest(a *agent, s *span, t time.Time, stop string) {
 	c := &a.conv
 	c.req = &request{span: s, end: t, stop: stop, in: c.in, out: c.out}
 	c.in, c.out, c.texts = nil, nil, 0
+	if a == b.agents[""] && !b.sysGiven {
+		c.req.system, b.sysGiven = b.system, true
+	}
 }
 
 // closeRequest ends the agent's open request with its messages.
@@ -219,6 +224,7 @@ func (b *builder) closeRequest(a *agent) {
 		return
 	}
 	a.conv.req = nil
+	b.setSystem(r.span, r.system)
 	if j := messagesJSON(r.in, ""); j != "" {
 		r.span.set(attribute.String(keyInputMessages, j))
 	}
@@ -282,4 +288,33 @@ func cutString(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:max(n, 0)], "")
+}
+
+// setSystem puts system instructions on a span, as the conventions' list
+// of parts.
+func (b *builder) setSystem(s *span, text string) {
+	if text == "" {
+		return
+	}
+	if j, err := formats.Marshal([]msgPart{{Type: partText, Content: text}}); err == nil {
+		s.set(attribute.String(keySystem, string(j)))
+	}
+}
+
+// systemText reads the text parts of gen_ai.system_instructions.
+func systemText(j string) string {
+	if j == "" {
+		return ""
+	}
+	var parts []msgPart
+	if json.Unmarshal([]byte(j), &parts) != nil {
+		return ""
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Type == partText && p.Content != "" {
+			texts = append(texts, p.Content)
+		}
+	}
+	return strings.Join(texts, "\n\n")
 }

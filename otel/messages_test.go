@@ -346,3 +346,53 @@ func TestChatMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemInstructions: with --otlp-content, the system prompt a source
+// gives (here an ATIF trajectory's first system step) is
+// gen_ai.system_instructions on the root and on the run's first chat span,
+// valid under the conventions' schema, and otlp-json reads it back;
+// without, it is a loss.
+func TestSystemInstructions(t *testing.T) {
+	doc := `{"schema_version":"ATIF-v1.6","session_id":"s1","agent":{"name":"a","version":"1","model_name":"claude-sonnet-4-5"},"steps":[
+{"step_id":1,"source":"system","message":"You are a careful agent."},
+{"step_id":2,"source":"user","message":"hi"},
+{"step_id":3,"source":"agent","message":"hello","metrics":{"prompt_tokens":5,"completion_tokens":2}},
+{"step_id":4,"source":"user","message":"bye"},
+{"step_id":5,"source":"agent","message":"bye","metrics":{"prompt_tokens":9,"completion_tokens":1}}]}`
+	code, out, stderr := runCLI(t, strings.NewReader(doc), nil, "--deterministic", "--to", "otlp-json", "--otlp-content")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := `[{"type":"text","content":"You are a careful agent."}]`
+	var values []messageValue
+	chats := 0
+	for _, s := range otlpSpans(t, out) {
+		v, ok := s.str("gen_ai.system_instructions")
+		op, _ := s.str("gen_ai.operation.name")
+		if op == "chat" {
+			chats++
+		}
+		switch first := op == "chat" && chats == 1; {
+		case (first || s.Name == "invoke_agent a") && v != want:
+			t.Errorf("%s: gen_ai.system_instructions = %q (set: %v), want %q", s.Name, v, ok, want)
+		case !first && s.Name != "invoke_agent a" && ok:
+			t.Errorf("%s (chat %d): gen_ai.system_instructions = %q", s.Name, chats, v)
+		}
+		if ok {
+			values = append(values, messageValue{Where: s.Name, Schema: messageSchemas["gen_ai.system_instructions"], Value: json.RawMessage(v)})
+		}
+	}
+	if chats != 2 {
+		t.Errorf("%d chat spans, want 2", chats)
+	}
+	if evs := readAllEvents(t, out); len(evs) == 0 || evs[0].Run.SystemInstructions != "You are a careful agent." {
+		t.Errorf("otlp-json reads back no system instructions")
+	}
+	for i, e := range validateMessages(t, values) {
+		t.Errorf("%s: %s", values[i].Where, e)
+	}
+	_, out, stderr = runCLI(t, strings.NewReader(doc), nil, "--deterministic", "--to", "otlp-json")
+	if strings.Contains(out, "gen_ai.system_instructions") || !strings.Contains(stderr, "lost: 1 × system instructions (without --otlp-content)") {
+		t.Errorf("without --otlp-content: %s", stderr)
+	}
+}

@@ -57,6 +57,7 @@ const (
 	lostThinking     = "thinking text (without --otlp-content)"
 	lostOutside      = "assistant text and thinking outside a model request"
 	lostMessagesPast = "message parts of a model request past the first 128"
+	lostSystem       = "system instructions (without --otlp-content)"
 )
 
-var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast, lostText, lostThinking, lostOutside, lostMessagesPast}
+var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast, lostText, lostThinking, lostOutside, lostMessagesPast, lostSystem}

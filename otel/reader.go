@@ -307,7 +307,7 @@ func (r *reader) run(root *node) {
 	a := root.attrs
 	start := r.emit(root, formats.RunStart, fromUnixNano(root.StartTimeUnixNano), "")
 	start.Run = formats.RunInfo{SessionID: a[keyConversation].str(), Model: a[keyModel].str(),
-		Provider: a[keyProvider].str(), AgentName: a[keyAgentName].str()}
+		Provider: a[keyProvider].str(), AgentName: a[keyAgentName].str(), SystemInstructions: systemText(a[keySystem].str())}
 	if models := a[keyModels].strs(); start.Run.Model == "" && len(models) > 0 {
 		start.Run.Model = models[0] // a run of several models starts with its first
 	}

@@ -155,6 +155,8 @@ type builder struct {
 	prompts    []string // the main agent's prompts, with --otlp-content
 	answer     string   // the run's answer, with --otlp-content
 	answered   bool
+	system     string            // the system instructions, with --otlp-content
+	sysGiven   bool              // the first chat span of the main agent took them
 	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)
 	chats      int               // the run's chat spans
 	timed      bool              // the source gives times
@@ -468,6 +470,11 @@ func (b *builder) startRun(e *formats.Event) {
 	b.provider = e.Run.Provider
 	b.used(e.Run.Model)
 	b.agents[""] = &agent{span: root, model: e.Run.Model, last: root.start}
+	if s := e.Run.SystemInstructions; b.cfg.content {
+		b.system = b.cut(s)
+	} else {
+		b.lose(lostSystem, s != "")
+	}
 }
 
 // emptied empties a map of the last run for the next, or makes the first.
@@ -886,6 +893,7 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 		root.set(attribute.Bool(keyCut, true))
 	}
 	b.setMessages(main)
+	b.setSystem(root, b.system)
 	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
 		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
 	if failed {
