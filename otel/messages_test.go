@@ -36,10 +36,17 @@ var messageSchemas = map[string]string{
 type spanAttrs struct {
 	Name       string `json:"name"`
 	SpanID     string `json:"spanId"`
+	Parent     string `json:"parentSpanId"`
 	Attributes []struct {
 		Key   string `json:"key"`
 		Value struct {
 			StringValue *string `json:"stringValue"`
+			IntValue    *string `json:"intValue"`
+			ArrayValue  *struct {
+				Values []struct {
+					StringValue *string `json:"stringValue"`
+				} `json:"values"`
+			} `json:"arrayValue"`
 		} `json:"value"`
 	} `json:"attributes"`
 }

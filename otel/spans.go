@@ -44,6 +44,7 @@ const (
 	keySystem        = "gen_ai.system_instructions"
 	keyErrorType     = "error.type"
 	keyExitCode      = "process.exit.code"
+	keyMCPMethod     = "mcp.method.name"
 	// An agent's totals, its subagents' included for the run's own: under
 	// agentconv.usage.* wherever the spans under it carry the counts, so
 	// that a backend that sums gen_ai.usage.* over a trace counts each
@@ -61,6 +62,9 @@ const (
 	keyReason    = "agentconv.permission.reason"
 	keySeverity  = "agentconv.notice.severity"
 	keyText      = "agentconv.text"
+	// keyMCPServer names the MCP server of a call, which the MCP
+	// conventions have no attribute for.
+	keyMCPServer = "agentconv.mcp.server.name"
 
 	opInvokeAgent = "invoke_agent"
 	opExecuteTool = "execute_tool"
@@ -687,7 +691,7 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 		key += "\x00" + strconv.Itoa(n)
 	}
 	b.content(e.Agent, a, t)
-	room := 6 // for the four below, a summary and an error type, in one allocation
+	room := 8 // for the four below, a summary, MCP's two and an error type, in one allocation
 	if b.cfg.content {
 		room += 2
 	}
@@ -698,8 +702,26 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 	if e.Call.Summary != "" {
 		s.set(attribute.String(keySummary, e.Call.Summary))
 	}
+	if server, ok := mcpServer(e.Call.Name); ok {
+		s.set(attribute.String(keyMCPMethod, "tools/call"), attribute.String(keyMCPServer, server))
+	}
 	recordContent(b, s, keyToolArgs, e.Call.Args)
 	b.calls = append(b.calls, s)
+}
+
+// mcpServer is the server of an MCP tool call, as the event model names
+// them (mcp__<server>__<tool>, Claude Code's names, which the Codex
+// reader gives its MCP calls too).
+func mcpServer(tool string) (string, bool) {
+	rest, ok := strings.CutPrefix(tool, "mcp__")
+	if !ok {
+		return "", false
+	}
+	server, name, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || name == "" {
+		return "", false
+	}
+	return server, true
 }
 
 // cut keeps a text to --otlp-content-limit, whole characters only; a cut
