@@ -40,8 +40,9 @@ type spanAttrs struct {
 	Attributes []struct {
 		Key   string `json:"key"`
 		Value struct {
-			StringValue *string `json:"stringValue"`
-			IntValue    *string `json:"intValue"`
+			StringValue *string  `json:"stringValue"`
+			IntValue    *string  `json:"intValue"`
+			DoubleValue *float64 `json:"doubleValue"`
 			ArrayValue  *struct {
 				Values []struct {
 					StringValue *string `json:"stringValue"`
