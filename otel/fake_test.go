@@ -149,6 +149,7 @@ func (c *fakeCollector) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range r.Header {
 		hs[strings.ToLower(k)] = strings.Join(v, ",")
 	}
+	hs[":path"] = r.URL.Path
 	resp, err := c.take(r.Context(), req, len(body), hs)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
