@@ -110,11 +110,12 @@ func (b *builder) replied(a *agent, kind, text string, delta bool) {
 			return
 		}
 	}
-	if len(*parts) >= maxParts {
+	if len(*parts) >= maxParts || b.cfg.contentLimit == 0 {
 		if a.conv.req == nil {
 			a.conv.texts-- // lost here, not counted again
 		}
-		b.lose(lostMessagesPast, true)
+		b.lose(lostMessagesPast, b.cfg.contentLimit > 0)
+		b.lose(lostContentPast, b.cfg.contentLimit == 0)
 		return
 	}
 	*parts = append(*parts, msgPart{Type: kind, Content: b.cut(text), role: "assistant", full: len(text) > b.cfg.contentLimit})
@@ -194,7 +195,7 @@ func (b *builder) message(e *formats.Event, a *agent) {
 		}
 		c.streamedText, c.streamedThinking = false, false
 	case formats.UserMessage:
-		if e.Text != "" {
+		if e.Text != "" && b.cfg.contentLimit > 0 {
 			b.given(a, msgPart{Type: partText, Content: cutString(e.Text, b.cfg.contentLimit), role: "user"})
 		}
 	case formats.ToolCall:

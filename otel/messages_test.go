@@ -214,6 +214,17 @@ func TestMessagesMatchTheSchema(t *testing.T) {
 			t.Errorf("%s: exit %d: %s", rel, code, stderr)
 			continue
 		}
+		// Texts cut at the tightest limits are still messages.
+		for _, limit := range []string{"0", "1"} {
+			_, cut, _ := runCLI(t, nil, nil, "--deterministic", "--lenient", "--to", "otlp-json", "--otlp-content", "--otlp-content-limit", limit, f)
+			for _, s := range otlpSpans(t, cut) {
+				for key, schema := range messageSchemas {
+					if v, ok := s.str(key); ok {
+						values = append(values, messageValue{Where: fmt.Sprintf("%s, limit %s: span %s %q: %s", rel, limit, s.SpanID, s.Name, key), Schema: schema, Value: json.RawMessage(v)})
+					}
+				}
+			}
+		}
 		chats, answered := 0, 0
 		for _, s := range otlpSpans(t, out) {
 			op, _ := s.str("gen_ai.operation.name")

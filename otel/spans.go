@@ -740,11 +740,13 @@ func (b *builder) setMessages(a *agent) {
 	if !b.cfg.content {
 		return
 	}
-	if len(a.prompts) > 0 {
-		msgs := make([]chatMessage, len(a.prompts))
-		for i, p := range a.prompts {
-			msgs[i] = chatMessage{Role: "user", Parts: []msgPart{{Type: partText, Content: p}}}
+	var msgs []chatMessage
+	for _, p := range a.prompts {
+		if p != "" { // all of it past a limit of 0
+			msgs = append(msgs, chatMessage{Role: "user", Parts: []msgPart{{Type: partText, Content: p}}})
 		}
+	}
+	if len(msgs) > 0 {
 		if j, err := formats.Marshal(msgs); err == nil {
 			a.span.set(attribute.String(keyInputMessages, string(j)))
 		}
