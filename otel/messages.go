@@ -319,3 +319,28 @@ func systemText(j string) string {
 	}
 	return strings.Join(texts, "\n\n")
 }
+
+// answerOf reads the text and the reasoning of a chat span's
+// gen_ai.output.messages.
+func answerOf(j string) (text, thinking string) {
+	if j == "" {
+		return "", ""
+	}
+	var msgs []chatMessage
+	if json.Unmarshal([]byte(j), &msgs) != nil {
+		return "", ""
+	}
+	var texts, thoughts []string
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch {
+			case p.Content == "":
+			case p.Type == partText:
+				texts = append(texts, p.Content)
+			case p.Type == partThinking:
+				thoughts = append(thoughts, p.Content)
+			}
+		}
+	}
+	return strings.Join(texts, "\n\n"), strings.Join(thoughts, "\n\n")
+}

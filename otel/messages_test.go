@@ -3,11 +3,14 @@ package otel_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/otel"
@@ -413,5 +416,63 @@ func TestSystemInstructions(t *testing.T) {
 	_, out, stderr = runCLI(t, strings.NewReader(doc), nil, "--deterministic", "--to", "otlp-json")
 	if strings.Contains(out, "gen_ai.system_instructions") || !strings.Contains(stderr, "lost: 1 × system instructions (without --otlp-content)") {
 		t.Errorf("without --otlp-content: %s", stderr)
+	}
+}
+
+// TestMessagesReadBack: otlp-json reads a chat span's answer back as the
+// agent's message, so that runs written with --otlp-content and read
+// back, then written again (as events, not copied), have chat spans with
+// the same input and the same text and reasoning in their answer. (Where
+// the answer's tool calls stand among its text, and so its finish reason,
+// follows the times of the spans: parallel calls of one request are read
+// back one after the other.)
+func TestMessagesReadBack(t *testing.T) {
+	for _, f := range []string{"claude/subagent-stream.jsonl", "claude/split-messages-stream.jsonl", "atif/rfc-0001-example.json", "acp/prompt-turn-example.jsonl"} {
+		t.Run(f, func(t *testing.T) {
+			_, first, _ := runCLI(t, nil, nil, "--deterministic", "--lenient", "--to", "otlp-json", "--otlp-content", fixture(f))
+			var out bytes.Buffer
+			w := otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name, Report: formats.NewReport(io.Discard),
+				Stderr: io.Discard, Params: map[string]string{otel.ParamContent: "true"}, Getenv: func(string) string { return "" }})
+			for i, e := range readAllEvents(t, first) {
+				e.Source = formats.Source{} // written as events, not copied
+				e.Arrived = formats.FixedEpoch.Add(time.Duration(i) * time.Millisecond)
+				if err := w.Write(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			messages := func(data string) []string {
+				var m []string
+				for _, s := range otlpSpans(t, data) {
+					if op, _ := s.str("gen_ai.operation.name"); op == "chat" {
+						in, _ := s.str("gen_ai.input.messages")
+						out, _ := s.str("gen_ai.output.messages")
+						var msgs []struct {
+							Parts []struct{ Type, Content string }
+						}
+						if err := json.Unmarshal([]byte(out), &msgs); out != "" && err != nil {
+							t.Fatalf("%s: %v", out, err)
+						}
+						var said []string
+						for _, msg := range msgs {
+							for _, p := range msg.Parts {
+								if p.Type == "text" || p.Type == "reasoning" {
+									said = append(said, p.Type+":"+p.Content)
+								}
+							}
+						}
+						m = append(m, s.Name+" "+in+" "+strings.Join(said, " | "))
+					}
+				}
+				sort.Strings(m)
+				return m
+			}
+			want, got := messages(first), messages(out.String())
+			if len(want) == 0 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("read back and written again:\n%s\nwritten first:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
 	}
 }

@@ -478,6 +478,12 @@ func (r *reader) span(n, parent *node, agent string) {
 		if fr := a[keyFinish].strs(); len(fr) > 0 {
 			ev.Response.StopReason = fr[0]
 		}
+		// The model's answer, with --otlp-content; its tool calls are
+		// the tool spans.
+		if text, thinking := answerOf(a[keyOutputMsgs].str()); text != "" || thinking != "" {
+			m := r.emit(n, formats.Message, end, agent)
+			m.Text, m.Thinking = text, thinking
+		}
 	case n.isTurn():
 		r.emit(n, formats.TurnStart, start, agent)
 		r.body(n, agent)
