@@ -255,7 +255,8 @@ func (b *builder) endConversation(a *agent) {
 }
 
 // messagesJSON is the messages of a list of parts, consecutive parts of
-// one role in one message; the last message gets the finish reason.
+// one role in one message; an answer (one assistant message) gets the
+// finish reason, which the v1.41.1 schema requires.
 func messagesJSON(parts []msgPart, finish string) string {
 	if len(parts) == 0 {
 		return ""
