@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strconv"
@@ -108,6 +109,23 @@ func TestSpanUsageSums(t *testing.T) {
 			out := first(convertTo(t, data, "", "otlp-json"))
 			if again := first(convertTo(t, out, "otlp-json", "otlp-json")); again != out {
 				t.Errorf("otlp-json → otlp-json changed the spans")
+			}
+			// With content, the same spans and usage, and the messages
+			// come through otlp-json → otlp-json as they are.
+			content := first(convertTo(t, data, "", "otlp-json", "--otlp-content"))
+			if again := first(convertTo(t, content, "otlp-json", "otlp-json")); again != content {
+				t.Errorf("otlp-json → otlp-json changed the spans with --otlp-content")
+			}
+			if cr, r := otlpRuns(t, content), otlpRuns(t, out); len(cr) != len(r) {
+				t.Errorf("--otlp-content: %d runs, %d without", len(cr), len(r))
+			} else {
+				for i := range r {
+					a, _, ac, _ := spanSums(cr[i])
+					b, _, bc, _ := spanSums(r[i])
+					if fmt.Sprint(a) != fmt.Sprint(b) || math.Abs(ac-bc) > 1e-9 || len(cr[i]) != len(r[i]) {
+						t.Errorf("run %d: --otlp-content gives %d spans, usage %v %v; without %d, %v %v", i+1, len(cr[i]), a, ac, len(r[i]), b, bc)
+					}
+				}
 			}
 			runs := otlpRuns(t, out)
 			if len(runs) != len(facts) {

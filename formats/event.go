@@ -281,7 +281,11 @@ type RunInfo struct {
 	AgentName string
 	// AgentVersion is that program's version, when the source says it.
 	AgentVersion string
-	ExitCode     Opt[int]
+	// SystemInstructions is the system prompt the agent gave its model, as
+	// the source says it at RunStart; empty when it does not. Only the
+	// OpenTelemetry writers read it (gen_ai.system_instructions).
+	SystemInstructions string
+	ExitCode           Opt[int]
 }
 
 // AgentInfo describes a subagent at AgentStart.

@@ -50,6 +50,9 @@ type fakeCollector struct {
 	hold chan struct{}
 	// reject answers a request of n spans with a partial success.
 	reject func(n int) (rejected int64, msg string)
+	// keep: the requests accepted are kept whole.
+	keep bool
+	kept []*collpb.ExportTraceServiceRequest
 
 	grpc *grpc.Server
 	http *http.Server
@@ -146,6 +149,7 @@ func (c *fakeCollector) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, v := range r.Header {
 		hs[strings.ToLower(k)] = strings.Join(v, ",")
 	}
+	hs[":path"] = r.URL.Path
 	resp, err := c.take(r.Context(), req, len(body), hs)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -204,6 +208,9 @@ func (c *fakeCollector) take(ctx context.Context, req *collpb.ExportTraceService
 		}
 	}
 	c.requests++
+	if c.keep {
+		c.kept = append(c.kept, req)
+	}
 	c.biggest = max(c.biggest, size)
 	c.headers = append(c.headers, hs)
 	resp := &collpb.ExportTraceServiceResponse{}
@@ -213,6 +220,13 @@ func (c *fakeCollector) take(ctx context.Context, req *collpb.ExportTraceService
 		}
 	}
 	return resp, nil
+}
+
+// received is the requests accepted, with keep.
+func (c *fakeCollector) received() []*collpb.ExportTraceServiceRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*collpb.ExportTraceServiceRequest(nil), c.kept...)
 }
 
 func (c *fakeCollector) accepted() map[string]int {

@@ -293,3 +293,101 @@ func TestJaegerResendSpool(t *testing.T) {
 		}
 	}
 }
+
+// TestJaegerChatSpans sends runs with model requests and --otlp-content (a
+// Claude run with a subagent, an ATIF trajectory) and checks what Jaeger
+// holds: every span of the otlp-json reference, with its parent and every
+// attribute; the chat spans as CLIENT spans under their agent's span, with
+// their messages; and over the trace's spans, each gen_ai.usage.* adds up
+// to the run's total that the root carries as agentconv.usage.*.
+func TestJaegerChatSpans(t *testing.T) {
+	needJaeger(t)
+	for _, f := range []string{"claude/subagent-stream.jsonl", "atif/rfc-0001-example.json"} {
+		for _, proto := range protocols {
+			t.Run(f+"/"+strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
+				service := uniqueName("chat", proto)
+				env := map[string]string{"OTEL_SERVICE_NAME": service, "OTEL_EXPORTER_OTLP_PROTOCOL": proto}
+				code, ref, stderr := runCLI(t, nil, env, "--deterministic", "--otlp-content", "--to", "otlp-json", fixture(f))
+				if code != 0 {
+					t.Fatalf("otlp-json: exit %d: %s", code, stderr)
+				}
+				if code, _, stderr = runCLI(t, nil, env, "--deterministic", "--otlp-content", "--to", "otlp", fixture(f)); code != 0 {
+					t.Fatalf("otlp: exit %d: %s", code, stderr)
+				}
+				want := otlpSpans(t, ref)
+				got := jaegerSpans(t, service, len(want))
+				byID := map[string]spanAttrs{}
+				for _, w := range want {
+					byID[w.SpanID] = w
+				}
+				chats, messages := 0, 0
+				sums := map[string]float64{}
+				var root jaegerSpan
+				for _, w := range want {
+					g, ok := got[w.SpanID]
+					if !ok {
+						t.Errorf("span %s %q is not in Jaeger", w.SpanID, w.Name)
+						continue
+					}
+					if g.OperationName != w.Name || g.parent() != w.Parent {
+						t.Errorf("Jaeger has %q under %q, otlp-json %q under %q", g.OperationName, g.parent(), w.Name, w.Parent)
+					}
+					if w.Parent == "" {
+						root = g
+					}
+					for _, a := range w.Attributes {
+						var v string
+						switch {
+						case a.Value.StringValue != nil:
+							v = *a.Value.StringValue
+						case a.Value.IntValue != nil:
+							v = *a.Value.IntValue
+						case a.Value.DoubleValue != nil:
+							v = strconv.FormatFloat(*a.Value.DoubleValue, 'g', -1, 64)
+						default:
+							continue // arrays: Jaeger shows them as JSON of its own
+						}
+						if g.tag(a.Key) != v {
+							t.Errorf("%s: Jaeger has %s = %q, otlp-json %q", w.Name, a.Key, g.tag(a.Key), v)
+						}
+						if strings.HasPrefix(a.Key, "gen_ai.usage.") {
+							n, _ := strconv.ParseFloat(v, 64)
+							sums[a.Key] += n
+						}
+					}
+					if op, _ := w.str("gen_ai.operation.name"); op == "chat" {
+						chats++
+						if g.tag("span.kind") != "client" {
+							t.Errorf("%s: span.kind %q", w.Name, g.tag("span.kind"))
+						}
+						p := byID[w.Parent]
+						if pop, _ := p.str("gen_ai.operation.name"); pop != "invoke_agent" && !strings.HasPrefix(p.Name, "turn ") {
+							t.Errorf("%s is under %q, not its agent or turn", w.Name, p.Name)
+						}
+						if g.tag("gen_ai.output.messages") != "" {
+							messages++
+						}
+					}
+				}
+				if chats == 0 || messages != chats {
+					t.Errorf("%d chat spans, %d with gen_ai.output.messages in Jaeger", chats, messages)
+				}
+				checked := 0
+				for key, sum := range sums {
+					total := root.tag("agentconv." + strings.TrimPrefix(key, "gen_ai."))
+					if total == "" {
+						continue
+					}
+					checked++
+					if n, _ := strconv.ParseFloat(total, 64); n != sum && (n-sum > 1e-9 || sum-n > 1e-9) {
+						t.Errorf("%s adds up to %v over the spans in Jaeger; the root's total is %s", key, sum, total)
+					}
+				}
+				if checked == 0 {
+					t.Errorf("the root carries no agentconv.usage.* totals: %+v", root.Tags)
+				}
+				t.Logf("%d spans, %d chat spans with their messages, %d usage sums as the root's totals", len(want), chats, checked)
+			})
+		}
+	}
+}

@@ -13,10 +13,10 @@ var (
 		{Key: ParamServiceName, Flag: "otlp-service-name", Category: category,
 			Usage: "service.name of the spans (default: OTEL_SERVICE_NAME, else the agent's name)"},
 		{Key: ParamContent, Flag: "otlp-content", Kind: formats.ParamBool, Category: category,
-			Usage: "record tool call arguments and results on the spans (sensitive and large: off by default)"},
+			Usage: "record the content on the spans: tool call arguments and results, prompts and answers, and each model request's messages (sensitive and large: off by default)"},
 		{Key: ParamContentLimit, Flag: "otlp-content-limit", Kind: formats.ParamInt, Category: category,
 			Default: strconv.Itoa(DefaultContentLimit),
-			Usage:   "with --otlp-content, keep at most `BYTES` of each argument list and result"},
+			Usage:   "with --otlp-content, keep at most `BYTES` of each argument list, result and text"},
 	}
 	deliveryParams = []formats.Param{
 		{Key: ParamEndpoint, Flag: "otlp-endpoint", Category: category,
@@ -37,18 +37,27 @@ var (
 
 const category = "OpenTelemetry"
 
-// What the spans carry of the model: everything but the text of the
-// conversation, the todo lists and working directories; the prompts only
-// with --otlp-content (lostPrompts).
-const carries = formats.AllFeatures &^ (formats.AssistantText | formats.SubagentText | formats.Thinking |
-	formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
+// What the spans carry of the model: everything but the todo lists,
+// working directories and subagents' reports; the prompts and the model's
+// text and reasoning only with --otlp-content (lostPrompts, lostText,
+// lostThinking), and the text only where the source marks the model's
+// requests (lostOutside).
+const carries = formats.AllFeatures &^ (formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
 
 // The losses of the span encoding itself.
 const (
 	lostAnswers     = "answers"
 	lostPrompts     = "user prompts (without --otlp-content)"
 	lostContent     = "tool arguments and results (without --otlp-content)"
-	lostContentPast = "tool arguments and results past --otlp-content-limit"
+	lostContentPast = "tool arguments, results and messages past --otlp-content-limit"
+	// The model's text and reasoning go on the chat spans, with
+	// --otlp-content: they are lost without it, and where the source
+	// marks no model request to put them on.
+	lostText         = "assistant text (without --otlp-content)"
+	lostThinking     = "thinking text (without --otlp-content)"
+	lostOutside      = "assistant text and thinking outside a model request"
+	lostMessagesPast = "message parts of a model request past the first 128"
+	lostSystem       = "system instructions (without --otlp-content)"
 )
 
-var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast}
+var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast, lostText, lostThinking, lostOutside, lostMessagesPast, lostSystem}

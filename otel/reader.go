@@ -307,7 +307,7 @@ func (r *reader) run(root *node) {
 	a := root.attrs
 	start := r.emit(root, formats.RunStart, fromUnixNano(root.StartTimeUnixNano), "")
 	start.Run = formats.RunInfo{SessionID: a[keyConversation].str(), Model: a[keyModel].str(),
-		Provider: a[keyProvider].str(), AgentName: a[keyAgentName].str()}
+		Provider: a[keyProvider].str(), AgentName: a[keyAgentName].str(), SystemInstructions: systemText(a[keySystem].str())}
 	if models := a[keyModels].strs(); start.Run.Model == "" && len(models) > 0 {
 		start.Run.Model = models[0] // a run of several models starts with its first
 	}
@@ -477,6 +477,12 @@ func (r *reader) span(n, parent *node, agent string) {
 		ev.Response = formats.Response{ID: a[keyResponseID].str(), Model: a[keyResponseModel].str()}
 		if fr := a[keyFinish].strs(); len(fr) > 0 {
 			ev.Response.StopReason = fr[0]
+		}
+		// The model's answer, with --otlp-content; its tool calls are
+		// the tool spans.
+		if text, thinking := answerOf(a[keyOutputMsgs].str()); text != "" || thinking != "" {
+			m := r.emit(n, formats.Message, end, agent)
+			m.Text, m.Thinking = text, thinking
 		}
 	case n.isTurn():
 		r.emit(n, formats.TurnStart, start, agent)

@@ -41,8 +41,10 @@ const (
 	keyToolResult    = "gen_ai.tool.call.result"
 	keyInputMessages = "gen_ai.input.messages"
 	keyOutputMsgs    = "gen_ai.output.messages"
+	keySystem        = "gen_ai.system_instructions"
 	keyErrorType     = "error.type"
 	keyExitCode      = "process.exit.code"
+	keyMCPMethod     = "mcp.method.name"
 	// An agent's totals, its subagents' included for the run's own: under
 	// agentconv.usage.* wherever the spans under it carry the counts, so
 	// that a backend that sums gen_ai.usage.* over a trace counts each
@@ -60,6 +62,9 @@ const (
 	keyReason    = "agentconv.permission.reason"
 	keySeverity  = "agentconv.notice.severity"
 	keyText      = "agentconv.text"
+	// keyMCPServer names the MCP server of a call, which the MCP
+	// conventions have no attribute for.
+	keyMCPServer = "agentconv.mcp.server.name"
 
 	opInvokeAgent = "invoke_agent"
 	opExecuteTool = "execute_tool"
@@ -115,13 +120,14 @@ type agent struct {
 	turn    *span
 	turns   int
 	usage   formats.UsageInfo
-	model   string    // the model it uses now
-	seen    string    // the model of its first request
-	prompts []string  // its prompts, with --otlp-content
-	answer  string    // its answer, with --otlp-content
-	chats   int       // its model requests so far
-	last    time.Time // when its latest event came
-	idle    time.Time // when its first event since its last turn came
+	model   string       // the model it uses now
+	seen    string       // the model of its first request
+	prompts []string     // its prompts, with --otlp-content
+	answer  string       // its answer, with --otlp-content
+	chats   int          // its model requests so far
+	conv    conversation // what its model was given and answered, with --otlp-content
+	last    time.Time    // when its latest event came
+	idle    time.Time    // when its first event since its last turn came
 	hasIdle bool
 	done    bool
 }
@@ -153,6 +159,8 @@ type builder struct {
 	prompts    []string // the main agent's prompts, with --otlp-content
 	answer     string   // the run's answer, with --otlp-content
 	answered   bool
+	system     string            // the system instructions, with --otlp-content
+	sysGiven   bool              // the first chat span of the main agent took them
 	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)
 	chats      int               // the run's chat spans
 	timed      bool              // the source gives times
@@ -217,6 +225,7 @@ func (b *builder) write(e *formats.Event) {
 		b.endAgent(e.Agent, a, t, e.Status, e.Text)
 	case formats.TurnStart:
 		b.startsSeen = true
+		b.closeRequest(a)
 		b.endTurn(a, t, formats.StatusUnknown)
 		b.startTurn(e.Agent, a, t)
 	case formats.TurnEnd:
@@ -238,7 +247,9 @@ func (b *builder) write(e *formats.Event) {
 		return
 	case formats.ToolCall:
 		b.startCall(e, a, t)
+		b.message(e, a)
 	case formats.ToolResult:
+		b.message(e, a)
 		b.endCall(e, a, t)
 	case formats.PermissionRequest:
 		attrs := []attribute.KeyValue{attribute.String(keyRequestID, e.Permission.RequestID),
@@ -268,10 +279,9 @@ func (b *builder) write(e *formats.Event) {
 		a.usage.Add(e.Usage)
 		b.content(e.Agent, a, t)
 		b.chat(e, a, t)
-	case formats.TextDelta, formats.Message:
+	case formats.TextDelta, formats.Message, formats.ThinkingDelta:
 		b.content(e.Agent, a, t)
-	case formats.ThinkingDelta:
-		b.content(e.Agent, a, t)
+		b.message(e, a)
 	case formats.Answer:
 		switch {
 		case b.cfg.content && !a.done:
@@ -284,6 +294,7 @@ func (b *builder) write(e *formats.Event) {
 		case e.Text == "":
 		case b.cfg.content && !a.done:
 			a.prompts = append(a.prompts, b.cut(e.Text))
+			b.message(e, a)
 		default:
 			b.lose(lostPrompts, true)
 		}
@@ -337,6 +348,10 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 		s.set(attribute.StringSlice(keyFinish, []string{finishReason(r)}))
 	}
 	b.setUsage(s, e.Usage)
+	if b.cfg.content && !a.done {
+		b.openRequest(a, s, t, e.Response.StopReason)
+		return
+	}
 	b.end(s, t)
 }
 
@@ -459,6 +474,11 @@ func (b *builder) startRun(e *formats.Event) {
 	b.provider = e.Run.Provider
 	b.used(e.Run.Model)
 	b.agents[""] = &agent{span: root, model: e.Run.Model, last: root.start}
+	if s := e.Run.SystemInstructions; b.cfg.content {
+		b.system = b.cut(s)
+	} else {
+		b.lose(lostSystem, s != "")
+	}
 }
 
 // emptied empties a map of the last run for the next, or makes the first.
@@ -655,6 +675,7 @@ func (b *builder) endTurn(a *agent, t time.Time, status formats.Status) {
 	if a.turn == nil {
 		return
 	}
+	b.closeRequest(a) // under the turn
 	if status == formats.Failed || status == formats.Cancelled {
 		a.turn.fail(status, "")
 	}
@@ -670,7 +691,7 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 		key += "\x00" + strconv.Itoa(n)
 	}
 	b.content(e.Agent, a, t)
-	room := 6 // for the four below, a summary and an error type, in one allocation
+	room := 8 // for the four below, a summary, MCP's two and an error type, in one allocation
 	if b.cfg.content {
 		room += 2
 	}
@@ -681,8 +702,26 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 	if e.Call.Summary != "" {
 		s.set(attribute.String(keySummary, e.Call.Summary))
 	}
+	if server, ok := mcpServer(e.Call.Name); ok {
+		s.set(attribute.String(keyMCPMethod, "tools/call"), attribute.String(keyMCPServer, server))
+	}
 	recordContent(b, s, keyToolArgs, e.Call.Args)
 	b.calls = append(b.calls, s)
+}
+
+// mcpServer is the server of an MCP tool call, as the event model names
+// them (mcp__<server>__<tool>, Claude Code's names, which the Codex
+// reader gives its MCP calls too).
+func mcpServer(tool string) (string, bool) {
+	rest, ok := strings.CutPrefix(tool, "mcp__")
+	if !ok {
+		return "", false
+	}
+	server, name, ok := strings.Cut(rest, "__")
+	if !ok || server == "" || name == "" {
+		return "", false
+	}
+	return server, true
 }
 
 // cut keeps a text to --otlp-content-limit, whole characters only; a cut
@@ -695,36 +734,25 @@ func (b *builder) cut(text string) string {
 	return strings.ToValidUTF8(text[:b.cfg.contentLimit], "")
 }
 
-// The message JSON of the GenAI conventions (gen-ai-input-messages.json,
-// gen-ai-output-messages.json), text parts only.
-type chatMessage struct {
-	Role         string     `json:"role"`
-	Parts        []textPart `json:"parts"`
-	FinishReason string     `json:"finish_reason,omitempty"`
-}
-
-type textPart struct {
-	Type    string `json:"type"`
-	Content string `json:"content"`
-}
-
 // setMessages puts an agent's prompts and answer on its span, with
 // --otlp-content: what Langfuse and Phoenix show as its input and output.
 func (b *builder) setMessages(a *agent) {
 	if !b.cfg.content {
 		return
 	}
-	if len(a.prompts) > 0 {
-		msgs := make([]chatMessage, len(a.prompts))
-		for i, p := range a.prompts {
-			msgs[i] = chatMessage{Role: "user", Parts: []textPart{{Type: "text", Content: p}}}
+	var msgs []chatMessage
+	for _, p := range a.prompts {
+		if p != "" { // all of it past a limit of 0
+			msgs = append(msgs, chatMessage{Role: "user", Parts: []msgPart{{Type: partText, Content: p}}})
 		}
+	}
+	if len(msgs) > 0 {
 		if j, err := formats.Marshal(msgs); err == nil {
 			a.span.set(attribute.String(keyInputMessages, string(j)))
 		}
 	}
 	if a.answer != "" {
-		msgs := []chatMessage{{Role: "assistant", Parts: []textPart{{Type: "text", Content: a.answer}}, FinishReason: "stop"}}
+		msgs := []chatMessage{{Role: "assistant", Parts: []msgPart{{Type: partText, Content: a.answer}}, FinishReason: "stop"}}
 		if j, err := formats.Marshal(msgs); err == nil {
 			a.span.set(attribute.String(keyOutputMsgs, string(j)))
 		}
@@ -801,6 +829,7 @@ func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Stat
 		return
 	}
 	b.endCalls(a, t)
+	b.endConversation(a)
 	b.endTurn(a, t, formats.StatusUnknown)
 	if status == formats.Failed || status == formats.Cancelled {
 		a.span.fail(status, "")
@@ -844,6 +873,7 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 		b.endAgent(b.order[i], b.agents[b.order[i]], t, formats.StatusUnknown, "")
 	}
 	b.endCalls(nil, t)
+	b.endConversation(main)
 	b.endTurn(main, t, formats.StatusUnknown)
 
 	if e.Run.SessionID != "" {
@@ -887,6 +917,7 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 		root.set(attribute.Bool(keyCut, true))
 	}
 	b.setMessages(main)
+	b.setSystem(root, b.system)
 	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
 		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
 	if failed {

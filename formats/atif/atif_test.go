@@ -59,6 +59,32 @@ func TestReadVersions(t *testing.T) {
 	}
 }
 
+// TestReadSystemPrompt: the system steps a trajectory begins with are its
+// system prompt, on the run's start, and still notices; a notice or a
+// compaction that agentconv wrote as a system step is not, nor a system
+// step after the first prompt.
+func TestReadSystemPrompt(t *testing.T) {
+	doc := `{"schema_version":"ATIF-v1.6","session_id":"s1","agent":{"name":"a","version":"1"},"steps":[
+{"step_id":1,"source":"system","message":"You are a careful agent."},
+{"step_id":2,"source":"system","message":"update available","extra":{"notice":"info"}},
+{"step_id":3,"source":"system","message":[{"type":"text","text":"Answer briefly."}]},
+{"step_id":4,"source":"user","message":"hi"},
+{"step_id":5,"source":"system","message":"later"}]}`
+	evs := formatstest.Read(t, Dialect, doc)
+	if got, want := evs[0].Run.SystemInstructions, "You are a careful agent.\n\nAnswer briefly."; got != want {
+		t.Errorf("system instructions %q, want %q", got, want)
+	}
+	if got := formatstest.Kinds(evs); got != "run_start notice notice notice user_message notice run_end" {
+		t.Errorf("kinds: %s", got)
+	}
+	noPrompt := `{"schema_version":"ATIF-v1.6","session_id":"s1","agent":{"name":"a","version":"1"},"steps":[
+{"step_id":1,"source":"system","message":"retrying","extra":{"notice":"warning"}},
+{"step_id":2,"source":"user","message":"hi"}]}`
+	if got := formatstest.Read(t, Dialect, noPrompt)[0].Run.SystemInstructions; got != "" {
+		t.Errorf("a notice read as the system prompt: %q", got)
+	}
+}
+
 func TestReadRejectsOtherJSON(t *testing.T) {
 	_, bad, err := formatstest.ReadAll(Dialect, []byte(`{"schema_version":"2.0","steps":[]}`))
 	if err == nil && len(bad) == 0 {

@@ -106,6 +106,7 @@ func (d *decoder) run(t *readTrajectory) {
 	if len(t.Steps) > 0 {
 		start.Time = parseTime(t.Steps[0].Timestamp)
 	}
+	start.Run.SystemInstructions = systemPrompt(t.Steps)
 	d.add(start)
 	if len(t.Agent.Tools) > 0 && string(t.Agent.Tools) != "null" {
 		d.raw("", "agent/tool_definitions")
@@ -316,6 +317,53 @@ func (d *decoder) subagent(ref subagentRef, t *readTrajectory, parent, call stri
 // message is a message or content as text: a string, or the text of its
 // parts. Image and audio parts have no place in the model: each is a raw
 // event, kept in the document.
+// systemPrompt is the text of the system steps a trajectory begins with,
+// its system prompt: those that are neither a notice nor a compaction
+// (agentconv writes those as system steps too). They are still read as
+// notices too, for the dialects that have no place for a system prompt.
+func systemPrompt(steps []readStep) string {
+	var texts []string
+	for i := range steps {
+		st := &steps[i]
+		if st.Source != "system" {
+			break
+		}
+		if _, ok := st.Extra[extraNotice]; ok {
+			continue
+		}
+		if _, ok := st.Extra[extraContextMgmt]; ok {
+			continue
+		}
+		if text := plainText(st.Message); text != "" {
+			texts = append(texts, text)
+		}
+	}
+	return strings.Join(texts, "\n\n")
+}
+
+// plainText is the text of a step's message: the string, or the text
+// parts of a list of content parts.
+func plainText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n\n")
+}
+
 func (d *decoder) message(raw json.RawMessage, agent string, at time.Time) string {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
