@@ -84,15 +84,14 @@ func sessionOwner(p string) string {
 
 // sessionProbe is what detection looks at in a record.
 type sessionProbe struct {
-	Type       string           `json:"type"`
-	SessionID  *json.RawMessage `json:"sessionId"`
-	UUID       *json.RawMessage `json:"uuid"`
-	ParentUUID *json.RawMessage `json:"parentUuid"`
-	Message    *json.RawMessage `json:"message"`
-	MessageID  *json.RawMessage `json:"messageId"`
-	Snapshot   *json.RawMessage `json:"snapshot"`
-	Summary    *json.RawMessage `json:"summary"`
-	LeafUUID   *json.RawMessage `json:"leafUuid"`
+	Type      string           `json:"type"`
+	SessionID *json.RawMessage `json:"sessionId"`
+	UUID      *json.RawMessage `json:"uuid"`
+	Message   *json.RawMessage `json:"message"`
+	MessageID *json.RawMessage `json:"messageId"`
+	Snapshot  *json.RawMessage `json:"snapshot"`
+	Summary   *json.RawMessage `json:"summary"`
+	LeafUUID  *json.RawMessage `json:"leafUuid"`
 	// Claude Code's stream envelope is snake_case.
 	StreamSession *json.RawMessage `json:"session_id"`
 }
@@ -111,7 +110,7 @@ func sessionRecordLine(b []byte) bool {
 	case "summary":
 		return p.Summary != nil && p.LeafUUID != nil
 	case "user", "assistant":
-		return p.SessionID != nil && p.UUID != nil && p.ParentUUID != nil && p.Message != nil
+		return p.SessionID != nil && p.UUID != nil && p.Message != nil
 	}
 	return p.SessionID != nil && (p.UUID != nil || p.Type == "queue-operation" || p.Type == "ai-title")
 }

@@ -103,6 +103,7 @@ type sessionWriter struct {
 	files   map[string]*sessFile
 	agents  map[string]*sessAgent
 	resp    map[string]*sessResp
+	called  map[string]bool // calls whose tool_use is written
 	// streamed text of each agent, not yet written as a message.
 	text     formats.TextTracker
 	thinking map[string]*strings.Builder
@@ -135,7 +136,7 @@ type sessionWriter struct {
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	return &sessionWriter{out: w, create: o.Create, rep: o.Report, view: formats.ViewFor(o), dialect: o.Dialect,
 		files: map[string]*sessFile{}, agents: map[string]*sessAgent{}, resp: map[string]*sessResp{},
-		last: map[string]*sessResp{}, thinking: map[string]*strings.Builder{}, deltas: map[string]bool{}}
+		last: map[string]*sessResp{}, called: map[string]bool{}, thinking: map[string]*strings.Builder{}, deltas: map[string]bool{}}
 }
 
 func (s *sessionWriter) fail(err error) {
@@ -235,6 +236,7 @@ func (s *sessionWriter) follow(e *formats.Event, v *formats.RunView, copied bool
 		}
 		s.src, s.prompted, s.answered, s.wrote, s.lastText = v.Info.SessionID, false, false, formats.UsageInfo{}, ""
 		clear(s.resp)
+		clear(s.called)
 	case formats.AgentStart:
 		s.agentStart(e, v, copied || e.Source.Dialect == s.dialect)
 	case formats.AgentEnd:
@@ -296,11 +298,16 @@ func (s *sessionWriter) Write(e *formats.Event) error {
 	}
 	a := e.Agent
 	switch e.Kind {
-	case formats.TextDelta, formats.ThinkingDelta, formats.Message:
 	case formats.RunEnd:
 		s.flushAllText(v)
-	default:
+	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.Compaction, formats.AgentEnd, formats.TurnEnd:
+		// The agent moved on: its streamed text was a whole message.
 		s.flushText(a, v)
+	case formats.Usage:
+		if e.Response.ID == "" {
+			// Usage after the text it was spent on.
+			s.flushText(a, v)
+		}
 	}
 	switch e.Kind {
 	case formats.TextDelta:
@@ -340,6 +347,7 @@ func (s *sessionWriter) Write(e *formats.Event) error {
 		}
 		s.assistant(e, v, s.response(e, v, true), content(e.Text, thinking))
 	case formats.ToolCall:
+		s.called[e.Call.ID] = true
 		s.assistant(e, v, s.response(e, v, false), []any{toolUseOut{"tool_use", e.Call.ID, e.Call.Name, args(e.Call.Args)}})
 	case formats.ToolResult:
 		s.lateUsage(a)
@@ -561,6 +569,12 @@ func (s *sessionWriter) assistant(e *formats.Event, v *formats.RunView, r *sessR
 
 func (s *sessionWriter) toolResult(e *formats.Event, v *formats.RunView) {
 	c := &e.Call
+	if c.ID != "" && !s.called[c.ID] && c.Status == formats.Denied {
+		// A refusal whose call the source never gave (claude-stream's
+		// permission_denials): the call goes first, with its name.
+		s.assistant(e, v, s.response(e, v, true), []any{toolUseOut{"tool_use", c.ID, c.Name, args(c.Args)}})
+		s.called[c.ID] = true
+	}
 	out := c.Output
 	isErr := c.Status != formats.Completed
 	if c.Error != "" {
