@@ -1,8 +1,11 @@
 package claude
 
 import (
+	"bufio"
 	"crypto/sha1"
 	"fmt"
+	"io"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -73,7 +76,7 @@ func sessionOwner(p string) string {
 	}
 	sub = filepath.Clean(sub)
 	if filepath.Base(sub) != "subagents" {
-		return ""
+		return flatOwner(p)
 	}
 	sess := filepath.Dir(sub)
 	if filepath.Base(sess) == "." || filepath.Base(sess) == string(filepath.Separator) {
@@ -159,4 +162,27 @@ func agentFileID(id string) string {
 	}
 	h := sha1.Sum([]byte(id))
 	return fmt.Sprintf("%x", h[:8])
+}
+
+// flatOwner: a 2.0 version's agent-<id>.jsonl in the project directory
+// belongs to the session file its records name, when that is beside it.
+func flatOwner(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 1<<20)).ReadBytes('\n')
+	var r struct {
+		SessionID   string `json:"sessionId"`
+		IsSidechain bool   `json:"isSidechain"`
+	}
+	if json.Unmarshal(line, &r) != nil || !r.IsSidechain || safeName(r.SessionID) == "" {
+		return ""
+	}
+	owner := filepath.Join(filepath.Dir(p), r.SessionID+".jsonl")
+	if _, err := os.Stat(owner); err != nil {
+		return ""
+	}
+	return owner
 }

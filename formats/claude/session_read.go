@@ -378,6 +378,23 @@ func (b *sessBuild) agentFiles(p string) {
 	dir := filepath.Join(strings.TrimSuffix(p, filepath.Ext(p)), "subagents")
 	names, _ := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
 	sort.Strings(names)
+	// 2.0 versions wrote agent-<id>.jsonl beside the session file: those
+	// of the agents its results name.
+	var flat []string
+	for id := range b.agentCall {
+		if safeName(id) == "" {
+			continue
+		}
+		f := filepath.Join(filepath.Dir(p), "agent-"+id+".jsonl")
+		if _, err := os.Stat(filepath.Join(dir, "agent-"+id+".jsonl")); err == nil {
+			continue
+		}
+		if _, err := os.Stat(f); err == nil {
+			flat = append(flat, f)
+		}
+	}
+	sort.Strings(flat)
+	names = append(names, flat...)
 	for _, name := range names {
 		m := subagentFile.FindStringSubmatch(filepath.Base(name))
 		if m == nil {

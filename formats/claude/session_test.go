@@ -647,3 +647,28 @@ func FuzzSessionReader(f *testing.F) {
 		formatstest.RoundTrip(t, claude.Session, data, formats.ToolCall, formats.ToolResult)
 	})
 }
+
+// Claude Code 2.0 wrote a subagent's file beside the session file, in the
+// project directory: it is read with the session that names it, and
+// belongs to it.
+func TestSessionFlatAgentFile(t *testing.T) {
+	dir := t.TempDir()
+	main := filepath.Join(dir, showcase+".jsonl")
+	os.WriteFile(main, mustRead(t, filepath.Join("testdata", "sessions", showcase+".jsonl")), 0o644)
+	flat := filepath.Join(dir, "agent-showcol1.jsonl")
+	os.WriteFile(flat, mustRead(t, filepath.Join("testdata", "sessions", showcase, "subagents", "agent-showcol1.jsonl")), 0o644)
+	if got := claude.Session.Owner(flat); got != main {
+		t.Errorf("Owner(%s) = %q, want %s", flat, got, main)
+	}
+	evs, warn := readSession(t, main)
+	var parents []string
+	for _, e := range formatstest.OfKind(evs, formats.AgentStart) {
+		parents = append(parents, e.Agent+"←"+e.AgentInfo.ParentCall)
+	}
+	if !reflect.DeepEqual(parents, []string{"showcol1←toolu_sc_showcol1"}) {
+		t.Errorf("subagents %v", parents)
+	}
+	if !strings.Contains(warn, "1 subagent(s) whose records are missing") {
+		t.Errorf("showcol2 has no file; warnings: %q", warn)
+	}
+}
