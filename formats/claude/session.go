@@ -90,7 +90,9 @@ type sessionProbe struct {
 	Type      string           `json:"type"`
 	SessionID *json.RawMessage `json:"sessionId"`
 	UUID      *json.RawMessage `json:"uuid"`
-	Message   *json.RawMessage `json:"message"`
+	Message   *struct {
+		Content *json.RawMessage `json:"content"`
+	} `json:"message"`
 	MessageID *json.RawMessage `json:"messageId"`
 	Snapshot  *json.RawMessage `json:"snapshot"`
 	Summary   *json.RawMessage `json:"summary"`
@@ -113,7 +115,8 @@ func sessionRecordLine(b []byte) bool {
 	case "summary":
 		return p.Summary != nil && p.LeafUUID != nil
 	case "user", "assistant":
-		return p.SessionID != nil && p.UUID != nil && p.Message != nil
+		// Anthropic content (Qwen Code's look-alike holds Gemini parts).
+		return p.SessionID != nil && p.UUID != nil && p.Message != nil && p.Message.Content != nil
 	}
 	return p.SessionID != nil && (p.UUID != nil || p.Type == "queue-operation" || p.Type == "ai-title")
 }

@@ -183,6 +183,9 @@ func (s *sessionReader) load() error {
 	}
 	b.link()
 	b.emitAll()
+	if n := b.images(); n > 0 {
+		rep.Warn(0, "%d image blocks of the session have no place in the event model: only claude-session output keeps them", n)
+	}
 	s.out = b.out
 	return nil
 }
@@ -1188,4 +1191,36 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 // carry no stop reason and no turn_duration.
 func legacyVersion(v string) bool {
 	return strings.HasPrefix(v, "0.") || strings.HasPrefix(v, "1.") || strings.HasPrefix(v, "2.0.")
+}
+
+// images counts the image blocks of the conversation's user records, and
+// of their tool results.
+func (b *sessBuild) images() int {
+	n := 0
+	count := func(recs []*sessRec) {
+		for _, r := range recs {
+			if r.err != nil || r.odd || r.abandoned || r.r.Type != "user" || r.r.Message == nil {
+				continue
+			}
+			for _, bl := range blocks(r.r.Message.Content) {
+				switch bl.Type {
+				case "image":
+					n++
+				case "tool_result":
+					for _, in := range blocks(bl.Content) {
+						if in.Type == "image" {
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	count(b.main)
+	for _, a := range b.order {
+		if !a.inline {
+			count(a.recs)
+		}
+	}
+	return n
 }

@@ -672,3 +672,19 @@ func TestSessionFlatAgentFile(t *testing.T) {
 		t.Errorf("showcol2 has no file; warnings: %q", warn)
 	}
 }
+
+// Images have no place in the model: they are counted in a warning, and
+// claude-session keeps them. A Qwen Code record (Gemini parts in Claude's
+// envelope) is not a Claude Code session's.
+func TestSessionImagesAndLookAlikes(t *testing.T) {
+	in := `{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"06381696-0074-49f8-863e-6ad4fac507f9","version":"2.1.1","type":"user","message":{"role":"user","content":[{"type":"text","text":"what is this?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]},"uuid":"u1","timestamp":"2026-01-01T00:00:01Z"}
+`
+	code, out, stderr := converttest.Run(in, "--to", "claude-session")
+	if code != 0 || out != in || !strings.Contains(stderr, "1 image blocks") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	qwen := `{"uuid":"q1","parentUuid":null,"sessionId":"s","timestamp":"2026-01-01T00:00:00Z","type":"user","cwd":"/w","version":"0.1","message":{"role":"user","parts":[{"text":"hi"}]}}` + "\n"
+	if s := claude.Session.Detect([]byte(qwen)); s != 0 {
+		t.Errorf("a Qwen Code record scores %d", s)
+	}
+}
