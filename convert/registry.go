@@ -32,6 +32,7 @@ var Dialects = []formats.Dialect{
 	cursor.Stream,
 	claude.Stream,
 	claude.JSON,
+	claude.Session,
 	claude.QwenCode,
 	claude.Amp,
 	malac.Dialect,

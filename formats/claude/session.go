@@ -1,0 +1,191 @@
+package claude
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// Session is the claude-session dialect: the transcript Claude Code keeps
+// of every interactive session, ~/.claude/projects/<project>/<session-id>.jsonl,
+// with its subagents' transcripts in <session-id>/subagents/ beside it.
+var Session = formats.Dialect{
+	Name:        "claude-session",
+	Aliases:     []string{"claude-code-session", "claude-transcript"},
+	Description: "Claude Code's session files `~/.claude/projects/<project>/<session-id>.jsonl`: user, assistant, system records chained by uuid/parentUuid, subagents in `<session-id>/subagents/` (read and written)",
+	NewReader:   newSessionReader,
+	NewWriter:   newSessionWriter,
+	Detect:      detectSession,
+	Carries:     sessionCarries,
+	Quirks:      sessionQuirks,
+	DirFiles:    "*.jsonl",
+	Files:       true,
+	Places:      sessionPlaces,
+	Owner:       sessionOwner,
+}
+
+// What a session file carries: no durations, costs or outcomes but a
+// cancellation (it has no result record), no turn boundaries, notices,
+// permission prompts or refusals (a refused call is a failed one there).
+const sessionCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
+	formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.Subagents | formats.SubagentCalls |
+	formats.SubagentText | formats.SubagentReports | formats.TodoLists | formats.Compactions |
+	formats.CompactionSummaries | formats.ModelChanges | formats.TokenUsage | formats.PerRequestUsage |
+	formats.CacheWrites | formats.RunOutcomes | formats.RunDurations
+
+const (
+	lossFailedRuns       = "outcomes of failed runs (a session file has no result record)"
+	lossPromptlessRuns   = "boundaries of runs without a prompt (they join the run before)"
+	lossSessionAnswers   = "answers that are not the last message of their run"
+	lossSessionErrors    = "tool error texts (merged into the output)"
+	lossSessionExitCodes = "exit codes other than 0 and 1"
+	lossRunUsage         = "token usage of a run beyond what its responses carry"
+)
+
+var sessionQuirks = []string{lossFailedRuns, lossPromptlessRuns, lossSessionErrors,
+	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage}
+
+// sessionPlaces: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
+func sessionPlaces(getenv func(string) string) []string {
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		return []string{filepath.Join(d, "projects")}
+	}
+	if h := getenv("HOME"); h != "" {
+		return []string{filepath.Join(h, ".claude", "projects")}
+	}
+	return nil
+}
+
+var subagentFile = regexp.MustCompile(`^agent-(.+)\.jsonl$`)
+
+// sessionOwner: a subagent's file <dir>/<session-id>/subagents/agent-<id>.jsonl
+// belongs to <dir>/<session-id>.jsonl.
+func sessionOwner(p string) string {
+	sub, name := filepath.Split(p)
+	if !subagentFile.MatchString(name) {
+		return ""
+	}
+	sub = filepath.Clean(sub)
+	if filepath.Base(sub) != "subagents" {
+		return flatOwner(p)
+	}
+	sess := filepath.Dir(sub)
+	if filepath.Base(sess) == "." || filepath.Base(sess) == string(filepath.Separator) {
+		return ""
+	}
+	return sess + ".jsonl"
+}
+
+// sessionProbe is what detection looks at in a record.
+type sessionProbe struct {
+	Type      string           `json:"type"`
+	SessionID *json.RawMessage `json:"sessionId"`
+	UUID      *json.RawMessage `json:"uuid"`
+	Message   *struct {
+		Content *json.RawMessage `json:"content"`
+	} `json:"message"`
+	MessageID *json.RawMessage `json:"messageId"`
+	Snapshot  *json.RawMessage `json:"snapshot"`
+	Summary   *json.RawMessage `json:"summary"`
+	LeafUUID  *json.RawMessage `json:"leafUuid"`
+	// Claude Code's stream envelope is snake_case.
+	StreamSession *json.RawMessage `json:"session_id"`
+}
+
+// sessionRecordLine reports whether a line is a record of a session file:
+// the camelCase envelope (sessionId, and uuid/parentUuid on messages), or
+// one of the records without it (file-history-snapshot, summary).
+func sessionRecordLine(b []byte) bool {
+	var p sessionProbe
+	if json.Unmarshal(b, &p) != nil || p.StreamSession != nil || p.Type == "" {
+		return false
+	}
+	switch p.Type {
+	case "file-history-snapshot":
+		return p.MessageID != nil && p.Snapshot != nil
+	case "summary":
+		return p.Summary != nil && p.LeafUUID != nil
+	case "user", "assistant":
+		// Anthropic content (Qwen Code's look-alike holds Gemini parts).
+		return p.SessionID != nil && p.UUID != nil && p.Message != nil && p.Message.Content != nil
+	}
+	return p.SessionID != nil && (p.UUID != nil || p.Type == "queue-operation" || p.Type == "ai-title")
+}
+
+func detectSession(head []byte) int {
+	return formats.DetectByTypes(head, func(line []byte, _ string) bool { return sessionRecordLine(line) })
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// SessionUUID is the session id a written session file gets: the source's
+// when it is a UUID (as `claude --resume` wants), else a name-based
+// (version 5 style, SHA-1) UUID derived from it, the same for the same id.
+func SessionUUID(id string) string {
+	if uuidRE.MatchString(id) {
+		return strings.ToLower(id)
+	}
+	h := sha1.Sum([]byte("agentconv claude-session\x00" + id))
+	h[6] = h[6]&0x0f | 0x50
+	h[8] = h[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// safeName is a session id as a file name, or "" when it cannot be one.
+func safeName(id string) string {
+	if id == "" || len(id) > 128 || strings.Trim(id, ".") == "" {
+		return ""
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return ""
+		}
+	}
+	return id
+}
+
+// subagentPath is where a subagent's transcript goes under -o DIR.
+func subagentPath(session, agent, ext string) string {
+	return path.Join(session, "subagents", "agent-"+agentFileID(agent)+ext)
+}
+
+// agentFileID makes an agent id safe as a part of a file name.
+func agentFileID(id string) string {
+	if s := safeName(id); s != "" {
+		return s
+	}
+	h := sha1.Sum([]byte(id))
+	return fmt.Sprintf("%x", h[:8])
+}
+
+// flatOwner: a 2.0 version's agent-<id>.jsonl in the project directory
+// belongs to the session file its records name, when that is beside it.
+func flatOwner(p string) string {
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 1<<20)).ReadBytes('\n')
+	var r struct {
+		SessionID   string `json:"sessionId"`
+		IsSidechain bool   `json:"isSidechain"`
+	}
+	if json.Unmarshal(line, &r) != nil || !r.IsSidechain || safeName(r.SessionID) == "" {
+		return ""
+	}
+	owner := filepath.Join(filepath.Dir(p), r.SessionID+".jsonl")
+	if _, err := os.Stat(owner); err != nil {
+		return ""
+	}
+	return owner
+}

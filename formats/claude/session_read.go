@@ -1,0 +1,1226 @@
+package claude
+
+import (
+	"bytes"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// sessRecord is what the session reader uses of a record.
+type sessRecord struct {
+	Type              string          `json:"type"`
+	Subtype           string          `json:"subtype"`
+	UUID              string          `json:"uuid"`
+	ParentUUID        *string         `json:"parentUuid"`
+	LogicalParentUUID *string         `json:"logicalParentUuid"`
+	SessionID         string          `json:"sessionId"`
+	Timestamp         string          `json:"timestamp"`
+	Cwd               string          `json:"cwd"`
+	Version           string          `json:"version"`
+	IsSidechain       *bool           `json:"isSidechain"`
+	IsMeta            *bool           `json:"isMeta"`
+	IsCompactSummary  *bool           `json:"isCompactSummary"`
+	IsAPIError        *bool           `json:"isApiErrorMessage"`
+	AgentID           *string         `json:"agentId"`
+	Message           *apiMessage     `json:"message"`
+	ToolUseResult     json.RawMessage `json:"toolUseResult"`
+	Error             json.RawMessage `json:"error"`
+	DurationMS        *float64        `json:"durationMs"`
+}
+
+func (r *sessRecord) parent() string {
+	if r.ParentUUID != nil && *r.ParentUUID != "" {
+		return *r.ParentUUID
+	}
+	if r.LogicalParentUUID != nil {
+		return *r.LogicalParentUUID
+	}
+	return ""
+}
+
+func flag(b *bool) bool { return b != nil && *b }
+
+// sessRec is one record of a file, as read.
+type sessRec struct {
+	line int
+	raw  []byte
+	r    sessRecord
+	err  *formats.LineError
+	// kept raw: valid JSON of an unexpected shape.
+	odd       bool
+	t         time.Time
+	abandoned bool
+	agent     string // the inline subagent a sidechain record belongs to
+}
+
+func (s *sessRec) conversation() bool { return s.r.Type == "user" || s.r.Type == "assistant" }
+
+// subagent is one subagent's transcript: inline sidechain records of the
+// session file, or a file of its own.
+type subagent struct {
+	id     string
+	label  string
+	call   string // the Task/Agent call that spawned it
+	recs   []*sessRec
+	file   string // its file, "" when inline
+	inline bool
+	done   bool // its events were given
+	open   bool // AgentStart given, AgentEnd not yet
+}
+
+// sessionReader reads a whole session file, and its subagents' files,
+// before it gives its first event: which branch of the file is the
+// conversation is known only at its last record.
+type sessionReader struct {
+	in     io.Reader
+	opts   formats.ReadOptions
+	loaded bool
+	out    []sessItem
+	pos    int
+}
+
+type sessItem struct {
+	ev  *formats.Event
+	err error
+}
+
+func newSessionReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return &sessionReader{in: r, opts: o}
+}
+
+func (s *sessionReader) Next() (*formats.Event, error) {
+	if !s.loaded {
+		s.loaded = true
+		if err := s.load(); err != nil {
+			return nil, err
+		}
+	}
+	if s.pos >= len(s.out) {
+		return nil, io.EOF
+	}
+	it := s.out[s.pos]
+	s.out[s.pos] = sessItem{}
+	s.pos++
+	return it.ev, it.err
+}
+
+// readRecords reads the records of one file.
+func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) ([]*sessRec, error) {
+	lines := formats.NewLineReader(r)
+	var recs []*sessRec
+	for {
+		b, err := lines.Next()
+		if err == io.EOF {
+			return recs, nil
+		}
+		var le *formats.LineError
+		if err != nil {
+			if e, ok := err.(*formats.LineError); ok {
+				le = e
+			} else {
+				return recs, err
+			}
+		}
+		rec := &sessRec{line: lines.Line()}
+		if le != nil {
+			rec.err = le
+		} else {
+			rec.raw = append([]byte(nil), b...)
+			if e := formats.Unmarshal(rec.line, b, &rec.r); e != nil {
+				if !json.Valid(b) {
+					rec.err = e
+				} else {
+					rec.odd = true
+					rec.r = sessRecord{Type: formats.TypeOf(b)}
+					rep.Warn(rec.line, "%sa Claude Code record with fields of unexpected types; kept as an unknown event", warnPrefix)
+				}
+			}
+			if rec.r.Timestamp != "" {
+				if t, err := time.Parse(time.RFC3339Nano, rec.r.Timestamp); err == nil {
+					rec.t = t
+				}
+			}
+		}
+		if rec.err != nil && warnPrefix != "" {
+			// A bad line of a subagent's file: the pipeline names the
+			// session file, so the warning names this one.
+			rep.Warn(0, "%sline %d: %s; skipped", warnPrefix, rec.line, rec.err.Msg)
+			continue
+		}
+		recs = append(recs, rec)
+	}
+}
+
+type agentMeta struct {
+	AgentType   string `json:"agentType"`
+	Description string `json:"description"`
+	ToolUseID   string `json:"toolUseId"`
+}
+
+func (s *sessionReader) load() error {
+	rep := s.opts.Report
+	recs, err := readRecords(s.in, rep, "")
+	if err != nil {
+		return err
+	}
+	b := &sessBuild{opts: s.opts, rep: rep, agents: map[string]*subagent{}, callAgent: map[string]*subagent{},
+		agentCall: map[string]string{}, lastUsage: map[string]*apiUsage{}, lastStop: map[string]string{},
+		calls: map[string]*call{}}
+	b.main = recs
+	b.chain()
+	b.scan(recs)
+	b.inlineAgents()
+	if s.opts.Path != "" {
+		b.agentFiles(s.opts.Path)
+	}
+	b.link()
+	b.emitAll()
+	if n := b.images(); n > 0 {
+		rep.Warn(0, "%d image blocks of the session have no place in the event model: only claude-session output keeps them", n)
+	}
+	s.out = b.out
+	return nil
+}
+
+// sessBuild turns the records into events.
+type sessBuild struct {
+	opts formats.ReadOptions
+	rep  *formats.Report
+	main []*sessRec
+	out  []sessItem
+
+	agents    map[string]*subagent
+	order     []*subagent
+	callAgent map[string]*subagent // spawning call → its subagent
+	// agentCall: agent id → the call whose result names it (toolUseResult.agentId).
+	agentCall map[string]string
+	lastUsage map[string]*apiUsage
+	lastStop  map[string]string
+	usageSeen map[string]bool
+	calls     map[string]*call
+	// alone: the file is a subagent's, read without its session.
+	alone bool
+
+	// the run
+	open      bool
+	prompted  bool // the run has a prompt, or a response
+	session   string
+	model     string
+	cancelled bool
+	// failed: the run's last response is an API error, whose text it is;
+	// outcomeLine is the line of the record that says how the run ended.
+	failed      string
+	failCode    string
+	outcomeLine int
+	// ended: the main agent's last response ended its turn (stop_reason
+	// end_turn).
+	ended   bool
+	endedID string
+	// turnEnded: a turn_duration record said the turn ended (a response
+	// after it with no prompt between is a run of its own: a run resumed
+	// without its prompt); turnMS sums the durations of the run's turns.
+	turnEnded   bool
+	turnMS      float64
+	lastTime    time.Time
+	lastAsst    *sessRec // the main agent's last conversation record
+	lastWasAsst bool
+
+	// held: records of one file that gave no event yet; the next event of
+	// that file carries them.
+	held    map[string][][]byte
+	heldSrc map[string]formats.Source
+	// msg is the assistant message being gathered, per agent.
+	msg map[string]*pendingMsg
+	// abandoned counts the records of abandoned branches.
+	abandoned int
+	// compactText: a compact_boundary's summary, by the boundary's uuid.
+	summaries map[string]string
+	summaryOf map[string]bool // uuids of summary records a boundary took
+}
+
+// chain marks the records of abandoned branches: the conversation is the
+// chain of parents that ends at the last user or assistant record of the
+// main agent; other user and assistant records of the main agent are on
+// branches left by a rewind or an edited prompt.
+func (b *sessBuild) chain() {
+	byUUID := map[string]*sessRec{}
+	var leaf *sessRec
+	sidechains, mainRecs := 0, 0
+	for _, r := range b.main {
+		if r.err != nil || r.odd {
+			continue
+		}
+		if flag(r.r.IsSidechain) {
+			sidechains++
+			continue
+		}
+		if r.r.UUID != "" {
+			byUUID[r.r.UUID] = r
+		}
+		if r.conversation() && r.r.UUID != "" {
+			leaf = r
+			mainRecs++
+		}
+	}
+	if mainRecs == 0 && sidechains > 0 {
+		b.alone = true
+	}
+	if leaf == nil {
+		return
+	}
+	on := map[*sessRec]bool{}
+	for r := leaf; r != nil && !on[r]; r = byUUID[r.r.parent()] {
+		on[r] = true
+	}
+	for _, r := range b.main {
+		if r.err == nil && !r.odd && !flag(r.r.IsSidechain) && r.conversation() && r.r.UUID != "" && !on[r] {
+			r.abandoned = true
+			b.abandoned++
+		}
+	}
+	if b.abandoned > 0 {
+		b.rep.Warn(0, "%d records are on abandoned branches of the session (a rewind or an edited prompt): only the conversation that ends at the last record is converted; they are lost, except to claude-session, which copies them", b.abandoned)
+	}
+}
+
+// scan notes, over every record, what later records say of earlier ones:
+// the usage and stop reason a message id ends with, and the agents that
+// results name.
+func (b *sessBuild) scan(recs []*sessRec) {
+	if b.summaries == nil {
+		b.summaries, b.summaryOf = map[string]string{}, map[string]bool{}
+	}
+	boundary := map[string]bool{}
+	for _, r := range recs {
+		if r.err != nil || r.odd {
+			continue
+		}
+		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.ID != "" {
+			if m.Usage != nil {
+				b.lastUsage[m.ID] = m.Usage
+			}
+			if m.StopReason != "" {
+				b.lastStop[m.ID] = m.StopReason
+			}
+		}
+		if r.r.Type == "system" && r.r.Subtype == "compact_boundary" && r.r.UUID != "" {
+			boundary[r.r.UUID] = true
+		}
+		if r.r.Type == "user" && flag(r.r.IsCompactSummary) && boundary[r.r.parent()] && r.r.Message != nil {
+			b.summaries[r.r.parent()] = userText(r.r.Message.Content)
+			b.summaryOf[r.r.UUID] = true
+		}
+		if r.r.Type == "user" && r.r.Message != nil && len(r.r.ToolUseResult) > 0 {
+			var tr struct {
+				AgentID string `json:"agentId"`
+			}
+			if json.Unmarshal(r.r.ToolUseResult, &tr) == nil && tr.AgentID != "" {
+				for _, bl := range blocks(r.r.Message.Content) {
+					if bl.Type == "tool_result" && bl.ToolUseID != "" {
+						b.agentCall[tr.AgentID] = bl.ToolUseID
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// inlineAgents groups the sidechain records of the session file (older
+// versions) by agent: its agentId, else its parent's agent, else the
+// chain it starts.
+func (b *sessBuild) inlineAgents() {
+	agentOf := map[string]string{}
+	for _, r := range b.main {
+		if r.err != nil || r.odd || !flag(r.r.IsSidechain) {
+			continue
+		}
+		id := ""
+		switch {
+		case r.r.AgentID != nil && *r.r.AgentID != "":
+			id = *r.r.AgentID
+		case agentOf[r.r.parent()] != "":
+			id = agentOf[r.r.parent()]
+		case r.r.UUID != "":
+			id = "sidechain-" + r.r.UUID
+		default:
+			id = "sidechain"
+		}
+		if r.r.UUID != "" {
+			agentOf[r.r.UUID] = id
+		}
+		r.agent = id
+		a := b.agents[id]
+		if a == nil {
+			a = &subagent{id: id, inline: true}
+			b.agents[id] = a
+			b.order = append(b.order, a)
+		}
+		a.recs = append(a.recs, r)
+	}
+}
+
+// agentFiles reads the subagents' files beside the session file:
+// <dir>/<session-id>/subagents/agent-<id>.jsonl, with agent-<id>.meta.json.
+func (b *sessBuild) agentFiles(p string) {
+	if owner := sessionOwner(p); owner != "" {
+		b.alone = true
+		if _, err := os.Stat(owner); err != nil {
+			b.rep.Warn(0, "%s is a subagent's file whose session file %s is missing; converted on its own, under a run of its own", p, owner)
+		}
+		return
+	}
+	dir := filepath.Join(strings.TrimSuffix(p, filepath.Ext(p)), "subagents")
+	names, _ := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
+	sort.Strings(names)
+	// 2.0 versions wrote agent-<id>.jsonl beside the session file: those
+	// of the agents its results name.
+	var flat []string
+	for id := range b.agentCall {
+		if safeName(id) == "" {
+			continue
+		}
+		f := filepath.Join(filepath.Dir(p), "agent-"+id+".jsonl")
+		if _, err := os.Stat(filepath.Join(dir, "agent-"+id+".jsonl")); err == nil {
+			continue
+		}
+		if _, err := os.Stat(f); err == nil {
+			flat = append(flat, f)
+		}
+	}
+	sort.Strings(flat)
+	names = append(names, flat...)
+	for _, name := range names {
+		m := subagentFile.FindStringSubmatch(filepath.Base(name))
+		if m == nil {
+			continue
+		}
+		id := m[1]
+		f, err := os.Open(name)
+		if err != nil {
+			b.rep.Warn(0, "cannot read the subagent's file %s (%v); its events are left out", name, err)
+			continue
+		}
+		recs, err := readRecords(f, b.rep, name+": ")
+		f.Close()
+		if err != nil {
+			b.rep.Warn(0, "reading the subagent's file %s failed (%v); the records before are kept", name, err)
+		}
+		a := b.agents[id]
+		if a == nil {
+			a = &subagent{id: id}
+			b.agents[id] = a
+			b.order = append(b.order, a)
+		} else if a.inline {
+			// The same agent inline and in a file: keep both, apart.
+			a = &subagent{id: id + "-file"}
+			b.agents[a.id] = a
+			b.order = append(b.order, a)
+		}
+		a.file = name
+		for _, r := range recs {
+			r.agent = a.id
+		}
+		a.recs = recs
+		b.scan(recs)
+		var meta agentMeta
+		if mb, err := os.ReadFile(strings.TrimSuffix(name, ".jsonl") + ".meta.json"); err == nil {
+			if json.Unmarshal(mb, &meta) != nil {
+				b.rep.Warn(0, "%s.meta.json is not the JSON object expected; the subagent is linked by its results instead", strings.TrimSuffix(name, ".jsonl"))
+			}
+		}
+		a.label = meta.AgentType
+		if a.label == "" {
+			a.label = meta.Description
+		}
+		a.call = meta.ToolUseID
+	}
+}
+
+// link finds each subagent's spawning call: its meta.json's toolUseId,
+// else the call whose result names the agent, else, for an inline
+// sidechain, the Task/Agent call whose prompt is its first prompt.
+func (b *sessBuild) link() {
+	prompts := map[string]string{} // Task prompt → call id
+	var taskCalls []string
+	label := map[string]string{}
+	callLine := map[string]int{}
+	all := [][]*sessRec{b.main}
+	for _, a := range b.order {
+		if !a.inline {
+			all = append(all, a.recs)
+		}
+	}
+	for _, recs := range all {
+		for _, r := range recs {
+			if r.err != nil || r.odd || r.r.Type != "assistant" || r.r.Message == nil {
+				continue
+			}
+			for _, bl := range blocks(r.r.Message.Content) {
+				if bl.Type == "tool_use" && (bl.Name == "Task" || bl.Name == "Agent") {
+					var in struct {
+						Prompt string `json:"prompt"`
+					}
+					json.Unmarshal(bl.Input, &in)
+					if in.Prompt != "" {
+						prompts[in.Prompt] = bl.ID
+					}
+					taskCalls = append(taskCalls, bl.ID)
+					if recs[0].agent == "" {
+						callLine[bl.ID] = r.line
+					} else {
+						callLine[bl.ID] = math.MaxInt // a subagent file's lines are not the session's
+					}
+					label[bl.ID] = taskLabel(bl.Input)
+				}
+			}
+		}
+	}
+	used := map[string]bool{}
+	for _, a := range b.order {
+		if a.call == "" {
+			a.call = b.agentCall[a.id]
+		}
+		if a.call == "" && a.inline {
+			for _, r := range a.recs {
+				if r.r.Type == "user" && r.r.Message != nil {
+					if c, ok := prompts[userText(r.r.Message.Content)]; ok {
+						a.call = c
+					}
+					break
+				}
+			}
+		}
+		if a.call == "" && a.inline && len(a.recs) > 0 {
+			// Older versions name nothing: the latest Task/Agent call
+			// before the sidechain that no agent has yet.
+			for i := len(taskCalls) - 1; i >= 0; i-- {
+				c := taskCalls[i]
+				if b.callAgent[c] == nil && callLine[c] < a.recs[0].line {
+					a.call = c
+					break
+				}
+			}
+		}
+		if a.call != "" && b.callAgent[a.call] == nil {
+			b.callAgent[a.call] = a
+			used[a.call] = true
+		} else if a.call != "" {
+			a.call = "" // two agents for one call: the second stands alone
+		}
+		if a.label == "" {
+			a.label = label[a.call]
+		}
+	}
+	named := 0
+	for id := range b.agentCall {
+		if b.agents[id] == nil {
+			named++
+		}
+	}
+	if named > 0 {
+		where := "they are not in the input (read from standard input, a session file's subagents cannot be found)"
+		if b.opts.Path != "" {
+			where = "their files are not in " + filepath.Join(strings.TrimSuffix(b.opts.Path, ".jsonl"), "subagents")
+		}
+		b.rep.Warn(0, "the session names %d subagent(s) whose records are missing: %s; their calls' results are kept", named, where)
+	}
+}
+
+// userText is the text of user content: a string, or its text blocks.
+func userText(raw json.RawMessage) string {
+	var parts []string
+	for _, bl := range blocks(raw) {
+		if bl.Type == "text" {
+			parts = append(parts, bl.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// emit queues an event of a record of agent's file. The first event of a
+// record carries its line, and the lines held before it.
+func (b *sessBuild) emit(r *sessRec, ev *formats.Event) {
+	ev.Source.Dialect = b.opts.Dialect
+	if r != nil {
+		if ev.Source.Type == "" {
+			ev.Source.Type = recType(r)
+		}
+		if ev.Source.LineNo == 0 {
+			ev.Source.LineNo = r.line
+		}
+		if ev.Time.IsZero() {
+			ev.Time = r.t
+		}
+	}
+	if !ev.Time.IsZero() {
+		b.lastTime = ev.Time
+	}
+	b.out = append(b.out, sessItem{ev: ev})
+}
+
+// carry gives the event the record's line (and the held lines of its
+// file), once; later events of the record are Continued.
+func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
+	file := r.agent
+	if b.agents[file] != nil && b.agents[file].inline {
+		file = ""
+	}
+	if !*carried {
+		*carried = true
+		var line []byte
+		if h := b.held[file]; len(h) > 0 {
+			line = append(bytes.Join(h, []byte{'\n'}), '\n')
+			delete(b.held, file)
+		}
+		ev.Source.Line = append(line, r.raw...)
+	} else {
+		ev.Source.Continued = true
+	}
+	b.emit(r, ev)
+}
+
+// hold keeps a record that gave no event for the next event of its file.
+func (b *sessBuild) hold(r *sessRec) {
+	file := r.agent
+	if b.agents[file] != nil && b.agents[file].inline {
+		file = ""
+	}
+	if b.held == nil {
+		b.held = map[string][][]byte{}
+	}
+	b.held[file] = append(b.held[file], r.raw)
+}
+
+func recType(r *sessRec) string {
+	t := r.r.Type
+	if t == "system" && r.r.Subtype != "" {
+		t += "/" + r.r.Subtype
+	}
+	return t
+}
+
+// isPrompt: a record of what a person typed: a user record of the main
+// agent with text, that is neither meta, a compaction's summary, a
+// command's output, nor an interruption.
+func isPrompt(r *sessRec) bool {
+	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) || r.agent != "" ||
+		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.abandoned {
+		return false
+	}
+	text, hasText := "", false
+	for _, bl := range blocks(r.r.Message.Content) {
+		switch bl.Type {
+		case "tool_result":
+			return false
+		case "text", "image":
+			hasText = true
+			text += bl.Text
+		}
+	}
+	t := strings.TrimSpace(text)
+	return hasText && !strings.HasPrefix(t, "<local-command-") && !interruption(t)
+}
+
+func interruption(t string) bool { return strings.HasPrefix(t, "[Request interrupted by user") }
+
+func (b *sessBuild) startRun(at int) {
+	info := formats.RunInfo{Provider: Provider, AgentName: AgentName}
+	for i := at; i < len(b.main); i++ {
+		r := b.main[i]
+		if r.err != nil || r.odd || flag(r.r.IsSidechain) || r.abandoned {
+			continue
+		}
+		if i > at && isPrompt(r) && info.SessionID != "" {
+			break
+		}
+		if info.SessionID == "" && r.r.SessionID != "" {
+			info.SessionID, info.Cwd, info.AgentVersion = r.r.SessionID, r.r.Cwd, r.r.Version
+		}
+		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
+			info.Model = m.Model
+			break
+		}
+	}
+	if info.SessionID == "" && b.alone {
+		for _, a := range b.order {
+			for _, r := range a.recs {
+				if r.r.SessionID != "" {
+					info.SessionID, info.Cwd, info.AgentVersion = r.r.SessionID, r.r.Cwd, r.r.Version
+					break
+				}
+			}
+			if info.SessionID != "" {
+				break
+			}
+		}
+	}
+	b.open, b.prompted, b.cancelled, b.failed, b.failCode, b.ended = true, false, false, "", "", false
+	b.turnEnded, b.turnMS = false, 0
+	b.session, b.model = info.SessionID, info.Model
+	b.lastAsst, b.lastWasAsst = nil, false
+	clear(b.calls)
+	var t time.Time
+	if at < len(b.main) {
+		t = b.main[at].t
+	}
+	b.emit(nil, &formats.Event{Kind: formats.RunStart, Run: info, Time: t, Source: formats.Source{Type: "run"}})
+}
+
+// endRun closes the run: completed (or cancelled by an interruption)
+// when a new prompt comes, or at the end of a session whose last response
+// ended its turn; a session file that stops in the middle of a turn is
+// left open, for the pipeline to close as cut.
+func (b *sessBuild) endRun(final bool) {
+	b.flushAll()
+	if final && !b.finished() {
+		// Whatever is held goes out, so that nothing is dropped.
+		b.flushHeld()
+		b.open = false
+		return
+	}
+	for _, a := range b.order {
+		if a.open {
+			b.endAgent(a, formats.Completed, "")
+		}
+	}
+	if final {
+		// Held records of subagents' files go out before the end.
+		for _, file := range sortedKeys(b.held) {
+			if file != "" {
+				b.emit(nil, &formats.Event{Kind: formats.Raw, Agent: file, Source: formats.Source{Type: "held", Line: bytes.Join(b.held[file], []byte{'\n'})}})
+				delete(b.held, file)
+			}
+		}
+	}
+	st := formats.Completed
+	ev := &formats.Event{Kind: formats.RunEnd, Status: st, Time: b.lastTime,
+		Run: formats.RunInfo{SessionID: b.session, Model: b.model}, Source: formats.Source{Type: "run"}}
+	switch {
+	case b.cancelled:
+		ev.Status = formats.Cancelled
+	case b.failed != "":
+		ev.Status, ev.Text, ev.Code = formats.Failed, b.failed, b.failCode
+	}
+	if b.turnMS > 0 {
+		ev.Duration = msDuration(b.turnMS)
+	}
+	if ev.Status != formats.Completed {
+		// The record that said so went out with its notice.
+		ev.Source.Continued, ev.Source.LineNo = true, b.outcomeLine
+	}
+	if final {
+		if h := b.held[""]; len(h) > 0 {
+			ev.Source.Line = bytes.Join(h, []byte{'\n'})
+			delete(b.held, "")
+		}
+	}
+	b.emit(nil, ev)
+	if final {
+		b.flushHeld()
+	}
+	b.open = false
+}
+
+// finished: the last response ended its turn and no call is open.
+func (b *sessBuild) finished() bool {
+	for _, c := range b.calls {
+		if !c.ended {
+			return false
+		}
+	}
+	if b.cancelled || b.failed != "" || b.turnEnded {
+		return true
+	}
+	if b.lastAsst == nil || !b.lastWasAsst {
+		return false
+	}
+	m := b.lastAsst.r.Message
+	stop := b.lastStop[m.ID]
+	if stop == "" {
+		stop = m.StopReason
+	}
+	switch {
+	case stop == "tool_use":
+		return false
+	case stop == "" && !legacyVersion(b.lastAsst.r.Version):
+		// Claude Code marks a finished turn (turn_duration, a stop
+		// reason); only versions before 2.1 wrote neither.
+		return false
+	}
+	for _, bl := range blocks(m.Content) {
+		if bl.Type == "tool_use" {
+			return false
+		}
+	}
+	return true
+}
+
+// flushHeld gives the records still held as an unknown event each file.
+func (b *sessBuild) flushHeld() {
+	for _, file := range sortedKeys(b.held) {
+		ev := &formats.Event{Kind: formats.Raw, Agent: file, Source: formats.Source{Type: "held", Line: bytes.Join(b.held[file], []byte{'\n'})}}
+		delete(b.held, file)
+		b.emit(nil, ev)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (b *sessBuild) emitAll() {
+	b.msg = map[string]*pendingMsg{}
+	for i, r := range b.main {
+		if r.err != nil {
+			b.flushAll()
+			b.out = append(b.out, sessItem{err: r.err})
+			continue
+		}
+		if r.agent != "" {
+			if !b.open {
+				b.startRun(i)
+			}
+			b.record(r)
+			continue
+		}
+		switch {
+		case !b.open:
+			b.startRun(i)
+		case isPrompt(r) && b.prompted:
+			b.endRun(false)
+			b.startRun(i)
+		case b.turnEnded && r.r.Type == "assistant" && r.r.Message != nil && !r.abandoned:
+			b.endRun(false)
+			b.startRun(i)
+		case !r.abandoned && r.r.SessionID != "" && b.session != "" && r.r.SessionID != b.session && r.conversation():
+			b.endRun(false)
+			b.startRun(i)
+		}
+		b.record(r)
+	}
+	if !b.open && (len(b.order) > 0 || len(b.held) > 0) {
+		b.startRun(len(b.main))
+	}
+	// Subagents whose spawning call never ended, or that no call spawned.
+	for _, a := range b.order {
+		if !a.done && !a.inline {
+			b.agentEvents(a)
+		}
+	}
+	if b.open {
+		b.endRun(true)
+	}
+}
+
+// record gives the events of one record.
+func (b *sessBuild) record(r *sessRec) {
+	carried := false
+	if r.odd {
+		b.flushMsg(r.agent)
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: r.agent}, &carried)
+		return
+	}
+	if r.abandoned || b.summaryOf[r.r.UUID] {
+		b.hold(r)
+		return
+	}
+	agent := r.agent
+	if a := b.agents[agent]; a != nil && !a.open {
+		b.startAgent(a)
+	}
+	switch r.r.Type {
+	case "assistant":
+		b.assistant(r, agent, &carried)
+	case "user":
+		b.user(r, agent, &carried)
+	case "system":
+		if r.r.Subtype == "turn_duration" && agent == "" {
+			b.flushMsg(agent)
+			b.turnEnded = true
+			if r.r.DurationMS != nil && *r.r.DurationMS > 0 {
+				b.turnMS += *r.r.DurationMS
+			}
+			b.carry(r, &formats.Event{Kind: formats.TurnEnd, Status: formats.Completed}, &carried)
+			return
+		}
+		if r.r.Subtype == "compact_boundary" {
+			b.flushMsg(agent)
+			b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: b.summaries[r.r.UUID]}, &carried)
+			return
+		}
+		b.flushMsg(agent)
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, &carried)
+	default:
+		if r.r.Type == "" {
+			b.rep.Warn(r.line, "a record without a \"type\"; kept as an unknown event")
+		}
+		// Records between the blocks of one message (a progress record)
+		// do not end it.
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, &carried)
+	}
+}
+
+func (b *sessBuild) startAgent(a *subagent) {
+	a.open = true
+	info := formats.AgentInfo{Label: a.label, ParentCall: a.call}
+	if c := b.calls[a.call]; c != nil {
+		info.Parent = c.agent
+	}
+	for _, r := range a.recs {
+		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
+			info.Model = m.Model
+			break
+		}
+	}
+	typ := "subagents"
+	if a.inline {
+		typ = "isSidechain"
+	}
+	var t time.Time
+	if len(a.recs) > 0 {
+		t = a.recs[0].t
+	}
+	b.emit(nil, &formats.Event{Kind: formats.AgentStart, Agent: a.id, AgentInfo: info, Time: t, Source: formats.Source{Type: typ}})
+}
+
+func (b *sessBuild) endAgent(a *subagent, st formats.Status, report string) {
+	if !a.open {
+		return
+	}
+	b.flushMsg(a.id)
+	if !a.inline {
+		if h := b.held[a.id]; len(h) > 0 {
+			b.emit(nil, &formats.Event{Kind: formats.Raw, Agent: a.id, Source: formats.Source{Type: "held", Line: bytes.Join(h, []byte{'\n'})}})
+			delete(b.held, a.id)
+		}
+	}
+	a.open = false
+	b.emit(nil, &formats.Event{Kind: formats.AgentEnd, Agent: a.id, Status: st, Text: report, Source: formats.Source{Type: "subagent"}})
+}
+
+// agentEvents gives a subagent file's events, where its spawning call's
+// result comes (or at the end of the session).
+func (b *sessBuild) agentEvents(a *subagent) {
+	if a.done {
+		return
+	}
+	a.done = true
+	if !a.open {
+		b.startAgent(a)
+	}
+	for _, r := range a.recs {
+		b.record(r)
+	}
+}
+
+func (b *sessBuild) flushAll() {
+	for _, a := range sortedKeys(b.msg) {
+		b.flushMsg(a)
+	}
+}
+
+// flushMsg ends the message an agent is giving: its text and thinking are
+// one Message event, carrying the records it was gathered from.
+func (b *sessBuild) flushMsg(agent string) {
+	m := b.msg[agent]
+	if m == nil {
+		return
+	}
+	delete(b.msg, agent)
+	b.flushText(agent, m)
+}
+
+func (b *sessBuild) flushText(agent string, m *pendingMsg) {
+	if m.text == "" && m.thinking == "" {
+		return
+	}
+	file := agent
+	if a := b.agents[agent]; a != nil && a.inline {
+		file = ""
+	}
+	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: m.text, Thinking: m.thinking, Time: m.time,
+		Source: formats.Source{Type: "assistant", LineNo: m.line}}
+	if h := b.held[file]; len(h) > 0 {
+		ev.Source.Line = bytes.Join(h, []byte{'\n'})
+		delete(b.held, file)
+	} else {
+		ev.Source.Continued = true
+	}
+	b.emit(nil, ev)
+	m.text, m.thinking = "", ""
+}
+
+func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
+	m := r.r.Message
+	if m == nil {
+		b.flushMsg(agent)
+		b.rep.Warn(r.line, "an assistant record without \"message\"; kept as an unknown event")
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
+		return
+	}
+	apiError := flag(r.r.IsAPIError) || (len(r.r.Error) > 0 && string(r.r.Error) != "null")
+	if agent == "" || b.alone {
+		b.prompted = true
+		b.lastAsst, b.lastWasAsst = r, true
+		stop := m.StopReason
+		if s := b.lastStop[m.ID]; s != "" && m.ID != "" {
+			stop = s
+		}
+		b.ended, b.endedID = stop == "end_turn" && !apiError, m.ID
+		b.turnEnded = false
+		b.failed, b.failCode = "", ""
+		if apiError {
+			b.failed = strings.TrimSpace(userText(m.Content))
+			if b.failed == "" {
+				b.failed = "the API request failed"
+			}
+			b.failCode = apiErrorCode(b.failed, r.r.Error)
+			b.outcomeLine = r.line
+		}
+	}
+	if p := b.msg[agent]; p != nil && (m.ID == "" || m.ID != p.id) {
+		b.flushMsg(agent)
+	}
+	p := b.msg[agent]
+	if p == nil {
+		p = &pendingMsg{active: true, id: m.ID, agent: agent, line: r.line, time: r.t}
+		b.msg[agent] = p
+	}
+	var evs []*formats.Event
+	if m.ID == "" || !b.usageSeen[m.ID] {
+		u := m.Usage
+		if lu := b.lastUsage[m.ID]; lu != nil && m.ID != "" {
+			u = lu
+		}
+		if u != nil && !u.info().Empty() {
+			if b.usageSeen == nil {
+				b.usageSeen = map[string]bool{}
+			}
+			b.usageSeen[m.ID] = true
+			resp := m.response()
+			if s := b.lastStop[m.ID]; s != "" {
+				resp.StopReason = s
+			}
+			evs = append(evs, &formats.Event{Kind: formats.Usage, Agent: agent, Usage: u.info(), Response: resp})
+		}
+	}
+	if agent == "" && m.Model != "" && m.Model != "<synthetic>" && m.Model != b.model {
+		if b.model != "" {
+			evs = append(evs, &formats.Event{Kind: formats.ModelChange, Run: formats.RunInfo{Model: m.Model}})
+		}
+		b.model = m.Model
+	}
+	for _, bl := range blocks(m.Content) {
+		switch {
+		case bl.Type == "text" && apiError:
+			evs = append(evs, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: bl.Text, Code: apiErrorCode(bl.Text, r.r.Error)})
+		case bl.Type == "text":
+			p.text = join(p.text, bl.Text)
+		case bl.Type == "thinking":
+			p.thinking = join(p.thinking, bl.Thinking)
+		case bl.Type == "tool_use" || bl.Type == "server_tool_use":
+			evs = append(evs, b.callEvents(agent, bl)...)
+		case strings.HasSuffix(bl.Type, "_tool_result") && bl.ToolUseID != "":
+			evs = append(evs, b.resultEvent(agent, bl))
+		}
+	}
+	if len(evs) == 0 {
+		// The record's text waits for the rest of its message.
+		b.hold(r)
+		return
+	}
+	// Text gathered before a call goes first, as one message.
+	if hasKind(evs, formats.ToolCall, formats.ToolResult, formats.Notice) {
+		b.hold(r)
+		b.flushText(agent, p)
+		for _, ev := range evs {
+			b.carryHeld(r, agent, ev, carried)
+		}
+		return
+	}
+	for _, ev := range evs {
+		b.carry(r, ev, carried)
+	}
+}
+
+// carryHeld: an event of a record already held (its text went first).
+func (b *sessBuild) carryHeld(r *sessRec, agent string, ev *formats.Event, carried *bool) {
+	file := agent
+	if a := b.agents[agent]; a != nil && a.inline {
+		file = ""
+	}
+	if h := b.held[file]; len(h) > 0 && !*carried {
+		ev.Source.Line = bytes.Join(h, []byte{'\n'})
+		delete(b.held, file)
+		*carried = true
+	} else {
+		ev.Source.Continued = true
+		*carried = true
+	}
+	b.emit(r, ev)
+}
+
+func hasKind(evs []*formats.Event, kinds ...formats.Kind) bool {
+	for _, e := range evs {
+		for _, k := range kinds {
+			if e.Kind == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *sessBuild) callEvents(agent string, bl block) []*formats.Event {
+	b.calls[bl.ID] = &call{name: bl.Name, agent: agent, args: bl.Input}
+	evs := []*formats.Event{{Kind: formats.ToolCall, Agent: agent, Call: formats.Call{ID: bl.ID, Name: bl.Name, Args: bl.Input}}}
+	if bl.Name == "TodoWrite" {
+		var in struct {
+			Todos []struct {
+				Content string `json:"content"`
+				Status  string `json:"status"`
+			} `json:"todos"`
+		}
+		if json.Unmarshal(bl.Input, &in) == nil && in.Todos != nil {
+			todos := make([]formats.Todo, len(in.Todos))
+			for i, t := range in.Todos {
+				todos[i] = formats.Todo{Content: t.Content, Status: t.Status}
+			}
+			evs = append(evs, &formats.Event{Kind: formats.Todos, Agent: agent, Todos: todos})
+		}
+	}
+	return evs
+}
+
+func (b *sessBuild) resultEvent(agent string, bl block) *formats.Event {
+	out := contentText(bl.Content)
+	if c := bytes.TrimSpace(bl.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
+		out = strings.ToValidUTF8(string(c), "\uFFFD")
+	}
+	res := formats.Call{ID: bl.ToolUseID, Status: formats.Completed, Output: out}
+	if bl.IsError != nil && *bl.IsError {
+		res.Status, res.Output, res.Error = formats.Failed, "", out
+		if isRefusal(out) {
+			res.Status = formats.Denied
+		}
+	}
+	if c := b.calls[bl.ToolUseID]; c != nil {
+		res.Name = c.name
+		c.ended = true
+	}
+	return &formats.Event{Kind: formats.ToolResult, Agent: agent, Call: res}
+}
+
+func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
+	b.flushMsg(agent)
+	m := r.r.Message
+	if m == nil {
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
+		return
+	}
+	if agent == "" || b.alone {
+		b.lastWasAsst, b.ended, b.failed, b.turnEnded = false, false, "", false
+	}
+	if flag(r.r.IsCompactSummary) {
+		b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: userText(m.Content)}, carried)
+		return
+	}
+	if flag(r.r.IsMeta) {
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent, Source: formats.Source{Type: "user/isMeta"}}, carried)
+		return
+	}
+	bs := blocks(m.Content)
+	text := strings.TrimSpace(userText(m.Content))
+	switch {
+	case agent == "" && interruption(text):
+		b.cancelled, b.outcomeLine = true, r.line
+		b.lastWasAsst = true // the turn ended there
+		b.carry(r, &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}, carried)
+		return
+	case agent == "" && strings.HasPrefix(text, "<local-command-"):
+		b.carry(r, &formats.Event{Kind: formats.Raw, Source: formats.Source{Type: "user/local-command"}}, carried)
+		return
+	}
+	gave := false
+	for _, bl := range bs {
+		switch bl.Type {
+		case "text":
+			if agent == "" {
+				b.prompted = true
+			}
+			b.carry(r, &formats.Event{Kind: formats.UserMessage, Agent: agent, Text: bl.Text}, carried)
+			gave = true
+		case "tool_result":
+			ev := b.resultEvent(agent, bl)
+			if a := b.callAgent[bl.ToolUseID]; a != nil {
+				// The subagent it spawned: its file's events go here, before
+				// its result; an inline one ends here.
+				if !a.inline {
+					b.agentEvents(a)
+				}
+				report := ev.Call.Output
+				if ev.Call.Status != formats.Completed {
+					report = ev.Call.Error
+				}
+				b.endAgent(a, ev.Call.Status, report)
+			}
+			b.carry(r, ev, carried)
+			gave = true
+		}
+	}
+	if !gave {
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
+	}
+}
+
+// legacyVersion: a Claude Code version before 2.1, whose transcripts
+// carry no stop reason and no turn_duration.
+func legacyVersion(v string) bool {
+	return strings.HasPrefix(v, "0.") || strings.HasPrefix(v, "1.") || strings.HasPrefix(v, "2.0.")
+}
+
+// images counts the image blocks of the conversation's user records, and
+// of their tool results.
+func (b *sessBuild) images() int {
+	n := 0
+	count := func(recs []*sessRec) {
+		for _, r := range recs {
+			if r.err != nil || r.odd || r.abandoned || r.r.Type != "user" || r.r.Message == nil {
+				continue
+			}
+			for _, bl := range blocks(r.r.Message.Content) {
+				switch bl.Type {
+				case "image":
+					n++
+				case "tool_result":
+					for _, in := range blocks(bl.Content) {
+						if in.Type == "image" {
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	count(b.main)
+	for _, a := range b.order {
+		if !a.inline {
+			count(a.recs)
+		}
+	}
+	return n
+}
