@@ -29,9 +29,13 @@ var Chat = formats.Dialect{
 }
 
 // chatPlaces is where Gemini CLI keeps its projects' temporary directories,
-// whose chats/ hold the session files (Storage.getProjectTempDir).
+// whose chats/ hold the session files (Storage.getProjectTempDir): under
+// $GEMINI_CLI_HOME, else the home directory (utils/paths.ts homedir).
 func chatPlaces(getenv func(string) string) []string {
-	home := getenv("HOME")
+	home := getenv("GEMINI_CLI_HOME")
+	if home == "" {
+		home = getenv("HOME")
+	}
 	if home == "" {
 		home = getenv("USERPROFILE")
 	}

@@ -197,6 +197,9 @@ func (e *emitter) record(en *entry) {
 			// (<session_context>), or content without text: kept raw.
 			src := e.src(en)
 			src.Type = "user (context)"
+			if strings.TrimSpace(partsText(m.Content, false)) == "" {
+				src.Type = "user (no text)"
+			}
 			e.q.Record(src, &formats.Event{Kind: formats.Raw, Agent: e.agent, Time: t})
 		}
 	case "gemini":

@@ -374,6 +374,10 @@ func TestChatPlaces(t *testing.T) {
 	if len(got) != 1 || got[0] != filepath.Join("/home/u", ".gemini", "tmp") {
 		t.Errorf("places %v", got)
 	}
+	got = Chat.Places(func(k string) string { return map[string]string{"HOME": "/home/u", "GEMINI_CLI_HOME": "/g"}[k] })
+	if len(got) != 1 || got[0] != filepath.Join("/g", ".gemini", "tmp") {
+		t.Errorf("places with GEMINI_CLI_HOME %v", got)
+	}
 	for _, name := range []string{"session-2026-06-10T10-00-5e1f0c2a.jsonl", "session-2025-10-21T20-04-0b23371a.json", "9a8b7c6d-aaaa.jsonl"} {
 		if ok, _ := filepath.Match(Chat.DirFiles, name); !ok {
 			t.Errorf("a walk does not pick %s", name)
