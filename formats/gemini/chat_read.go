@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentconv/agentconv/formats"
@@ -304,12 +305,12 @@ func (r *chatReader) record(rec *record, line []byte, n int) *session {
 		if !ok {
 			// Gemini CLI's loader then drops every message.
 			if dropped := s.drop(0); dropped > 0 {
-				r.opts.Report.Warn(n, "$rewindTo names message %q, which the session does not hold; as Gemini CLI does, the %d messages before it are dropped and not converted", id, dropped)
+				r.opts.Report.Warn(n, "$rewindTo names message %q, which the session does not hold; as Gemini CLI does, the %s before it are dropped and not converted", id, messages(dropped))
 			}
 			return nil
 		}
 		dropped := s.drop(i)
-		r.opts.Report.Warn(n, "a rewind to message %q dropped %d messages; they are not converted", id, dropped)
+		r.opts.Report.Warn(n, "a rewind to message %q dropped %s; not converted", id, messages(dropped))
 	case isString(rec.ID):
 		s.started = true
 		m := &message{}
@@ -369,7 +370,7 @@ func (r *chatReader) checkpoint(s *session, msgs []json.RawMessage, n int) {
 	}
 	s.drop(0)
 	if gone > 0 {
-		r.opts.Report.Warn(n, "a checkpoint ($set of the messages) replaced the session's messages: %d messages it leaves out are not converted", gone)
+		r.opts.Report.Warn(n, "a checkpoint ($set of the messages) replaced the session's messages: %s it leaves out not converted", messages(gone))
 	}
 	for _, e := range keep {
 		s.put(e)
@@ -395,6 +396,14 @@ func (r *chatReader) metadata(s *session, rec *record, n int) bool {
 		s.put(&entry{msg: m, line: raw, lineNo: n})
 	}
 	return true
+}
+
+// messages counts messages in words.
+func messages(n int) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return strconv.Itoa(n) + " messages"
 }
 
 func isString(b json.RawMessage) bool { return len(b) > 0 && b[0] == '"' }

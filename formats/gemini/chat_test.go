@@ -124,6 +124,28 @@ func TestChatFixtures(t *testing.T) {
 	}
 }
 
+// TestChatNewerFixture: a real session of the newer shape (kind, Part[]
+// prompts) reads as its two prompts' runs, every call and usage once.
+func TestChatNewerFixture(t *testing.T) {
+	evs, warn, bad := readChat(t, formatstest.Fixture(t, "gemini", "chat-aim-control-pro-run4.json"), "")
+	if warn != "" || bad != 0 {
+		t.Errorf("warnings %q, %d bad records", warn, bad)
+	}
+	prompts := formatstest.OfKind(evs, formats.UserMessage)
+	if len(prompts) != 2 || prompts[1].Text != "please read the task.md file" || countOf(evs, formats.RunEnd) != 2 {
+		t.Fatalf("kinds %s", formatstest.Kinds(evs))
+	}
+	if n, m := countOf(evs, formats.ToolCall), countOf(evs, formats.ToolResult); n != 9 || m != 9 {
+		t.Errorf("%d calls, %d results; want 9", n, m)
+	}
+	if n := countOf(evs, formats.Usage); n != 11 {
+		t.Errorf("%d usage events, want 11", n)
+	}
+	if r := formatstest.OfKind(evs, formats.RunStart)[0].Run; r.Model != "gemini-3.1-pro-preview" || r.SessionID != "95ee2bc8-b4a1-47fb-8db8-b0cfe91bee88" {
+		t.Errorf("run %+v", r)
+	}
+}
+
 // comparable is what two readings of one session must share.
 func comparable(evs []*formats.Event) []string {
 	var out []string
@@ -228,7 +250,7 @@ func TestChatLog(t *testing.T) {
 	if got := formatstest.Kinds(evs); got != want {
 		t.Fatalf("kinds after a checkpoint\n got %s\nwant %s", got, want)
 	}
-	if !strings.Contains(warn, "2 messages it leaves out are not converted") {
+	if !strings.Contains(warn, "2 messages it leaves out not converted") {
 		t.Errorf("the checkpoint's dropped messages are not reported: %q", warn)
 	}
 	if evs[2].Text != "<state_snapshot>we read a.md</state_snapshot>" || evs[8].Text != "on it" || evs[7].Text != "thinking" {
@@ -388,7 +410,7 @@ func TestChatPlaces(t *testing.T) {
 // TestChatDetect: session files are gemini-chat, never the stream
 // dialects; the stream dialects' fixtures stay theirs.
 func TestChatDetect(t *testing.T) {
-	for _, name := range []string{"chat-pomodoro-timer.json", "chat-pomodoro-timer-resumed.jsonl"} {
+	for _, name := range []string{"chat-pomodoro-timer.json", "chat-pomodoro-timer-resumed.jsonl", "chat-aim-control-pro-run4.json"} {
 		b := formatstest.Fixture(t, "gemini", name)
 		head := b[:min(len(b), formats.DetectSize)]
 		if s := Chat.Detect(head); s < 80 {
@@ -420,6 +442,14 @@ func FuzzChatReader(f *testing.F) {
 		evs, _, err := formatstest.ReadAll(Chat, data)
 		if err != nil {
 			t.Fatalf("reading: %v", err)
+		}
+		// What is read writes as gemini-stream and reads back.
+		out, err := formatstest.WriteAll(Stream, evs, true)
+		if err != nil {
+			t.Fatalf("writing what was read: %v", err)
+		}
+		if _, bad, err := formatstest.ReadAll(Stream, out); err != nil || len(bad) > 0 {
+			t.Fatalf("reading back what was written: %v %v\n%s", err, bad, out)
 		}
 		open := false
 		for _, e := range evs {
