@@ -1,6 +1,7 @@
 package gemini_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -127,5 +128,38 @@ func TestChatDirectory(t *testing.T) {
 	}
 	if n := strings.Count(out, `"name":"chat`); n != 3 {
 		t.Errorf("%d chat spans, want 3 (one per response)", n)
+	}
+	// The subagent's span is a child of its call's, in the session's trace.
+	type span struct {
+		TraceID, SpanID, ParentSpanID, Name string
+	}
+	spans := map[string]span{}
+	traces := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var doc struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct{ Spans []span }
+			}
+		}
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range doc.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, sp := range ss.Spans {
+					spans[sp.SpanID] = sp
+					traces[sp.TraceID] = true
+				}
+			}
+		}
+	}
+	nested := false
+	for _, sp := range spans {
+		if strings.HasPrefix(sp.Name, "invoke_agent codebase_investigator") {
+			nested = strings.HasPrefix(spans[sp.ParentSpanID].Name, "execute_tool codebase_investigator")
+		}
+	}
+	if !nested || len(traces) != 1 {
+		t.Errorf("the subagent is not nested under its call in one trace: %d traces, %+v", len(traces), spans)
 	}
 }

@@ -379,6 +379,19 @@ func TestChatSubagents(t *testing.T) {
 		t.Errorf("alone: session %q, warnings %q", evs[0].Run.SessionID, warn)
 	}
 
+	// A call the subagent's file leaves running ends with the subagent,
+	// as never completed.
+	write(sub, `{"sessionId":"`+agent+`","projectHash":"h","kind":"subagent"}
+{"id":"s1","timestamp":"2026-06-10T10:00:03.000Z","type":"user","content":"find it"}
+{"id":"s2","timestamp":"2026-06-10T10:00:05.000Z","type":"gemini","content":"","model":"m","toolCalls":[{"id":"g-1","name":"grep","args":{},"status":"executing"}]}
+`)
+	evs, _, _ = readChat(t, []byte(sess), session)
+	if got, want := formatstest.Kinds(evs), "run_start user_message tool_call agent_start user_message tool_call tool_result agent_end tool_result message run_end"; got != want {
+		t.Errorf("open subagent call\n got %s\nwant %s", got, want)
+	} else if c := evs[6].Call; c.ID != "g-1" || c.Status != formats.Cancelled || evs[6].Agent != agent || evs[7].Status != formats.Completed {
+		t.Errorf("open subagent call ended as %+v, agent %s", c, evs[7].Status)
+	}
+
 	// Without the path, or without the file, the subagent is warned about.
 	_, warn, _ = readChat(t, []byte(sess), "")
 	if !strings.Contains(warn, "name the file (not standard input)") {
