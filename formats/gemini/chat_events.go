@@ -415,7 +415,10 @@ func (e *emitter) outcome(eof, cut bool) (st formats.Status, text string, ok boo
 	}
 	m := e.last
 	switch {
-	case m == nil || m.Type == "user":
+	case m == nil:
+		// Notices alone: nothing was asked, nothing is left to answer.
+		return formats.StatusUnknown, "", true
+	case m.Type == "user":
 		return formats.StatusUnknown, "", !eof
 	case m.Type == "error":
 		return formats.Failed, partsText(m.Content, false), true

@@ -280,8 +280,14 @@ func TestChatCut(t *testing.T) {
 			t.Errorf("%s: warnings %q", name, warn)
 		}
 	}
+	// A session of notices alone is a run that ended.
+	evs, _, _ := readChat(t, []byte(meta+`{"id":"i1","timestamp":"2026-06-10T10:00:01.000Z","type":"info","content":"Loaded cached credentials."}
+`), "")
+	if got := formatstest.Kinds(evs); got != "run_start notice run_end" {
+		t.Errorf("notices alone: %s", got)
+	}
 	// A cancelled request ends its run as cancelled.
-	evs, _, _ := readChat(t, []byte(meta+`{"id":"u1","timestamp":"2026-06-10T10:00:01.000Z","type":"user","content":"go"}
+	evs, _, _ = readChat(t, []byte(meta+`{"id":"u1","timestamp":"2026-06-10T10:00:01.000Z","type":"user","content":"go"}
 {"id":"i1","timestamp":"2026-06-10T10:00:02.000Z","type":"info","content":"Request cancelled."}
 `), "")
 	if end := formatstest.OfKind(evs, formats.RunEnd); len(end) != 1 || end[0].Status != formats.Cancelled {
