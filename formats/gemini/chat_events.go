@@ -490,31 +490,44 @@ type functionResponse struct {
 	Response json.RawMessage `json:"response"`
 }
 
-// parts reads a PartListUnion.
+// parts reads a PartListUnion: a string, a Part, or an array of both (an
+// array in the array is none of them, and is left out).
 func parts(c json.RawMessage) []part {
 	c = bytes.TrimSpace(c)
+	if len(c) > 0 && c[0] == '[' {
+		var items []json.RawMessage
+		json.Unmarshal(c, &items)
+		var out []part
+		for _, it := range items {
+			if p, ok := partUnion(it); ok {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	if p, ok := partUnion(c); ok {
+		return []part{p}
+	}
+	return nil
+}
+
+// partUnion reads a PartUnion: a string or a Part.
+func partUnion(c json.RawMessage) (part, bool) {
+	c = bytes.TrimSpace(c)
 	if len(c) == 0 {
-		return nil
+		return part{}, false
 	}
 	switch c[0] {
 	case '"':
 		var s string
 		json.Unmarshal(c, &s)
-		return []part{{Text: &s}}
+		return part{Text: &s}, true
 	case '{':
 		var p part
 		json.Unmarshal(c, &p)
-		return []part{p}
-	case '[':
-		var items []json.RawMessage
-		json.Unmarshal(c, &items)
-		var out []part
-		for _, it := range items {
-			out = append(out, parts(it)...)
-		}
-		return out
+		return p, true
 	}
-	return nil
+	return part{}, false
 }
 
 // partsText joins the text of the parts, the thoughts or the rest.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
+	"github.com/goccy/go-json"
 )
 
 // readChat reads a session with the gemini-chat reader as the pipeline
@@ -407,6 +408,20 @@ func TestChatSubagents(t *testing.T) {
 	evs, warn, _ = readChat(t, []byte(sess), session)
 	if !strings.Contains(warn, "its file cannot be read") || countOf(evs, formats.AgentStart) != 0 {
 		t.Errorf("missing subagent file: %q", warn)
+	}
+}
+
+// TestChatParts: content is a string, a Part, or an array of both; an
+// array nested in it is none of them and gives nothing (reading it would
+// cost the square of its depth).
+func TestChatParts(t *testing.T) {
+	for in, want := range map[string]string{
+		`"a"`: "a", `{"text":"a"}`: "a", `["a",{"text":"b"},{"text":"t","thought":true}]`: "ab",
+		`[["a"]]`: "", `[[[{"text":"a"}]]]`: "", `null`: "", `3`: "",
+	} {
+		if got := partsText(json.RawMessage(in), false); got != want {
+			t.Errorf("%s reads as %q, want %q", in, got, want)
+		}
 	}
 }
 
