@@ -41,6 +41,7 @@ var Dialects = []formats.Dialect{
 	codex.Dialect,
 	gemini.Stream,
 	gemini.JSON,
+	gemini.Chat,
 	otel.OTLP,
 	otel.OTLPJSON,
 	atif.Dialect,
