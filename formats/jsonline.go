@@ -1,8 +1,10 @@
 package formats
 
 import (
+	"encoding/binary"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -147,6 +149,8 @@ func AppendJSONString(b []byte, s string) []byte {
 type JSONScanner struct {
 	B []byte
 	I int
+	// Spaced: white space was skipped between tokens.
+	Spaced bool
 }
 
 // MaxScanDepth is the deepest nesting the scanner follows.
@@ -158,6 +162,7 @@ func (s *JSONScanner) Space() byte {
 		switch c := s.B[s.I]; c {
 		case ' ', '\t', '\n', '\r':
 			s.I++
+			s.Spaced = true
 		default:
 			return c
 		}
@@ -189,11 +194,18 @@ func (s *JSONScanner) String() (content []byte, escaped, high, ok bool) {
 	}
 	b := s.B
 	start := s.I + 1
-	for i := start; i < len(b); i++ {
-		c := b[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			continue
+	for i := start; i < len(b); {
+		if i+8 <= len(b) {
+			// Eight bytes at a time while none ends the string, escapes
+			// or is a control character.
+			x := binary.LittleEndian.Uint64(b[i:])
+			if hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\\'))|hasLess(x, 0x20) == 0 {
+				high = high || x&msb != 0
+				i += 8
+				continue
+			}
 		}
+		c := b[i]
 		switch {
 		case c == '"':
 			s.I = i + 1
@@ -205,23 +217,34 @@ func (s *JSONScanner) String() (content []byte, escaped, high, ok bool) {
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
+				i += 2
 			case 'u':
 				if i+5 >= len(b) || !isHex4(b[i+2:i+6]) {
 					return nil, false, false, false
 				}
-				i += 5
+				i += 6
 			default:
 				return nil, false, false, false
 			}
 		case c < 0x20:
 			return nil, false, false, false
 		default:
-			high = true
+			high = high || c >= utf8.RuneSelf
+			i++
 		}
 	}
 	return nil, false, false, false
 }
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasZero is not 0 if a byte of x is 0; hasLess if a byte is below n
+// (n <= 128).
+func hasZero(x uint64) uint64         { return (x - lsb) & ^x & msb }
+func hasLess(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) & ^x & msb }
 
 func isHex4(h []byte) bool {
 	for _, c := range h {
@@ -242,25 +265,29 @@ func Unquote(content []byte, escaped, high bool) (string, bool) {
 	if !escaped {
 		return string(content), true
 	}
-	out := make([]byte, 0, len(content))
+	var out strings.Builder
+	out.Grow(len(content))
 	for i := 0; i < len(content); i++ {
-		c := content[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
+		start := i
+		for i < len(content) && content[i] != '\\' {
+			i++
+		}
+		out.Write(content[start:i])
+		if i == len(content) {
+			break
 		}
 		i++
 		switch content[i] {
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			var r rune
 			for _, h := range content[i+1 : i+5] {
@@ -277,13 +304,13 @@ func Unquote(content []byte, escaped, high bool) (string, bool) {
 			if utf16.IsSurrogate(r) {
 				return "", false
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 			i += 4
 		default: // " \ /
-			out = append(out, content[i])
+			out.WriteByte(content[i])
 		}
 	}
-	return string(out), true
+	return out.String(), true
 }
 
 // Skip consumes one value of any type, checking it.
@@ -407,6 +434,9 @@ func AppendCompact(dst, v []byte) ([]byte, bool) {
 	s := JSONScanner{B: v}
 	if !s.Skip() || !s.End() {
 		return dst, false
+	}
+	if !s.Spaced {
+		return append(dst, v...), true
 	}
 	start, in := 0, false
 	for i := 0; i < len(v); i++ {
