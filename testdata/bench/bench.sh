@@ -72,7 +72,7 @@ LIST
     "jq 1.6, one core" "${s[jq]}" "$(rate "$bytes" "${s[jq]}")" "${c[jq]}" "$(mb "${k[jq]}")" \
     "floor (json.Valid), one core" "${s[floor]}" "$(rate "$bytes" "${s[floor]}")" "${c[floor]}" "$(mb "${k[floor]}")"
   echo "  lines out: agentconv $a_lines, jq $j_lines"
-  line="$profile: $(ratio "${s[jq]}" "${s[ac1]}")× jq on one core ($(ratio "${s[jq]}" "${s[acN]}")× not pinned); $(ratio "${s[ac1]}" "${s[floor]}")× the floor's time on one core; CPU-s not pinned / pinned $(ratio "${c[acN]}" "${c[ac1]}")"
+  line="$profile: $(ratio "${s[jq]}" "${s[ac1]}")× jq on one core ($(ratio "${s[jq]}" "${s[acN]}")× not pinned); $(ratio "${s[ac1]}" "${s[floor]}")× the floor's time on one core; CPU-s not pinned / pinned $(ratio "${c[acN]}" "${c[ac1]}"); from CPU-s (steadier on a busy machine): $(ratio "${c[jq]}" "${c[ac1]}")× jq, $(ratio "${c[ac1]}" "${c[floor]}")× the floor"
   echo "  $line"
   summary+=("$line")
   unset s c k
