@@ -94,33 +94,39 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 // BenchmarkConvert runs the whole pipeline, as the command line does, for
-// the conversion the performance targets name.
+// the conversion the performance targets name, on each generate profile:
+// go test ./convert -run '^$' -bench Convert -benchmem
 func BenchmarkConvert(b *testing.B) {
 	from, _ := Lookup("adal-stream")
-	for _, name := range []string{"malac", "adal-json", "otlp-json"} {
-		to, ok := Lookup(name)
-		if !ok {
-			continue
-		}
+	for _, profile := range ProfileNames() {
 		var in bytes.Buffer
-		if err := Generate(&in, from, benchSize, 1, 0); err != nil {
+		if err := GenerateProfile(&in, from, benchSize, 1, 0, profile); err != nil {
 			b.Fatal(err)
 		}
 		data := in.Bytes()
-		b.Run(from.Name+"→"+to.Name, func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			b.ReportAllocs()
-			for i := 0; i < b.N; i++ {
-				rep := formats.NewReport(io.Discard)
-				w := to.NewWriter(io.Discard, formats.WriteOptions{Dialect: to.Name, Report: rep, Stderr: io.Discard})
-				p := NewPipeline(w, to, Options{From: from, Report: rep})
-				if err := p.Convert(context.Background(), Input{Name: "bench", R: bytes.NewReader(data)}); err != nil {
-					b.Fatal(err)
-				}
-				if err := p.Close(); err != nil {
-					b.Fatal(err)
-				}
+		for _, name := range []string{"malac", "adal-json", "otlp-json"} {
+			to, ok := Lookup(name)
+			if !ok {
+				continue
 			}
-		})
+			b.Run(profile+"/"+from.Name+"→"+to.Name, func(b *testing.B) {
+				b.SetBytes(int64(len(data)))
+				b.ReportAllocs()
+				events := 0
+				for i := 0; i < b.N; i++ {
+					rep := formats.NewReport(io.Discard)
+					w := to.NewWriter(io.Discard, formats.WriteOptions{Dialect: to.Name, Report: rep, Stderr: io.Discard})
+					p := NewPipeline(w, to, Options{From: from, Report: rep})
+					if err := p.Convert(context.Background(), Input{Name: "bench", R: bytes.NewReader(data)}); err != nil {
+						b.Fatal(err)
+					}
+					if err := p.Close(); err != nil {
+						b.Fatal(err)
+					}
+					events += p.Result().Events
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(events, 1)), "ns/event")
+			})
+		}
 	}
 }

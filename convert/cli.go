@@ -123,6 +123,7 @@ func Run(args []string, sys Sys) int {
 				&cli.StringFlag{Name: "size", Value: "10MB", Usage: "write at least this much (100MB, 1GiB, …)"},
 				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "the same seed gives the same stream"},
 				&cli.IntFlag{Name: "max-output", Value: 400 << 10, Usage: "the largest tool output, in `BYTES` (small ones make a stream dense in events)"},
+				&cli.StringFlag{Name: "profile", Value: "default", Usage: "the `SHAPE` of the runs: " + strings.Join(ProfileNames(), ", ")},
 			},
 			Action: func(c *cli.Context) error {
 				status = generateCmd(c, sys)
@@ -538,7 +539,11 @@ func generateCmd(c *cli.Context, sys Sys) int {
 		return ExitUsage
 	}
 	bw := bufio.NewWriterSize(sys.Stdout, 256<<10)
-	if err := Generate(bw, d, size, c.Uint64("seed"), c.Int("max-output")); err != nil {
+	if !knownProfile(c.String("profile")) {
+		fmt.Fprintf(sys.Stderr, "agentconv: --profile %q: the profiles are %s\n", c.String("profile"), strings.Join(ProfileNames(), ", "))
+		return ExitUsage
+	}
+	if err := GenerateProfile(bw, d, size, c.Uint64("seed"), c.Int("max-output"), c.String("profile")); err != nil {
 		return exitFor(&OutputError{err}, sys.Stderr)
 	}
 	if err := bw.Flush(); err != nil {

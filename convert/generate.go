@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +26,29 @@ type Generator struct {
 	// MaxOutput caps a tool output, so that the longest line stays under
 	// about 1 MB.
 	MaxOutput int
+	// Profile is the shape of the runs: "" (or "default"), "dense" or
+	// "big-outputs"; see Profiles.
+	Profile string
+}
+
+// Profiles are the shapes a generator makes, by name, with what each is.
+var Profiles = []struct{ Name, Description string }{
+	{"default", "1 to 4 turns with 0 to 3 parallel calls each; outputs from a few bytes to 400 KiB, mostly small"},
+	{"dense", "8 to 40 calls a run; short outputs (lognormal, median about 60 bytes); tabs, quotes, backslashes and non-ASCII text in every string"},
+	{"big-outputs", "8 to 40 calls a run; outputs lognormal around 700 bytes median, a few of 100 to 400 KB; escapes and non-ASCII in every string"},
+}
+
+// ProfileNames lists the profiles a generator knows.
+func ProfileNames() []string {
+	names := make([]string, len(Profiles))
+	for i, p := range Profiles {
+		names[i] = p.Name
+	}
+	return names
+}
+
+func knownProfile(name string) bool {
+	return name == "" || slices.Contains(ProfileNames(), name)
 }
 
 // NewGenerator makes a generator from a seed.
@@ -78,6 +103,128 @@ func (g *Generator) output(n int) string {
 	return b.String()
 }
 
+// The words of the dense profiles' strings: each string has one of each
+// escape and some non-ASCII text.
+var (
+	genEscapes  = []string{"a\tb", "say \"hi\"", `C:\\tmp`, "x\ty", `\"q\"`}
+	genNonASCII = []string{"ünïcode", "日本語", "🙂", "naïve café", "Ωmega", "—"}
+)
+
+// escaped returns text of about the given words with a tab, a quote, a
+// backslash and non-ASCII text in it, in places that vary.
+func (g *Generator) escaped(words int) string {
+	ws := make([]string, 0, words+4)
+	for i := 0; i < words; i++ {
+		switch {
+		case g.rng.IntN(6) == 0:
+			ws = append(ws, genEscapes[g.rng.IntN(len(genEscapes))])
+		case g.rng.IntN(5) == 0:
+			ws = append(ws, genNonASCII[g.rng.IntN(len(genNonASCII))])
+		default:
+			ws = append(ws, genWords[g.rng.IntN(len(genWords))])
+		}
+	}
+	for _, w := range []string{"tab\there", "a \"quote\"", `back\slash`, genNonASCII[g.rng.IntN(len(genNonASCII))]} {
+		ws = slices.Insert(ws, g.rng.IntN(len(ws)+1), w)
+	}
+	return strings.Join(ws, " ")
+}
+
+// escapedOutput is an output of about n bytes, with the escapes and
+// non-ASCII text of escaped in it.
+func (g *Generator) escapedOutput(n int) string {
+	var b strings.Builder
+	b.Grow(n + 64)
+	b.WriteString(g.escaped(4))
+	for b.Len() < n {
+		b.WriteByte('\n')
+		b.WriteString(g.output(min(n-b.Len(), 120)))
+	}
+	return b.String()
+}
+
+// lognormalSize draws a size around median, spread by sigma, capped by
+// MaxOutput.
+func (g *Generator) lognormalSize(median, sigma float64) int {
+	n := int(median * math.Exp(sigma*g.rng.NormFloat64()))
+	return min(max(n, 1), g.MaxOutput)
+}
+
+// denseOutputSize is the size of an output of the dense profiles.
+func (g *Generator) denseOutputSize() int {
+	if g.Profile == "big-outputs" {
+		if g.rng.IntN(400) == 0 {
+			return min(100_000+g.rng.IntN(300_000), g.MaxOutput) // a few of 100 to 400 KB
+		}
+		return g.lognormalSize(700, 1)
+	}
+	return g.lognormalSize(60, 0.8)
+}
+
+// manyCalls is a run of the dense profiles: 8 to 40 calls over 1 to 4
+// turns, in parallel groups of 1 to 4 that finish out of order, every
+// string with escapes and non-ASCII text.
+func (g *Generator) manyCalls() []*formats.Event {
+	g.run++
+	session := fmt.Sprintf("00000000-0000-4000-8000-%012d", g.run)
+	var evs []*formats.Event
+	add := func(e *formats.Event) {
+		e.Time = g.tick()
+		evs = append(evs, e)
+	}
+	add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", Cwd: "/work/project"}})
+	add(&formats.Event{Kind: formats.UserMessage, Text: g.escaped(8)})
+	calls := 8 + g.rng.IntN(33)
+	turns := 1 + g.rng.IntN(4)
+	failed := g.rng.IntN(10) == 0
+	denied := !failed && g.rng.IntN(15) == 0
+	call := 0
+	for t := 0; t < turns; t++ {
+		add(&formats.Event{Kind: formats.TurnStart})
+		add(&formats.Event{Kind: formats.ThinkingDelta, Text: g.escaped(6)})
+		add(&formats.Event{Kind: formats.TextDelta, Text: g.escaped(5)})
+		last := calls
+		if t < turns-1 {
+			last = call + calls/turns
+		}
+		for call < last {
+			var open []formats.Call
+			for n := 1 + g.rng.IntN(4); n > 0 && call < last; n-- {
+				call++
+				c := formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: genTools[g.rng.IntN(len(genTools))]}
+				c.Args, _ = json.Marshal(map[string]any{"command": g.escaped(4), "path": "src/" + strconv.Itoa(call) + ".go"})
+				add(&formats.Event{Kind: formats.ToolCall, Call: c})
+				open = append(open, c)
+			}
+			for i := len(open) - 1; i >= 0; i-- {
+				c := open[i]
+				c.Status = formats.Completed
+				c.Output = g.escapedOutput(g.denseOutputSize())
+				if g.rng.IntN(8) == 0 {
+					c.Status, c.Error = formats.Failed, "exit status 1: "+g.escaped(4)
+				}
+				add(&formats.Event{Kind: formats.ToolResult, Call: c, Duration: time.Duration(g.rng.IntN(5000)) * time.Millisecond})
+			}
+		}
+		add(&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(1000 + g.rng.IntN(9000))), OutputTokens: formats.Some(int64(g.rng.IntN(2000)))}})
+		add(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
+	}
+	switch {
+	case denied:
+		call++
+		add(&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: "bash",
+			Args: json.RawMessage(`{"command":"rm -rf \"build/\"\tnaïve"}`), Status: formats.Denied, Error: "bash needs approval: \"rm\"\t\\ — ü"}})
+		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(2)}})
+	case failed:
+		add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "model error: " + g.escaped(4)})
+		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "model error", Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(1)}})
+	default:
+		add(&formats.Event{Kind: formats.Answer, Text: g.escaped(20)})
+		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", ExitCode: formats.Some(0)}})
+	}
+	return evs
+}
+
 func (g *Generator) tick() time.Time {
 	g.clock = g.clock.Add(time.Duration(1+g.rng.IntN(900)) * time.Millisecond)
 	return g.clock
@@ -85,6 +232,10 @@ func (g *Generator) tick() time.Time {
 
 // Run returns the events of the next run.
 func (g *Generator) Run() []*formats.Event {
+	switch g.Profile {
+	case "dense", "big-outputs":
+		return g.manyCalls()
+	}
 	g.run++
 	session := fmt.Sprintf("00000000-0000-4000-8000-%012d", g.run)
 	var evs []*formats.Event
@@ -145,9 +296,19 @@ func (g *Generator) Run() []*formats.Event {
 // Generate writes runs in dialect d to w until at least size bytes are
 // written, with tool outputs of at most maxOutput bytes (0: the default).
 func Generate(w io.Writer, d formats.Dialect, size int64, seed uint64, maxOutput int) error {
+	return GenerateProfile(w, d, size, seed, maxOutput, "")
+}
+
+// GenerateProfile is Generate with runs of the named profile (see
+// Profiles; "" is the default).
+func GenerateProfile(w io.Writer, d formats.Dialect, size int64, seed uint64, maxOutput int, profile string) error {
+	if !knownProfile(profile) {
+		return fmt.Errorf("no profile %q; the profiles are %s", profile, strings.Join(ProfileNames(), ", "))
+	}
 	cw := &countingWriter{w: w}
 	fw := d.NewWriter(cw, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard})
 	g := NewGenerator(seed)
+	g.Profile = profile
 	if maxOutput > 0 {
 		g.MaxOutput = maxOutput
 	}

@@ -2,11 +2,14 @@ package convert
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -181,6 +184,10 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path}
 	r := d.NewReader(br, ropts)
 
+	if !mayBlock(in.R) {
+		return p.convertInline(ctx, in, r, br)
+	}
+
 	// The reader runs in its own goroutine so that a signal can stop the
 	// conversion while a live pipe is silent. It hands over events in
 	// batches: a batch ends when it is full or when no more input is
@@ -241,13 +248,66 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 			break
 		}
 	}
+	return p.endInput(in)
+}
+
+// endInput closes the run an input left open.
+func (p *Pipeline) endInput(in Input) error {
 	if p.view.Open {
-		if rep != nil {
+		if rep := p.opts.Report; rep != nil {
 			rep.Warn(0, "%s: the stream ended before its run completed (the producer was killed?); closing it as a failed, cut run", in.Name)
 		}
 		return p.closeRun(formats.Failed, "the stream was cut before the run completed")
 	}
 	return nil
+}
+
+// convertInline converts an input that never waits on a producer (a
+// regular file, a buffer) in the calling goroutine: a second goroutine
+// would only hand events over, at a cost, and a signal is seen between
+// events. As in Convert, the output is flushed whenever no more input is
+// buffered.
+func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader, br *bufio.Reader) error {
+	done := ctx.Done()
+	var one [1]item
+	for {
+		select {
+		case <-done:
+			p.closeRun(formats.Cancelled, "interrupted by a signal")
+			return ErrInterrupted
+		default:
+		}
+		ev, err := safeNext(r)
+		if ev != nil {
+			ev.Arrived = p.opts.Clock()
+		}
+		one[0] = item{ev, err}
+		end, werr := p.writeBatch(in, one[:])
+		if werr != nil {
+			return werr
+		}
+		if p.opts.Flush != nil && (end || br.Buffered() == 0) {
+			if err := p.opts.Flush(); err != nil {
+				return &OutputError{err}
+			}
+		}
+		if end {
+			return p.endInput(in)
+		}
+	}
+}
+
+// mayBlock reports whether reading r can wait on a producer for ever (a
+// pipe, a terminal, a socket), rather than only on a disk.
+func mayBlock(r io.Reader) bool {
+	switch r := r.(type) {
+	case *bytes.Reader, *strings.Reader, *bytes.Buffer:
+		return false
+	case *os.File:
+		fi, err := r.Stat()
+		return err != nil || !fi.Mode().IsRegular()
+	}
+	return true
 }
 
 // batchSize and batchBytes bound what the reader hands over at once: the

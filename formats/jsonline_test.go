@@ -2,7 +2,9 @@ package formats
 
 import (
 	"bytes"
+	stdjson "encoding/json"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/goccy/go-json"
 )
@@ -30,5 +32,56 @@ func TestJSONLine(t *testing.T) {
 	}
 	if want := `{"a":"x\"y","n":-3,"b":true,"z":null,"r":{"k":[1]},"e":null}` + "\n"; out.String() != want {
 		t.Errorf("got %s want %s", out.String(), want)
+	}
+}
+
+// scanCases are JSON texts, valid and not, for the scanner's tests and
+// the seeds of its fuzz target.
+var scanCases = []string{
+	`{}`, `[]`, `""`, `0`, `-0`, `1.5e-3`, `1E+2`, `true`, `false`, `null`, ` { "a" : [ 1 , 2 , { } ] } `,
+	`{"type":"tool_call","id":"c1","name":"bash","args":{"command":"ls \"a b\"\tc"}}`,
+	`"tab\there \"q\" back\\slash \u00e9 \u2028 ü 🙂"`, `"\ud83d\ude42"`, `"\ud800"`, `"\/"`,
+	`01`, `1.`, `.5`, `-`, `1e`, `tru`, `nul`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[1 2]`, `{,}`, `{"a":1 "b":2}`,
+	"\"ctl \x01\"", "\"bad \xff utf8\"", `"\x"`, `"\u12"`, `"open`, `{"a":1`, `[`, `{"k\u0065y":1}`, `{"\xff":1}`,
+}
+
+// The scanner accepts exactly the valid JSON texts.
+func TestJSONScannerAgreesWithTheDecoder(t *testing.T) {
+	for _, c := range scanCases {
+		checkScan(t, []byte(c))
+	}
+}
+
+func FuzzJSONScanner(f *testing.F) {
+	for _, c := range scanCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkScan(t, b) })
+}
+
+func checkScan(t *testing.T, b []byte) {
+	t.Helper()
+	s := JSONScanner{B: b}
+	ok := s.Skip() && s.End()
+	if valid := stdjson.Valid(b) && utf8.Valid(b); ok != valid {
+		t.Fatalf("%q: the scanner says valid=%v, encoding/json %v", b, ok, valid)
+	}
+	if got, ok := AppendCompact(nil, b); ok {
+		var want bytes.Buffer
+		stdjson.Compact(&want, b)
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("%q: compacted to %s, want %s", b, got, want.Bytes())
+		}
+	}
+	s = JSONScanner{B: b}
+	if content, esc, high, ok := s.String(); ok && s.End() {
+		got, ok := Unquote(content, esc, high)
+		var want string
+		if err := json.Unmarshal(b, &want); err != nil {
+			t.Fatalf("%q: the scanner takes a string that the decoder does not: %v", b, err)
+		}
+		if ok && got != want {
+			t.Fatalf("%q: unquoted to %q, the decoder to %q", b, got, want)
+		}
 	}
 }

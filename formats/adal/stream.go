@@ -60,6 +60,129 @@ type streamLine struct {
 	ExitCode  *int            `json:"exit_code"`
 	SessionID string          `json:"session_id"`
 	Model     string          `json:"model"`
+	// id and exit are where scan keeps ID and ExitCode.
+	id   string
+	exit int
+}
+
+// streamFields are the keys of streamLine: a key that only folds to one of
+// them is left to the decoder, which matches keys without regard to case.
+var streamFields = []string{"type", "id", "name", "args", "status", "output", "reason", "content", "message", "exit_code", "session_id", "model"}
+
+// scan fills l from line in one pass, as the decoder would. It returns
+// false, leaving the line to the decoder, for anything it does not settle
+// alike: a null or a value of another type in a field, a key that is not
+// a field's own spelling but folds to one, an escaped or non-ASCII key,
+// invalid UTF-8 or a surrogate escape, and any line that is not valid JSON.
+func (l *streamLine) scan(line []byte) bool {
+	s := formats.JSONScanner{B: line}
+	if !s.Expect('{') {
+		return false
+	}
+	if s.Space() == '}' {
+		s.I++
+		return s.End()
+	}
+	for {
+		key, esc, high, ok := s.String()
+		if !ok || esc || high || !s.Expect(':') {
+			return false
+		}
+		switch string(key) {
+		case "type":
+			ok = scanString(&s, &l.Type, "tool_call", "tool_result", "permission_denied", "answer", "error", "complete")
+		case "id":
+			if ok = scanString(&s, &l.id); ok {
+				l.ID = &l.id
+			}
+		case "name":
+			ok = scanString(&s, &l.Name)
+		case "status":
+			ok = scanString(&s, &l.Status, "completed", "failed", "cancelled")
+		case "reason":
+			ok = scanString(&s, &l.Reason)
+		case "content":
+			ok = scanString(&s, &l.Content)
+		case "message":
+			ok = scanString(&s, &l.Message)
+		case "session_id":
+			ok = scanString(&s, &l.SessionID)
+		case "model":
+			ok = scanString(&s, &l.Model)
+		case "args":
+			l.Args, ok = scanRaw(&s)
+		case "output":
+			l.Output, ok = scanRaw(&s)
+		case "exit_code":
+			var n []byte
+			if n, ok = s.Number(); ok {
+				l.exit, ok = atoi(n)
+				l.ExitCode = &l.exit
+			}
+		default:
+			for _, f := range streamFields {
+				if strings.EqualFold(string(key), f) {
+					return false
+				}
+			}
+			ok = s.Skip()
+		}
+		if !ok {
+			return false
+		}
+		switch s.Space() {
+		case ',':
+			s.I++
+		case '}':
+			s.I++
+			return s.End()
+		default:
+			return false
+		}
+	}
+}
+
+// scanString reads a string field; a value among known is given as the
+// constant, without a copy.
+func scanString(s *formats.JSONScanner, dst *string, known ...string) bool {
+	content, esc, high, ok := s.String()
+	if !ok {
+		return false
+	}
+	if !esc {
+		for _, k := range known {
+			if string(content) == k {
+				*dst = k
+				return true
+			}
+		}
+	}
+	*dst, ok = formats.Unquote(content, esc, high)
+	return ok
+}
+
+// scanRaw reads a field kept as JSON: a slice of the line. A null is left
+// to the decoder.
+func scanRaw(s *formats.JSONScanner) ([]byte, bool) {
+	if s.Space() == 'n' {
+		return nil, false
+	}
+	start := s.I
+	if !s.Skip() {
+		return nil, false
+	}
+	return s.B[start:s.I:s.I], true
+}
+
+// atoi reads an integer as the decoder reads an int: digits only, in range.
+func atoi(n []byte) (int, bool) {
+	for _, c := range n {
+		if c == '.' || c == 'e' || c == 'E' {
+			return 0, false
+		}
+	}
+	v, err := strconv.Atoi(string(n))
+	return v, err == nil
 }
 
 type streamReader struct {
@@ -90,8 +213,11 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	// slice of it.
 	line = append([]byte(nil), line...)
 	var l streamLine
-	if err := formats.Unmarshal(n, line, &l); err != nil {
-		return nil, err
+	if !l.scan(line) {
+		l = streamLine{}
+		if err := formats.Unmarshal(n, line, &l); err != nil {
+			return nil, err
+		}
 	}
 	ev := &formats.Event{Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: line, LineNo: n}}
 	switch l.Type {

@@ -127,6 +127,7 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 type writer struct {
 	buf    formats.JSONLine
+	atBuf  []byte
 	w      io.Writer
 	opts   formats.WriteOptions
 	view   *formats.RunFollower
@@ -250,7 +251,7 @@ func (m *writer) Write(e *formats.Event) error {
 		return m.line(messageLine{m.env(e, "assistant_message"), assistantMessage{"assistant", blocks}})
 	case formats.ToolCall:
 		m.run.announced[e.Call.ID] = true
-		return m.line(toolStartedLine{m.env(e, "tool_started"), e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args)})
+		return m.toolStarted(toolStartedLine{m.env(e, "tool_started"), e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args)})
 	case formats.ToolResult:
 		return m.result(e, v)
 	case formats.PermissionRequest:
@@ -303,7 +304,41 @@ func (m *writer) Write(e *formats.Event) error {
 // env makes the envelope of the next line.
 func (m *writer) env(e *formats.Event, typ string) envelope {
 	m.seq++
-	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: m.at(e).UTC().Format(timeLayout), Type: typ}
+	m.atBuf = appendAt(m.atBuf[:0], m.at(e))
+	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: string(m.atBuf), Type: typ}
+}
+
+// appendAt appends t as timeLayout formats it, by hand for the years of
+// four digits: the time of every line is a good part of the writer's work.
+func appendAt(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, timeLayout)
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	two := func(b []byte, n int) []byte { return append(b, byte('0'+n/10), byte('0'+n%10)) }
+	b = two(b, year/100)
+	b = two(b, year%100)
+	b = two(append(b, '-'), int(month))
+	b = two(append(b, '-'), day)
+	b = two(append(b, 'T'), hour)
+	b = two(append(b, ':'), minute)
+	b = two(append(b, ':'), sec)
+	return append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// toolStarted writes a tool_started line, built by hand (one for every
+// call) unless its input is not valid JSON, which the encoder reports.
+func (m *writer) toolStarted(l toolStartedLine) error {
+	j := m.buf.Begin().Str("agent", l.Agent).Int("seq", l.Seq).Str("at", l.At).Str("type", l.Type).
+		Str("call_id", l.CallID).Str("tool", l.Tool).Str("summary", l.Summary)
+	if !j.Compact("input", l.Input) {
+		return m.line(l)
+	}
+	_, err := j.WriteTo(m.w)
+	return err
 }
 
 // at is the event's time: the source's, else its arrival, but never before
@@ -351,7 +386,7 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	}
 	if !m.run.announced[c.ID] {
 		m.run.announced[c.ID] = true
-		if err := m.line(toolStartedLine{m.env(e, "tool_started"), c.ID, c.Name, c.Summary, args(c.Args)}); err != nil {
+		if err := m.toolStarted(toolStartedLine{m.env(e, "tool_started"), c.ID, c.Name, c.Summary, args(c.Args)}); err != nil {
 			return err
 		}
 	}
