@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -389,5 +390,67 @@ func TestJaegerChatSpans(t *testing.T) {
 				t.Logf("%d spans, %d chat spans with their messages, %d usage sums as the root's totals", len(want), chats, checked)
 			})
 		}
+	}
+}
+
+// TestJaegerClaudeSession sends a Claude Code session whose subagents are
+// in files of their own beside it (<session>/subagents/agent-*.jsonl) and
+// checks what Jaeger shows: one trace, every span of the otlp-json
+// reference with its parent, and each subagent under the Task/Agent call
+// that spawned it.
+func TestJaegerClaudeSession(t *testing.T) {
+	needJaeger(t)
+	session := filepath.Join("..", "formats", "claude", "testdata", "sessions", "55550000-0000-4000-8000-000000000001.jsonl")
+	subagents, _ := filepath.Glob(filepath.Join(strings.TrimSuffix(session, ".jsonl"), "subagents", "agent-*.jsonl"))
+	if len(subagents) == 0 {
+		t.Fatalf("the fixture %s has no subagent files beside it", session)
+	}
+	for _, proto := range protocols {
+		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
+			service := uniqueName("claude-session", proto)
+			env := map[string]string{"OTEL_SERVICE_NAME": service, "OTEL_EXPORTER_OTLP_PROTOCOL": proto}
+			code, ref, stderr := runCLI(t, nil, env, "--deterministic", "--from", "claude-session", "--to", "otlp-json", session)
+			if code != 0 {
+				t.Fatalf("otlp-json: exit %d: %s", code, stderr)
+			}
+			if code, _, stderr = runCLI(t, nil, env, "--deterministic", "--from", "claude-session", "--to", "otlp", session); code != 0 {
+				t.Fatalf("otlp: exit %d: %s", code, stderr)
+			}
+			want := decodeSpans(t, ref)
+			got := jaegerSpans(t, service, len(want))
+			if len(got) != len(want) {
+				t.Errorf("Jaeger has %d spans, otlp-json %d", len(got), len(want))
+			}
+			traces := map[string]bool{}
+			for _, g := range got {
+				traces[g.TraceID] = true
+			}
+			if len(traces) != 1 {
+				t.Errorf("the session is in %d traces, want one", len(traces))
+			}
+			for _, w := range want {
+				if g, ok := got[w.SpanID]; !ok || g.OperationName != w.Name || g.parent() != w.ParentSpanID {
+					t.Errorf("span %s %q (parent %s): Jaeger has %+v", w.SpanID, w.Name, w.ParentSpanID, g)
+				}
+			}
+			// The subagents: agent spans below the root, each under a call
+			// span of the tool that spawns subagents.
+			nested := 0
+			for _, g := range got {
+				if !strings.HasPrefix(g.OperationName, "invoke_agent ") || g.parent() == "" {
+					continue
+				}
+				call, ok := got[g.parent()]
+				tool := call.tag("gen_ai.tool.name")
+				if !ok || !strings.HasPrefix(call.OperationName, "execute_tool ") || tool != "Agent" && tool != "Task" {
+					t.Errorf("subagent span %q is under %q (tool %q), not under its Task/Agent call", g.OperationName, call.OperationName, tool)
+					continue
+				}
+				nested++
+			}
+			if nested != len(subagents) {
+				t.Errorf("%d subagent spans nested under their calls, want %d (one per subagent file)", nested, len(subagents))
+			}
+		})
 	}
 }
