@@ -38,6 +38,7 @@ var Dialects = []formats.Dialect{
 	cliagents.Dialect,
 	pretty.Dialect,
 	codex.Dialect,
+	codex.Rollout,
 	gemini.Stream,
 	gemini.JSON,
 	otel.OTLP,
