@@ -169,8 +169,10 @@ type rolloutRun struct {
 	lastWasMsg bool   // the last output was an assistant message
 	calls      map[string]*rolloutCall
 	open0      int // calls started and not ended
-	// echoes the other form of a record is expected to repeat
-	echoUser, echoText, echoThink, echoCompact []string
+	// echoes: what one form of a record gave, which the other form is
+	// expected to repeat (from response items, and from events)
+	itemText, eventText, itemThink, eventThink []string
+	echoUser, echoCompact                      []string
 	userItem                                   []string // prompts made from response items, for their user_message
 }
 
@@ -181,6 +183,7 @@ type rolloutCall struct {
 	open       int  // calls of the id without their result
 	startEvent bool // started by an event_msg, not a response item
 	endEvent   bool
+	echoed     bool // the other form of the end came too
 }
 
 func newRolloutReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -668,11 +671,11 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 		case p.Role == "assistant":
 			r.output()
 			r.run.lastWasMsg = true
-			if r.echo(&r.run.echoText, text) {
+			if r.echo(&r.run.eventText, text) {
 				return
 			}
 			r.emit(&formats.Event{Kind: formats.Message, Text: text})
-			r.run.echoText = append(r.run.echoText, text)
+			r.run.itemText = append(r.run.itemText, text)
 		case p.Role != "user" || injected(text):
 			// Developer and system instructions, context Codex adds: not
 			// prompts, kept as they are.
@@ -691,11 +694,11 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 		r.output()
 		texts := summaryTexts(p.Summary)
 		texts = append(texts, summaryTexts(p.Content)...)
-		if len(texts) == 0 || r.echo(&r.run.echoThink, texts...) {
+		if len(texts) == 0 || r.echo(&r.run.eventThink, texts...) {
 			return
 		}
 		r.emit(&formats.Event{Kind: formats.ThinkingDelta, Text: strings.Join(texts, "\n\n")})
-		r.run.echoThink = append(r.run.echoThink, texts...)
+		r.run.itemThink = append(r.run.itemThink, texts...)
 	case "function_call", "custom_tool_call", "local_shell_call":
 		r.output()
 		id := p.CallID
@@ -888,7 +891,8 @@ func (r *rolloutReader) startCall(c formats.Call, event bool) {
 func (r *rolloutReader) endCall(c formats.Call, d time.Duration, event bool) {
 	rc := r.call(c.ID)
 	if rc.ended && rc.open == 0 {
-		if rc.endEvent != event {
+		if rc.endEvent != event && !rc.echoed {
+			rc.echoed = true
 			return
 		}
 		r.opts.Report.Warn(r.recLine, "another result for tool call %q, which had its result; kept as an unknown event", c.ID)
@@ -899,7 +903,7 @@ func (r *rolloutReader) endCall(c formats.Call, d time.Duration, event bool) {
 		rc.open--
 		r.run.open0--
 	}
-	rc.ended, rc.endEvent = true, event
+	rc.ended, rc.endEvent, rc.echoed = true, event, false
 	if c.Name == "" {
 		c.Name = rc.name
 	}
@@ -955,18 +959,18 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 	case "agent_message":
 		r.output()
 		r.run.lastWasMsg = true
-		if r.echo(&r.run.echoText, msg) {
+		if r.echo(&r.run.itemText, msg) {
 			return
 		}
 		r.emit(&formats.Event{Kind: formats.Message, Text: msg})
-		r.run.echoText = append(r.run.echoText, msg)
+		r.run.eventText = append(r.run.eventText, msg)
 	case "agent_reasoning", "agent_reasoning_raw_content":
 		r.output()
-		if p.Text == "" || r.echo(&r.run.echoThink, p.Text) {
+		if p.Text == "" || r.echo(&r.run.itemThink, p.Text) {
 			return
 		}
 		r.emit(&formats.Event{Kind: formats.ThinkingDelta, Text: p.Text})
-		r.run.echoThink = append(r.run.echoThink, p.Text)
+		r.run.eventThink = append(r.run.eventThink, p.Text)
 	case "token_count":
 		if p.Info == nil || p.Info.Last == nil {
 			return // rate limits only

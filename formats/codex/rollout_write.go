@@ -56,6 +56,7 @@ type writeRun struct {
 	usage    bool              // a token_count was written
 	sum      formats.UsageInfo // the usage written
 	errored  bool              // an error was written since the last output
+	worked   bool              // the open task has the model's work, not only its prompt
 	text     strings.Builder   // streamed text not yet written
 	thinking strings.Builder
 	lastText string
@@ -196,15 +197,23 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 		if sub {
 			return nil
 		}
-		if w.run.taskOpen && w.run.turns > 0 {
-			if err := w.endTask(e, v); err != nil {
-				return err
-			}
+		if w.run.taskOpen && !w.run.worked {
+			return nil // the prompt opened it
+		}
+		if err := w.endTask(e, v); err != nil {
+			return err
 		}
 		return w.startTask(e)
 	case formats.TurnEnd:
-		if sub || !w.run.taskOpen {
+		if sub {
 			return nil
+		}
+		if !w.run.taskOpen {
+			// A turn the source ends without starting it (one that failed
+			// at once): a task of its own.
+			if err := w.startTask(e); err != nil {
+				return err
+			}
 		}
 		if e.Status == formats.Cancelled {
 			w.run.taskOpen = false
@@ -221,7 +230,7 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 		if sub {
 			return nil
 		}
-		if w.run.taskOpen && w.run.turns > 0 && w.run.context {
+		if w.run.taskOpen && w.run.worked {
 			// A follow-up after the task's work: a task of its own.
 			if err := w.endTask(e, v); err != nil {
 				return err
@@ -331,18 +340,18 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 
 // begin opens a task for the model's work if none is open.
 func (w *rolloutWriter) begin(e *formats.Event) error {
-	if w.run.taskOpen {
-		return nil
+	if !w.run.taskOpen {
+		if err := w.startTask(e); err != nil {
+			return err
+		}
 	}
-	if err := w.startTask(e); err != nil {
-		return err
-	}
+	w.run.worked = true
 	return w.turnContext(e)
 }
 
 func (w *rolloutWriter) startTask(e *formats.Event) error {
 	w.run.turns++
-	w.run.taskOpen, w.run.context, w.run.errored = true, false, false
+	w.run.taskOpen, w.run.context, w.run.worked = true, false, false
 	w.cur.turns++
 	w.run.turnID = fmt.Sprintf("%s-turn-%d", w.cur.id, w.cur.turns)
 	return w.event(e, map[string]any{"type": "task_started", "turn_id": w.run.turnID, "model_context_window": nil})
@@ -527,20 +536,14 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 			w.run.lastText = a
 		}
 	case formats.Cancelled:
-		if !w.run.taskOpen {
-			if err := w.begin(e); err != nil {
-				return err
-			}
-		}
 		id := w.run.turnID
+		if !w.run.taskOpen {
+			id = ""
+		}
 		w.run = writeRun{}
 		return w.event(e, map[string]any{"type": "turn_aborted", "turn_id": id, "reason": "interrupted"})
 	default:
-		if !w.run.taskOpen {
-			if err := w.begin(e); err != nil {
-				return err
-			}
-		}
+		// The error ends the run; a task open ends with it.
 		if !w.run.errored {
 			msg := ""
 			if v.FailureSaid {
