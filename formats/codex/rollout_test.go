@@ -503,3 +503,76 @@ func FuzzRolloutReader(f *testing.F) {
 			formats.ThinkingDelta, formats.ToolCall, formats.ToolResult, formats.Usage)
 	})
 }
+
+// TestRolloutWrittenFromEveryFixture: what every fixture of every dialect
+// becomes is a rollout Codex reads: each line a RolloutLine, each session
+// opening with its session_meta and a UUID thread id, each function call
+// output after its call (the Responses API refuses an output without
+// one), turn_context lines complete; and it reads back without an error.
+func TestRolloutWrittenFromEveryFixture(t *testing.T) {
+	var files []string
+	filepath.WalkDir(filepath.Join("..", "..", "testdata"), func(p string, d os.DirEntry, err error) error {
+		if d.IsDir() && (d.Name() == "golden" || d.Name() == "fuzz" || d.Name() == "bench") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && !strings.HasSuffix(p, ".md") && !strings.HasPrefix(d.Name(), ".") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) < 30 {
+		t.Fatalf("%d fixtures", len(files))
+	}
+	for _, f := range files {
+		in, _ := os.ReadFile(f)
+		if codex.Rollout.Detect(in[:min(len(in), formats.DetectSize)]) > 0 {
+			continue // a rollout is copied as it is
+		}
+		code, out, stderr := converttest.Run(string(in), "--deterministic", "--lenient", "--to", "codex-rollout")
+		if code != 0 && code != 1 {
+			t.Errorf("%s: exit %d: %s", f, code, stderr)
+			continue
+		}
+		calls := map[string]bool{}
+		var meta string
+		for i, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l == "" {
+				continue
+			}
+			var rl struct {
+				Type    string         `json:"type"`
+				Payload map[string]any `json:"payload"`
+			}
+			if err := json.Unmarshal([]byte(l), &rl); err != nil || rl.Payload == nil {
+				t.Errorf("%s: line %d: %v %s", f, i+1, err, l)
+				break
+			}
+			if i == 0 && rl.Type != "session_meta" {
+				t.Errorf("%s: first line %s", f, l)
+			}
+			switch {
+			case rl.Type == "session_meta":
+				id, _ := rl.Payload["id"].(string)
+				if len(id) != 36 || strings.Count(id, "-") != 4 {
+					t.Errorf("%s: thread id %q", f, id)
+				}
+				if meta != id {
+					meta, calls = id, map[string]bool{}
+				}
+			case rl.Payload["type"] == "function_call":
+				calls[rl.Payload["call_id"].(string)] = true
+			case rl.Payload["type"] == "function_call_output":
+				if !calls[rl.Payload["call_id"].(string)] {
+					t.Errorf("%s: line %d: an output before its call: %s", f, i+1, l)
+				}
+			case rl.Type == "turn_context":
+				if _, ok := rl.Payload["sandbox_policy"]; !ok {
+					t.Errorf("%s: line %d: %s", f, i+1, l)
+				}
+			}
+		}
+		if _, bad, err := formatstest.ReadAll(codex.Rollout, []byte(out)); err != nil || len(bad) > 0 {
+			t.Errorf("%s: reading back: %v %v", f, err, bad)
+		}
+	}
+}
