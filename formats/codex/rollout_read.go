@@ -671,8 +671,8 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 		case p.Role == "assistant":
 			r.output()
 			r.run.lastWasMsg = true
-			if r.echo(&r.run.eventText, text) {
-				return
+			if text == "" || r.echo(&r.run.eventText, text) {
+				return // nothing said, or the agent_message said it
 			}
 			r.emit(&formats.Event{Kind: formats.Message, Text: text})
 			r.run.itemText = append(r.run.itemText, text)
@@ -959,7 +959,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 	case "agent_message":
 		r.output()
 		r.run.lastWasMsg = true
-		if r.echo(&r.run.itemText, msg) {
+		if msg == "" || r.echo(&r.run.itemText, msg) {
 			return
 		}
 		r.emit(&formats.Event{Kind: formats.Message, Text: msg})

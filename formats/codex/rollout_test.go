@@ -286,6 +286,9 @@ func tripNormalize(cs []formatstest.Comparable, refused map[string]bool) []forma
 // normalize: a refusal comes back as a failed call (codex-rollout cannot
 // carry refusals; the pipeline reports them), and a result without its
 // call gets a call without a name (Codex wants each output after its call).
+//
+// Reasoning pieces one after another are one stream of thinking, which
+// the writer gathers into one agent_reasoning.
 func normalize(cs []formatstest.Comparable) []formatstest.Comparable {
 	var out []formatstest.Comparable
 	for _, c := range cs {
@@ -293,6 +296,10 @@ func normalize(cs []formatstest.Comparable) []formatstest.Comparable {
 			c.Status = formats.Failed
 		}
 		if c.Kind == formats.ToolCall && c.Name == "" {
+			continue
+		}
+		if n := len(out); n > 0 && c.Kind == formats.ThinkingDelta && out[n-1].Kind == formats.ThinkingDelta {
+			out[n-1].Text += c.Text
 			continue
 		}
 		out = append(out, c)
