@@ -111,9 +111,8 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		// run without a prompt still starts where it did.
 		m := map[string]any{"id": id, "timestamp": stamp(e.TimeOf()), "cwd": e.Run.Cwd, "originator": "agentconv",
 			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": "openai"}
-		if e.Run.Provider != "" && e.Run.Provider != Provider {
-			m["model_provider"] = e.Run.Provider
-		}
+		// model_provider stays openai, the provider Codex continues a
+		// session with (newer Codex lists sessions by it).
 		if e.Source.Dialect == Rollout.Name || e.Source.Dialect == Dialect.Name {
 			m["cli_version"] = e.Run.AgentVersion
 		}
