@@ -583,3 +583,49 @@ func TestRolloutWrittenFromEveryFixture(t *testing.T) {
 		}
 	}
 }
+
+// TestRolloutEvents: the extended events (patch and MCP calls, compaction,
+// plan updates, notices) and a local shell call; a model change between
+// turns.
+func TestRolloutEvents(t *testing.T) {
+	in := `{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"019c8a70-dda7-7f33-98ea-f30553347322","cwd":"/w","cli_version":"0.130.0"}}
+{"timestamp":"2026-01-01T00:00:01Z","type":"event_msg","payload":{"type":"user_message","message":"go"}}
+{"timestamp":"2026-01-01T00:00:01Z","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5"}}
+{"timestamp":"2026-01-01T00:00:02Z","type":"event_msg","payload":{"type":"patch_apply_begin","call_id":"p1","auto_approved":true,"changes":{"a.go":{"type":"add","content":"x"}}}}
+{"timestamp":"2026-01-01T00:00:02Z","type":"event_msg","payload":{"type":"patch_apply_end","call_id":"p1","stdout":"","stderr":"conflict","success":false}}
+{"timestamp":"2026-01-01T00:00:03Z","type":"event_msg","payload":{"type":"mcp_tool_call_begin","call_id":"m1","invocation":{"server":"docs","tool":"search","arguments":{"q":"x"}}}}
+{"timestamp":"2026-01-01T00:00:04Z","type":"event_msg","payload":{"type":"mcp_tool_call_end","call_id":"m1","invocation":{"server":"docs","tool":"search","arguments":{"q":"x"}},"duration":{"secs":2,"nanos":0},"result":{"Err":"timed out"}}}
+{"timestamp":"2026-01-01T00:00:05Z","type":"response_item","payload":{"type":"local_shell_call","call_id":"s1","status":"completed","action":{"type":"exec","command":["ls"]}}}
+{"timestamp":"2026-01-01T00:00:05Z","type":"response_item","payload":{"type":"function_call_output","call_id":"s1","output":[{"type":"input_text","text":"a.go"}]}}
+{"timestamp":"2026-01-01T00:00:06Z","type":"event_msg","payload":{"type":"plan_update","plan":[{"step":"one","status":"completed"},{"step":"two","status":"in_progress"}]}}
+{"timestamp":"2026-01-01T00:00:06Z","type":"event_msg","payload":{"type":"warning","message":"slow"}}
+{"timestamp":"2026-01-01T00:00:07Z","type":"compacted","payload":{"message":"summary of the work"}}
+{"timestamp":"2026-01-01T00:00:07Z","type":"event_msg","payload":{"type":"context_compacted"}}
+{"timestamp":"2026-01-01T00:00:08Z","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5.1"}}
+{"timestamp":"2026-01-01T00:00:09Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}
+`
+	evs := formatstest.Read(t, codex.Rollout, in)
+	want := "run_start user_message tool_call tool_result tool_call tool_result tool_call tool_result todos notice compaction model_change message run_end"
+	if k := formatstest.Kinds(evs); k != want {
+		t.Fatalf("kinds\n got %s\nwant %s", k, want)
+	}
+	res := formatstest.OfKind(evs, formats.ToolResult)
+	if c := res[0].Call; c.Name != "apply_patch" || c.Status != formats.Failed || c.Error != "conflict" {
+		t.Errorf("patch %+v", c)
+	}
+	if c := res[1].Call; c.Name != "mcp__docs__search" || c.Status != formats.Failed || c.Error != "timed out" || res[1].Duration.Seconds() != 2 {
+		t.Errorf("mcp %+v", c)
+	}
+	if c := res[2].Call; c.Name != "local_shell" || c.Output != "a.go" || c.Status != formats.Completed {
+		t.Errorf("local shell %+v", c)
+	}
+	if e := formatstest.OfKind(evs, formats.Compaction)[0]; e.Text != "summary of the work" {
+		t.Errorf("compaction %q", e.Text)
+	}
+	if e := formatstest.OfKind(evs, formats.Todos)[0]; len(e.Todos) != 2 || e.Todos[1].Status != "in_progress" {
+		t.Errorf("todos %+v", e.Todos)
+	}
+	if evs[0].Run.Model != "gpt-5" || evs[0].Run.AgentVersion != "0.130.0" || formatstest.OfKind(evs, formats.ModelChange)[0].Run.Model != "gpt-5.1" {
+		t.Errorf("models %+v", evs[0].Run)
+	}
+}
