@@ -39,6 +39,7 @@ var Dialects = []formats.Dialect{
 	cliagents.Dialect,
 	pretty.Dialect,
 	codex.Dialect,
+	codex.Rollout,
 	gemini.Stream,
 	gemini.JSON,
 	gemini.Chat,

@@ -1,0 +1,573 @@
+package codex
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// The rollout writer writes each session as Codex records it, so that
+// `codex resume` can continue it: session_meta first (the thread id a
+// UUID), then per run (a Codex task) task_started, the prompt as a user
+// message item and a user_message event, a turn_context with the model,
+// the assistant's messages (agent_message and the message item), reasoning
+// (agent_reasoning), tool calls (function_call and function_call_output),
+// token_count events, and task_complete, turn_aborted or an error at the
+// end. With -o DIR each session goes to its own file,
+// YYYY/MM/DD/rollout-<start>-<uuid>.jsonl, as under ~/.codex/sessions.
+type rolloutWriter struct {
+	stream io.Writer
+	opts   formats.WriteOptions
+	view   *formats.RunFollower
+	files  map[string]*rolloutFile
+	order  []*rolloutFile
+	cur    *rolloutFile
+	runs   int // runs without a session id, for their thread ids
+	run    writeRun
+	err    error
+}
+
+// rolloutFile is one session's rollout.
+type rolloutFile struct {
+	id    string
+	w     io.Writer
+	c     io.Closer
+	total tokenTotals // the session's running token counts
+	turns int         // the tasks written
+}
+
+type tokenTotals struct{ in, cached, out, reasoning, total int64 }
+
+// writeRun is the state of the run being written.
+type writeRun struct {
+	open     bool
+	taskOpen bool
+	turnID   string
+	turns    int
+	context  bool // a turn_context was written for the task
+	model    string
+	cwd      string
+	calls    map[string]bool   // the calls written (function_call)
+	usage    bool              // a token_count was written
+	sum      formats.UsageInfo // the usage written
+	errored  bool              // an error was written since the last output
+	worked   bool              // the open task has the model's work, not only its prompt
+	text     strings.Builder   // streamed text not yet written
+	thinking strings.Builder
+	lastText string
+}
+
+func newRolloutWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
+	return &rolloutWriter{stream: w, opts: o, view: formats.ViewFor(o), files: map[string]*rolloutFile{}}
+}
+
+// Observe follows a record that the pipeline copies: a run's start picks
+// its session's file, where its records go (CopyTo).
+func (w *rolloutWriter) Observe(e *formats.Event) {
+	w.view.Follow(e)
+	if e.Kind == formats.RunStart {
+		w.cur, w.err = w.file(e, false)
+	}
+}
+
+// CopyTo is the file of the session being copied, with -o DIR.
+func (w *rolloutWriter) CopyTo() io.Writer {
+	if w.cur == nil || w.opts.Create == nil {
+		return nil
+	}
+	return w.cur.w
+}
+
+// file returns the rollout of the run's session, made if new; meta writes
+// its session_meta (a copy has its own).
+func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) {
+	sid := e.Run.SessionID
+	if sid == "" {
+		w.runs++
+		sid = fmt.Sprintf("agentconv:%s:run-%d", e.TimeOf().UTC().Format(time.RFC3339Nano), w.runs)
+	}
+	id := sessionUUID(sid)
+	f := w.files[id]
+	if f == nil {
+		f = &rolloutFile{id: id, w: w.stream}
+		if w.opts.Create != nil {
+			c, err := w.opts.Create(rolloutPath(e.TimeOf(), id))
+			if err != nil {
+				return nil, err
+			}
+			f.w, f.c = c, c
+		}
+		w.files[id] = f
+		w.order = append(w.order, f)
+	}
+	if meta {
+		// Each run of the session opens with its meta (Codex takes the
+		// first as the session's and passes over the others), so that a
+		// run without a prompt still starts where it did.
+		m := map[string]any{"id": id, "timestamp": stamp(e.TimeOf()), "cwd": e.Run.Cwd, "originator": "agentconv",
+			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": "openai"}
+		// model_provider stays openai, the provider Codex continues a
+		// session with (newer Codex lists sessions by it).
+		if e.Source.Dialect == Rollout.Name || e.Source.Dialect == Dialect.Name {
+			m["cli_version"] = e.Run.AgentVersion
+		}
+		if e.Run.SessionID != id {
+			m["agentconv_session_id"] = e.Run.SessionID
+		}
+		if err := w.put(f, "session_meta", e, m); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// put writes one rollout line.
+func (w *rolloutWriter) put(f *rolloutFile, typ string, e *formats.Event, payload any) error {
+	p, err := formats.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	var j formats.JSONLine
+	j.Begin().Str("timestamp", stamp(e.TimeOf())).Str("type", typ).Raw("payload", p)
+	_, err = j.WriteTo(f.w)
+	return err
+}
+
+func (w *rolloutWriter) line(typ string, e *formats.Event, payload any) error {
+	if w.cur == nil {
+		return nil
+	}
+	return w.put(w.cur, typ, e, payload)
+}
+
+func (w *rolloutWriter) event(e *formats.Event, payload map[string]any) error {
+	return w.line("event_msg", e, payload)
+}
+
+func (w *rolloutWriter) item(e *formats.Event, payload map[string]any) error {
+	return w.line("response_item", e, payload)
+}
+
+func (w *rolloutWriter) Write(e *formats.Event) error {
+	if w.err != nil {
+		return w.err
+	}
+	v := w.view.Follow(e)
+	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+		// Made by this dialect's reader without a record: nothing to write.
+		if e.Kind == formats.RunStart {
+			w.cur, w.err = w.file(e, false)
+		}
+		return w.err
+	}
+	switch e.Kind {
+	case formats.RunStart:
+		f, err := w.file(e, true)
+		if err != nil {
+			return err
+		}
+		w.cur = f
+		w.run = writeRun{open: true, model: e.Run.Model, cwd: e.Run.Cwd}
+		return nil
+	case formats.RunEnd:
+		return w.endRun(e, v)
+	}
+	if w.cur == nil {
+		// Outside a run (a writer used without a pipeline): one of its own.
+		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}); err != nil {
+			return err
+		}
+	}
+	if e.Kind != formats.TextDelta && e.Kind != formats.ThinkingDelta {
+		if err := w.flushText(e); err != nil {
+			return err
+		}
+	}
+	sub := e.Agent != ""
+	switch e.Kind {
+	case formats.TurnStart:
+		if sub {
+			return nil
+		}
+		if w.run.taskOpen && !w.run.worked {
+			return nil // the prompt opened it
+		}
+		if err := w.endTask(e, v); err != nil {
+			return err
+		}
+		return w.startTask(e)
+	case formats.TurnEnd:
+		if sub {
+			return nil
+		}
+		if !w.run.taskOpen {
+			// A turn the source ends without starting it (one that failed
+			// at once): a task of its own.
+			if err := w.startTask(e); err != nil {
+				return err
+			}
+		}
+		if e.Status == formats.Cancelled {
+			w.run.taskOpen = false
+			return w.event(e, map[string]any{"type": "turn_aborted", "turn_id": w.run.turnID, "reason": "interrupted"})
+		}
+		if e.Status == formats.Failed && !w.run.errored {
+			if err := w.event(e, map[string]any{"type": "error", "message": e.Text}); err != nil {
+				return err
+			}
+			w.run.errored = true
+		}
+		return w.endTask(e, v)
+	case formats.UserMessage:
+		if sub {
+			return nil
+		}
+		if w.run.taskOpen && w.run.worked {
+			// A follow-up after the task's work: a task of its own.
+			if err := w.endTask(e, v); err != nil {
+				return err
+			}
+		}
+		if !w.run.taskOpen {
+			if err := w.startTask(e); err != nil {
+				return err
+			}
+		}
+		if err := w.item(e, map[string]any{"type": "message", "role": "user",
+			"content": []contentPart{{Type: "input_text", Text: e.Text}}}); err != nil {
+			return err
+		}
+		if err := w.event(e, map[string]any{"type": "user_message", "message": e.Text, "images": []string{}}); err != nil {
+			return err
+		}
+		return w.turnContext(e)
+	case formats.TextDelta:
+		if !sub {
+			w.run.text.WriteString(e.Text)
+		}
+		return nil
+	case formats.ThinkingDelta:
+		if !sub {
+			w.run.thinking.WriteString(e.Text)
+		}
+		return nil
+	case formats.Message:
+		if sub {
+			return nil
+		}
+		if err := w.begin(e); err != nil {
+			return err
+		}
+		if e.Thinking != "" {
+			if err := w.event(e, map[string]any{"type": "agent_reasoning", "text": e.Thinking}); err != nil {
+				return err
+			}
+		}
+		if e.Text != "" {
+			return w.message(e, e.Text)
+		}
+		return nil
+	case formats.ToolCall:
+		if err := w.begin(e); err != nil {
+			return err
+		}
+		return w.call(e, e.Call)
+	case formats.ToolResult:
+		if err := w.begin(e); err != nil {
+			return err
+		}
+		if !w.run.calls[e.Call.ID] {
+			c := e.Call
+			if c.Name == "" {
+				if tc := v.Calls.Get(c.ID); tc != nil {
+					c.Name = tc.Name
+				}
+			}
+			if err := w.call(e, c); err != nil {
+				return err
+			}
+		}
+		w.run.errored = false
+		return w.item(e, map[string]any{"type": "function_call_output", "call_id": e.Call.ID, "output": outputText(e)})
+	case formats.Usage:
+		if err := w.begin(e); err != nil {
+			return err
+		}
+		return w.tokenCount(e, e.Usage)
+	case formats.Todos:
+		if sub {
+			return nil
+		}
+		plan := make([]planStep, len(e.Todos))
+		for i, t := range e.Todos {
+			plan[i] = planStep{Step: t.Content, Status: t.Status}
+		}
+		return w.event(e, map[string]any{"type": "plan_update", "explanation": nil, "plan": plan})
+	case formats.Compaction:
+		return w.line("compacted", e, map[string]any{"message": e.Text})
+	case formats.ModelChange:
+		if sub || e.Run.Model == "" || e.Run.Model == w.run.model {
+			return nil
+		}
+		w.run.model = e.Run.Model
+		if w.run.taskOpen {
+			return w.writeContext(e)
+		}
+		return nil
+	case formats.Notice:
+		if sub {
+			return nil
+		}
+		switch e.Severity {
+		case formats.Error:
+			w.run.errored = true
+			return w.event(e, map[string]any{"type": "error", "message": e.Text})
+		case formats.Warning:
+			return w.event(e, map[string]any{"type": "warning", "message": e.Text})
+		}
+		return w.event(e, map[string]any{"type": "background_event", "message": e.Text})
+	}
+	return nil
+}
+
+// begin opens a task for the model's work if none is open.
+func (w *rolloutWriter) begin(e *formats.Event) error {
+	if !w.run.taskOpen {
+		if err := w.startTask(e); err != nil {
+			return err
+		}
+	}
+	w.run.worked = true
+	return w.turnContext(e)
+}
+
+func (w *rolloutWriter) startTask(e *formats.Event) error {
+	w.run.turns++
+	w.run.taskOpen, w.run.context, w.run.worked = true, false, false
+	w.cur.turns++
+	w.run.turnID = fmt.Sprintf("%s-turn-%d", w.cur.id, w.cur.turns)
+	return w.event(e, map[string]any{"type": "task_started", "turn_id": w.run.turnID, "model_context_window": nil})
+}
+
+// endTask writes the task's end, with its last message.
+func (w *rolloutWriter) endTask(e *formats.Event, v *formats.RunView) error {
+	if !w.run.taskOpen {
+		return nil
+	}
+	w.run.taskOpen = false
+	var last any
+	if t := w.run.lastText; t != "" {
+		last = t
+	}
+	return w.event(e, map[string]any{"type": "task_complete", "turn_id": w.run.turnID, "last_agent_message": last})
+}
+
+func (w *rolloutWriter) turnContext(e *formats.Event) error {
+	if w.run.context {
+		return nil
+	}
+	return w.writeContext(e)
+}
+
+// writeContext writes the turn's context: the model of record, and the
+// settings every TurnContextItem has (the most restrictive ones).
+func (w *rolloutWriter) writeContext(e *formats.Event) error {
+	w.run.context = true
+	return w.line("turn_context", e, map[string]any{"turn_id": w.run.turnID, "cwd": w.run.cwd,
+		"approval_policy": "on-request", "sandbox_policy": map[string]string{"type": "read-only"},
+		"model": w.run.model, "summary": "auto"})
+}
+
+func (w *rolloutWriter) message(e *formats.Event, text string) error {
+	w.run.lastText = text
+	w.run.errored = false
+	if err := w.event(e, map[string]any{"type": "agent_message", "message": text}); err != nil {
+		return err
+	}
+	return w.item(e, map[string]any{"type": "message", "role": "assistant",
+		"content": []contentPart{{Type: "output_text", Text: text}}})
+}
+
+// flushText writes streamed reasoning and text as whole records, when the
+// agent moves on; a whole message that repeats them is not written again.
+func (w *rolloutWriter) flushText(e *formats.Event) error {
+	th, tx := w.run.thinking.String(), w.run.text.String()
+	w.run.thinking.Reset()
+	w.run.text.Reset()
+	if th == "" && tx == "" {
+		return nil
+	}
+	if err := w.begin(e); err != nil {
+		return err
+	}
+	if th != "" && !(e.Kind == formats.Message && e.Thinking == th) {
+		if err := w.event(e, map[string]any{"type": "agent_reasoning", "text": th}); err != nil {
+			return err
+		}
+	}
+	if tx != "" {
+		if e.Kind == formats.Message && e.Text == tx {
+			return nil
+		}
+		return w.message(e, tx)
+	}
+	return nil
+}
+
+func (w *rolloutWriter) call(e *formats.Event, c formats.Call) error {
+	if w.run.calls == nil {
+		w.run.calls = map[string]bool{}
+	}
+	w.run.calls[c.ID] = true
+	args := string(c.Args)
+	if args == "" || args == "null" {
+		args = "{}"
+	}
+	w.run.errored = false
+	return w.item(e, map[string]any{"type": "function_call", "name": c.Name, "arguments": args, "call_id": c.ID})
+}
+
+// outputText is a call's output as a function_call_output says it: the
+// text, or, for a call that failed or has an exit code or duration, the
+// wrapper Codex's shell tools printed before 0.46 (with "success" and
+// "error" for a failure without an exit code).
+func outputText(e *formats.Event) string {
+	c := &e.Call
+	failed := c.Status != formats.Completed && c.Status != formats.StatusUnknown
+	if !failed && !c.ExitCode.OK && e.Duration <= 0 {
+		return c.Output
+	}
+	var j formats.JSONLine
+	j.Begin().Str("output", c.Output)
+	if c.ExitCode.OK || e.Duration > 0 {
+		var m formats.JSONLine
+		m.Begin()
+		if c.ExitCode.OK {
+			m.Int("exit_code", int64(c.ExitCode.V))
+		}
+		if e.Duration > 0 {
+			m.Raw("duration_seconds", []byte(strconv.FormatFloat(e.Duration.Seconds(), 'f', -1, 64)))
+		}
+		var b strings.Builder
+		m.WriteTo(&b)
+		j.Raw("metadata", []byte(strings.TrimSuffix(b.String(), "\n")))
+	}
+	exitSays := c.ExitCode.OK && c.ExitCode.V != 0
+	if failed && !exitSays {
+		j.Bool("success", false)
+	}
+	if c.Error != "" && !(exitSays && c.Error == "exit code "+strconv.Itoa(c.ExitCode.V)) {
+		j.Str("error", c.Error)
+	}
+	var b strings.Builder
+	j.WriteTo(&b)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// tokenCount writes one request's usage, with the session's running total
+// as total_token_usage.
+func (w *rolloutWriter) tokenCount(e *formats.Event, u formats.UsageInfo) error {
+	w.run.usage = true
+	w.run.sum.Add(u)
+	last := tokenTotals{in: u.InputTokens.V, cached: u.CacheReadTokens.V, out: u.OutputTokens.V,
+		reasoning: u.ReasoningTokens.V, total: u.Total().V}
+	t := &w.cur.total
+	t.in, t.cached, t.out, t.reasoning, t.total = t.in+last.in, t.cached+last.cached, t.out+last.out,
+		t.reasoning+last.reasoning, t.total+last.total
+	if u.CacheWriteTokens.OK || !u.InputTokens.OK || !u.OutputTokens.OK {
+		if !u.InputTokens.OK || !u.OutputTokens.OK {
+			w.opts.Report.Lose("token counts the source did not give (written as 0)")
+		}
+	}
+	return w.event(e, map[string]any{"type": "token_count", "info": map[string]any{
+		"total_token_usage": t.json(), "last_token_usage": last.json(), "model_context_window": nil}, "rate_limits": nil})
+}
+
+func (t tokenTotals) json() json.RawMessage {
+	var j formats.JSONLine
+	j.Begin().Int("input_tokens", t.in).Int("cached_input_tokens", t.cached).Int("output_tokens", t.out).
+		Int("reasoning_output_tokens", t.reasoning).Int("total_tokens", t.total)
+	var b strings.Builder
+	j.WriteTo(&b)
+	return json.RawMessage(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// endRun ends the task as the run ended: complete, aborted, or failed
+// with its error.
+func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
+	if w.cur == nil {
+		return nil
+	}
+	if err := w.flushText(e); err != nil {
+		return err
+	}
+	if !w.run.usage && !v.Usage.Empty() && v.Requests == 0 && (v.Usage.InputTokens.OK || v.Usage.OutputTokens.OK) {
+		// Run totals from a source without per-request usage: one count.
+		if err := w.begin(e); err != nil {
+			return err
+		}
+		if err := w.tokenCount(e, v.Usage); err != nil {
+			return err
+		}
+	}
+	if s, u := w.run.sum, v.Usage; s.InputTokens.V != u.InputTokens.V || s.OutputTokens.V != u.OutputTokens.V ||
+		s.CacheReadTokens.V != u.CacheReadTokens.V {
+		w.opts.Report.Lose("token usage of runs beyond the sum of their requests")
+	}
+	if v.ExitCode != 0 && v.ExitCode != 1 {
+		w.opts.Report.Lose("exit codes other than 0 and 1")
+	}
+	switch v.Status {
+	case formats.Completed:
+		if !w.run.taskOpen && w.run.turns == 0 {
+			if err := w.begin(e); err != nil {
+				return err
+			}
+		}
+		if a := v.Answer(); a != "" {
+			w.run.lastText = a
+		}
+	case formats.Cancelled:
+		id := w.run.turnID
+		if !w.run.taskOpen {
+			id = ""
+		}
+		w.run = writeRun{}
+		return w.event(e, map[string]any{"type": "turn_aborted", "turn_id": id, "reason": "interrupted"})
+	default:
+		// The error ends the run; a task open ends with it.
+		if !w.run.errored {
+			msg := ""
+			if v.FailureSaid {
+				msg = v.Failure
+			}
+			if err := w.event(e, map[string]any{"type": "error", "message": msg}); err != nil {
+				return err
+			}
+		}
+	}
+	err := w.endTask(e, v)
+	w.run = writeRun{}
+	return err
+}
+
+// Close closes every session's file.
+func (w *rolloutWriter) Close() error {
+	var first error
+	for _, f := range w.order {
+		if f.c != nil {
+			if err := f.c.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	w.files, w.order, w.cur = nil, nil, nil
+	return first
+}
