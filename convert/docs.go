@@ -28,10 +28,15 @@ func DialectTable() string {
 }
 
 // Cannot lists what a writable dialect cannot carry: the features it does
-// not declare, then the losses of its own encoding.
+// not declare, then the losses of its own encoding. A run's later prompts
+// are only ever needed with the prompts themselves: a target without
+// prompts reports those alone.
 func Cannot(d formats.Dialect) []string {
 	var out []string
 	for _, f := range formats.Features() {
+		if f == formats.FollowUpPrompts && d.Carries&formats.UserPrompts == 0 {
+			continue
+		}
 		if d.Carries&f == 0 {
 			out = append(out, formats.LossName(f, nil))
 		}

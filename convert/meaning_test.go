@@ -138,6 +138,9 @@ func TestOutcomeAgrees(t *testing.T) {
 					return
 				}
 				back := adalObjects(t, first(convertTo(t, mid, T.Name, "adal-json")))
+				if len(back) != len(direct) && splitsRuns(stderr) {
+					t.Skipf("%s starts a run at each prompt, and said so: %d runs through it, %d directly", T.Name, len(back), len(direct))
+				}
 				if len(back) != len(direct) {
 					t.Fatalf("%d runs through %s, %d directly", len(back), T.Name, len(direct))
 				}
@@ -157,6 +160,12 @@ func TestOutcomeAgrees(t *testing.T) {
 }
 
 func first(a, _ string) string { return a }
+
+// splitsRuns: the conversion reported that the target starts a run at each
+// prompt, so that a run of several prompts comes back as several runs.
+func splitsRuns(stderr string) bool {
+	return strings.Contains(stderr, "× "+formats.FollowUpPrompts.Name()+" ")
+}
 
 // TestUsageSurvives: the run's usage totals read back from otlp-json are
 // the same after X → T → otlp-json as after X → otlp-json, wherever T
@@ -181,6 +190,9 @@ func TestUsageSurvives(t *testing.T) {
 					}
 				}
 				back := readFacts(t, "otlp-json", first(convertTo(t, mid, T.Name, "otlp-json")))
+				if len(back) != len(direct) && splitsRuns(stderr) {
+					t.Skipf("%s starts a run at each prompt, and said so: %d runs through it, %d directly", T.Name, len(back), len(direct))
+				}
 				if len(back) != len(direct) {
 					t.Fatalf("%d runs through %s, %d directly", len(back), T.Name, len(direct))
 				}

@@ -430,7 +430,12 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 // lose reports what the event needs and the target does not carry; under
 // --strict, it fails before the event is written.
 func (p *Pipeline) lose(ev *formats.Event) error {
-	missing := formats.Missing(formats.Needs(ev), p.to.Carries)
+	needs := formats.Needs(ev)
+	if ev.Kind == formats.UserMessage && ev.Agent == "" && p.view.Prompts > 1 {
+		// The view has seen this prompt: it is not the run's first.
+		needs |= formats.FollowUpPrompts
+	}
+	missing := formats.Missing(needs, p.to.Carries)
 	if missing == 0 {
 		return nil
 	}

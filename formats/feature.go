@@ -84,6 +84,9 @@ const (
 	// RawEvents: events the reader could not interpret (Kind Raw); only
 	// their own dialect can print them.
 	RawEvents
+	// FollowUpPrompts: a run's prompts after its first, in the same run
+	// (a session file starts a run at each prompt).
+	FollowUpPrompts
 
 	featureCount = iota
 )
@@ -104,6 +107,7 @@ var featureNames = [featureCount]string{
 	"token usage", "per-request token usage (only the run's totals are kept)",
 	"cache write token counts", "reasoning token counts", "costs", "run durations",
 	"outcomes of runs that did not succeed", "unknown events of other dialects",
+	"runs of several prompts (each prompt starts a run of its own)",
 }
 
 // Name is the feature's name as losses and the docs give it: a noun
@@ -151,6 +155,7 @@ var implied = [...]struct{ f, by Feature }{
 	{PerRequestUsage, TokenUsage},
 	{CacheWrites, TokenUsage},
 	{ReasoningTokens, TokenUsage},
+	{FollowUpPrompts, UserPrompts},
 }
 
 // Needs says which features an event uses. It is the one place that maps

@@ -31,6 +31,8 @@ type RunView struct {
 	// Messages counts the main agent's assistant messages (a streamed
 	// message counts once).
 	Messages int
+	// Prompts counts the main agent's prompts (UserMessage events).
+	Prompts int
 
 	answer   string
 	answered bool
@@ -152,6 +154,10 @@ func (v *RunView) Observe(e *Event) {
 	case AgentEnd:
 		if a := v.agents[e.Agent]; a != nil {
 			a.Status, a.Report, a.Ended = e.Status, e.Text, true
+		}
+	case UserMessage:
+		if main {
+			v.Prompts++
 		}
 	case TurnEnd:
 		v.endText(e.Agent)

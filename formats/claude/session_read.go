@@ -730,15 +730,17 @@ func (b *sessBuild) endRun(final bool) {
 	b.open = false
 }
 
-// finished: the last response ended its turn and no call is open.
+// finished: Claude Code said the turn ended (turn_duration, an
+// interruption, an API error), even with a call left without its result;
+// or the last response ended its turn and no call is open.
 func (b *sessBuild) finished() bool {
+	if b.cancelled || b.failed != "" || b.turnEnded {
+		return true
+	}
 	for _, c := range b.calls {
 		if !c.ended {
 			return false
 		}
-	}
-	if b.cancelled || b.failed != "" || b.turnEnded {
-		return true
 	}
 	if b.lastAsst == nil || !b.lastWasAsst {
 		return false
