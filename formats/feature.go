@@ -87,6 +87,9 @@ const (
 	// FollowUpPrompts: a run's prompts after its first, in the same run
 	// (a session file starts a run at each prompt).
 	FollowUpPrompts
+	// SystemPrompts: the system instructions a run starts with
+	// (RunInfo.SystemInstructions).
+	SystemPrompts
 
 	featureCount = iota
 )
@@ -107,7 +110,7 @@ var featureNames = [featureCount]string{
 	"token usage", "per-request token usage (only the run's totals are kept)",
 	"cache write token counts", "reasoning token counts", "costs", "run durations",
 	"outcomes of runs that did not succeed", "unknown events of other dialects",
-	"runs of several prompts (each prompt starts a run of its own)",
+	"runs of several prompts (each prompt starts a run of its own)", "system instructions",
 }
 
 // Name is the feature's name as losses and the docs give it: a noun
@@ -174,6 +177,9 @@ func Needs(e *Event) Feature {
 		}
 		if e.Run.Model != "" {
 			f |= ModelNames
+		}
+		if e.Run.SystemInstructions != "" {
+			f |= SystemPrompts
 		}
 	case RunEnd:
 		if e.Duration > 0 && !e.Synthetic {

@@ -29,7 +29,7 @@ var Rollout = formats.Dialect{
 	// outputs, exit codes and durations, plans, compactions, the model of
 	// each turn, notices, per-request token counts and the run's outcome;
 	// a subagent's calls and usage are flattened into it.
-	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
+	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts | formats.SystemPrompts |
 		formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolCalls | formats.ToolDurations | formats.TodoLists | formats.Compactions |
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |

@@ -28,6 +28,9 @@ type payload struct {
 	CLIVersion    string          `json:"cli_version"`
 	Source        json.RawMessage `json:"source"`
 	ModelProvider string          `json:"model_provider"`
+	// the system prompt: instructions (older), base_instructions.text
+	Instructions     json.RawMessage `json:"instructions"`
+	BaseInstructions json.RawMessage `json:"base_instructions"`
 	// agentconv's: the session id of a session it wrote from another
 	// dialect, whose thread id is derived from it
 	SourceSession *string `json:"agentconv_session_id"`
@@ -145,6 +148,7 @@ type rolloutReader struct {
 	session    string
 	cwd        string
 	version    string
+	system     string // the session's system prompt, from its session_meta
 	provider   string
 	model      string
 	sawUser    bool   // Codex echoes prompts as user_message events here
@@ -291,7 +295,7 @@ func (r *rolloutReader) ensureRun() {
 func (r *rolloutReader) startRun(start *formats.Event) {
 	start.Kind = formats.RunStart
 	start.Run = formats.RunInfo{SessionID: r.session, Model: r.model, Cwd: r.cwd, Provider: r.provider,
-		AgentName: AgentName, AgentVersion: r.version}
+		AgentName: AgentName, AgentVersion: r.version, SystemInstructions: r.system}
 	if start.Run.Provider == "" {
 		start.Run.Provider = Provider
 	}
@@ -524,6 +528,7 @@ func (r *rolloutReader) sessionMeta(p *payload) {
 	}
 	r.meta = true
 	r.session, r.cwd, r.version = id, p.Cwd, p.CLIVersion
+	r.system = systemPrompt(p)
 	r.provider = ""
 	if p.ModelProvider != "" && p.ModelProvider != "openai" {
 		r.provider = p.ModelProvider
@@ -533,6 +538,22 @@ func (r *rolloutReader) sessionMeta(p *payload) {
 		r.opts.Report.Warn(r.recLine, "the rollout of a subagent of thread %s; read as a session of its own", parent)
 	}
 	r.startRun(r.stamp(&formats.Event{}))
+}
+
+// systemPrompt is the system prompt a session_meta gives: base_instructions
+// {text} in newer rollouts, instructions (a string, or null) in older.
+func systemPrompt(p *payload) string {
+	var base struct {
+		Text string `json:"text"`
+	}
+	if b := p.BaseInstructions; len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &base) == nil && base.Text != "" {
+		return base.Text
+	}
+	var s string
+	if b := p.Instructions; len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &s) == nil {
+		return s
+	}
+	return ""
 }
 
 // subagentParent is the parent thread a subagent's session source names.

@@ -629,3 +629,26 @@ func TestRolloutEvents(t *testing.T) {
 		t.Errorf("models %+v", evs[0].Run)
 	}
 }
+
+// TestRolloutSystemInstructions: the session_meta's base_instructions are
+// each run's system instructions, and a rollout written from another
+// dialect keeps them there.
+func TestRolloutSystemInstructions(t *testing.T) {
+	in := formatstest.Fixture(t, "codex", "localpush-0.104-rollout.jsonl")
+	starts := formatstest.OfKind(formatstest.Read(t, codex.Rollout, in), formats.RunStart)
+	if len(starts) == 0 || starts[0].Run.SystemInstructions != "[REDACTED_TEXT len=13131 sha=036b7e47]" {
+		t.Fatalf("system instructions of the first run: %.60q", starts[0].Run.SystemInstructions)
+	}
+	// Through the otlp-json trace (which carries them with content) and
+	// back into a rollout.
+	_, spans, _ := converttest.Run(string(in), "--deterministic", "--from", "codex-rollout", "--to", "otlp-json", "--otlp-content")
+	back := formatstest.OfKind(formatstest.Read(t, codex.Rollout, converttest.Convert(t, []byte(spans), "otlp-json", "codex-rollout")), formats.RunStart)
+	if len(back) == 0 || back[0].Run.SystemInstructions != starts[0].Run.SystemInstructions {
+		t.Errorf("after otlp-json and back: %.60q", back[0].Run.SystemInstructions)
+	}
+	// A stream without a place for them says they are lost.
+	_, _, stderr := converttest.Run(string(in), "--from", "codex-rollout", "--to", "codex")
+	if !strings.Contains(stderr, "× system instructions (codex cannot carry them)") {
+		t.Errorf("codex does not report the system instructions lost: %s", stderr)
+	}
+}

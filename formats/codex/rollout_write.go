@@ -119,6 +119,9 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		if e.Run.SessionID != id {
 			m["agentconv_session_id"] = e.Run.SessionID
 		}
+		if s := e.Run.SystemInstructions; s != "" {
+			m["base_instructions"] = map[string]string{"text": s}
+		}
 		if err := w.put(f, "session_meta", e, m); err != nil {
 			return nil, err
 		}
