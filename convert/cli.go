@@ -56,6 +56,7 @@ func (s Sys) getenv(k string) string {
 }
 
 const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE|DIR] [FILE|DIR ...]
+agentconv sessions [--since 7d] [--agent NAME] [--project PATH] [--json | --paths] [DIR ...]
 agentconv formats [--losses]
 agentconv generate --to DIALECT [--size 100MB]`
 
@@ -102,7 +103,7 @@ func Run(args []string, sys Sys) int {
 			status = convertCmd(c, sys)
 			return nil
 		},
-		Commands: []*cli.Command{{
+		Commands: []*cli.Command{sessionsCommand(sys, &status), {
 			Name:  "formats",
 			Usage: "list the dialects, and whether each can be read and written",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: "losses", Usage: "list instead what each dialect's writer cannot carry"}},
@@ -131,7 +132,12 @@ func Run(args []string, sys Sys) int {
 		}},
 	}
 	app.DisableSliceFlagSeparator = true // --otlp-header x=a,b is one header, whose value is a,b
-	if err := app.Run(flagsFirst(args, app.Flags)); err != nil {
+	args = flagsFirst(args, app.Flags)
+	if len(args) > 2 && args[1] == "sessions" {
+		// Its flags may come after its directories too.
+		args = append([]string{args[0]}, flagsFirst(args[1:], sessionsFlags())...)
+	}
+	if err := app.Run(args); err != nil {
 		fmt.Fprintf(sys.Stderr, "agentconv: %v\n", err)
 		return ExitUsage
 	}
@@ -255,7 +261,7 @@ func flagsFirst(args []string, flags []cli.Flag) []string {
 				i++
 				opts = append(opts, rest[i])
 			}
-		case len(files) == 0 && len(opts) == 0 && (a == "formats" || a == "generate" || a == "help"):
+		case len(files) == 0 && len(opts) == 0 && (a == "formats" || a == "generate" || a == "sessions" || a == "help"):
 			return args // a subcommand parses its own flags
 		default:
 			files = append(files, a)
