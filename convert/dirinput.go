@@ -102,6 +102,15 @@ func dirInputs(dir string, from formats.Dialect, unreadable func(path string, er
 // with it (Dialect.Owner: a subagent's file beside its session's file); a
 // file whose owner is not in the list stays, to be read on its own.
 func dropOwned(files []string, from formats.Dialect) []string {
+	var owners []formats.Dialect
+	for _, d := range Readable() {
+		if d.Owner != nil && (from.Name == "" || d.Name == from.Name) {
+			owners = append(owners, d)
+		}
+	}
+	if len(owners) == 0 {
+		return files
+	}
 	listed := make(map[string]bool, len(files))
 	for _, f := range files {
 		listed[f] = true
@@ -109,10 +118,7 @@ func dropOwned(files []string, from formats.Dialect) []string {
 	out := files[:0]
 	for _, f := range files {
 		owned := false
-		for _, d := range Readable() {
-			if d.Owner == nil || from.Name != "" && d.Name != from.Name {
-				continue
-			}
+		for _, d := range owners {
 			if o := d.Owner(f); o != "" && o != f && listed[o] {
 				owned = true
 				break

@@ -106,10 +106,17 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 	// writer waits for is always being read.
 	window := make(chan struct{}, workers*manyAhead)
 	var next atomic.Int64
+	var dirDialects []formats.Dialect
+	for _, d := range Readable() {
+		if d.DirFiles != "" && d.Detect != nil {
+			dirDialects = append(dirDialects, d)
+		}
+	}
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var br *bufio.Reader // each file's in turn
 			for {
 				select {
 				case window <- struct{}{}:
@@ -120,7 +127,7 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 				if i >= len(jobs) {
 					return
 				}
-				p.readJob(&jobs[i], done)
+				br = p.readJob(&jobs[i], br, dirDialects, done)
 			}
 		}()
 	}
@@ -231,7 +238,17 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 // readJob reads one file into its job's batches, as Convert's reader does.
 // The reader warns into the job's own report, which the writer replays in
 // order, so that each warning names its file and comes where it did.
-func (p *Pipeline) readJob(job *manyJob, done <-chan struct{}) {
+//
+// br is the buffer of the worker's last file, or nil; readJob returns the
+// one it used. A file is read at once, so its head is what one read of the
+// buffer gives: detection looks at it once (a pipe's head, by contrast, is
+// looked at as it comes, see peekHead).
+//
+// A directory's file that one of the dialects reading directories (dirs)
+// whose pattern matches its name is sure of (100) is read as that one
+// without asking every dialect: detection is most of the work of a small
+// file.
+func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, dirs []formats.Dialect, done <-chan struct{}) *bufio.Reader {
 	defer close(job.batches)
 	send := func(b []item) bool {
 		select {
@@ -251,35 +268,51 @@ func (p *Pipeline) readJob(job *manyJob, done <-chan struct{}) {
 	if err != nil {
 		if job.src.Dir != "" {
 			job.unread = unwrapPath(err)
-			return
+			return br
 		}
 		send([]item{{err: &InputError{File: name, Msg: err.Error()}}})
-		return
+		return br
 	}
 	defer f.Close()
 	in.R = f
 	src := newValidUTF8Reader(f, func(line int) {
 		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
 	})
-	br := bufio.NewReaderSize(src, 64<<10)
-	d, err := dialectOf(in, br, p.opts.From, rep)
+	if br == nil {
+		br = bufio.NewReaderSize(src, formats.DetectSize)
+	} else {
+		br.Reset(src)
+	}
+	var d formats.Dialect
+	head, err := br.Peek(formats.DetectSize)
+	if err == nil || err == io.EOF || err == bufio.ErrBufferFull {
+		var sure bool
+		if job.src.Dir != "" && p.opts.From.Name == "" {
+			d, sure = sureDirDialect(head, name, dirs)
+		}
+		if err = nil; !sure {
+			d, err = dialectOfHead(in, br, head, p.opts.From, rep)
+		}
+	} else {
+		err = &InputError{File: in.Name, Msg: err.Error()}
+	}
 	if err != nil {
 		var de *detectError
 		switch {
 		case job.src.Dir == "":
 		case errors.As(err, &de):
 			job.skipped = true
-			return
+			return br
 		default:
 			job.unread = errors.New(strings.TrimPrefix(err.Error(), name+": "))
-			return
+			return br
 		}
 		send([]item{{err: err}})
-		return
+		return br
 	}
 	if job.src.Dir != "" && !readsDir(d, name) {
 		job.skipped = true
-		return
+		return br
 	}
 	r := d.NewReader(br, formats.ReadOptions{Dialect: d.Name, Report: rep, Path: name})
 	batch := make([]item, 0, 16)
@@ -294,11 +327,26 @@ func (p *Pipeline) readJob(job *manyJob, done <-chan struct{}) {
 		last := err != nil && !(errors.As(err, &le) && p.opts.Lenient)
 		if last || len(batch) == batchSize || bytes >= batchBytes {
 			if !send(batch) || last {
-				return
+				return br
 			}
 			batch, bytes = make([]item, 0, batchSize), 0
 		}
 	}
+}
+
+// sureDirDialect returns the first of dirs whose pattern matches the
+// file's name and that is sure (100) the head is its own; only for a head
+// that starts with its JSON (no lines to skip, see sniff).
+func sureDirDialect(head []byte, path string, dirs []formats.Dialect) (formats.Dialect, bool) {
+	if n, _ := leadingText(head); n > 0 {
+		return formats.Dialect{}, false
+	}
+	for _, d := range dirs {
+		if readsDir(d, path) && d.Detect(head) >= 100 {
+			return d, true
+		}
+	}
+	return formats.Dialect{}, false
 }
 
 // manyBatch is a batch of a file's events, with the warnings its reader

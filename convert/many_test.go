@@ -51,6 +51,7 @@ func manyTree(t *testing.T) string {
 		m, _ := filepath.Glob(filepath.Join("..", "testdata", fam, "*.*l"))
 		srcs = append(srcs, m...)
 	}
+	srcs = append(srcs, filepath.Join("..", "testdata", "atif", "rfc-0001-example.json"))
 	if len(srcs) < 20 {
 		t.Fatalf("only %d fixtures", len(srcs))
 	}

@@ -120,6 +120,11 @@ func dialectOf(in Input, br *bufio.Reader, from formats.Dialect, rep *formats.Re
 	if err != nil {
 		return formats.Dialect{}, &InputError{File: in.Name, Msg: err.Error()}
 	}
+	return dialectOfHead(in, br, head, from, rep)
+}
+
+// dialectOfHead is dialectOf once the head is peeked.
+func dialectOfHead(in Input, br *bufio.Reader, head []byte, from formats.Dialect, rep *formats.Report) (formats.Dialect, error) {
 	if from.Name != "" {
 		s := skipText(head, from)
 		rest := head[s.skip:]
