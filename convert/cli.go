@@ -62,9 +62,11 @@ agentconv generate --to DIALECT [--size 100MB]`
 
 const description = `Converts the event streams that AI coding agents print from one dialect to
 another, and exports runs as OpenTelemetry traces. Inputs are FILEs, or
-standard input when there are none or a FILE is "-"; a DIR, for a dialect
-that reads one (atif), is every *.json file under it. Without --from, the
-dialect of each input is detected from its first events.
+standard input when there are none or a FILE is "-"; a DIR is walked for
+the files of the dialects that read directories (session files, atif's
+*.json), and files that none of them reads are skipped and counted. Many
+files are converted at once, and written in path order. Without --from,
+the dialect of each input is detected from its first events.
 
 Whatever the target dialect cannot carry is counted and reported on stderr.
 
@@ -73,11 +75,13 @@ Examples:
    agentconv --from malac --to adal-json events.jsonl
    agentconv --to pretty testdata/adal/seed-stream.ndjson
    agentconv --to otlp run.ndjson        # send to OTEL_EXPORTER_OTLP_ENDPOINT
+   agentconv sessions --since 7d --agent claude --paths | agentconv --to otlp --files-from -
    agentconv formats                     # list the dialects
 
 Exit statuses:
    0    success (with --exit-status: the last run's own exit code)
-   1    malformed, unreadable or unrecognised input
+   1    malformed, unreadable or unrecognised input (also: a file of an input
+        directory could not be read; the rest was converted; not with --lenient)
    2    bad flags or arguments
    3    --strict met something the target cannot carry
    4    the output could not be written or delivered

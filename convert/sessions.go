@@ -524,7 +524,7 @@ func underDir(path, dir string) bool {
 func parseSince(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
-		if v, err := strconv.ParseFloat(s[:n-1], 64); err == nil && v >= 0 {
+		if v, err := strconv.ParseFloat(s[:n-1], 64); err == nil && v >= 0 && v <= 100000 {
 			day := 24 * time.Hour
 			if s[n-1] == 'w' {
 				day *= 7

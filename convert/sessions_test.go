@@ -238,7 +238,7 @@ func TestParseSince(t *testing.T) {
 	if got, err := parseSince("2026-11-24", now); err != nil || got.Day() != 24 || got.Hour() != 0 {
 		t.Errorf("a date: %v %v", got, err)
 	}
-	for _, bad := range []string{"", "d", "-3d", "yesterday", "7 days"} {
+	for _, bad := range []string{"", "d", "-3d", "yesterday", "7 days", "1e400d", "NaNd"} {
 		if _, err := parseSince(bad, now); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
