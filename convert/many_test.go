@@ -286,3 +286,74 @@ func cp(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestManyFilesOwned: a file that another file of the directory reads (a
+// subagent's, Dialect.Owner) is left out of the walk; one whose owner is
+// missing is read on its own.
+func TestManyFilesOwned(t *testing.T) {
+	withDialects(t, func(d *formats.Dialect) {
+		streamsReadDirs(d)
+		if d.Name == "adal-stream" {
+			d.Owner = func(path string) string {
+				if dir := filepath.Dir(path); filepath.Base(dir) == "subagents" {
+					return filepath.Dir(dir) + ".ndjson"
+				}
+				return ""
+			}
+		}
+	})
+	dir := t.TempDir()
+	cp(t, seedStream, filepath.Join(dir, "s1.ndjson"))
+	cp(t, multiRun, filepath.Join(dir, "s1", "subagents", "agent-a.ndjson"))
+	cp(t, seedStream, filepath.Join(dir, "s2", "subagents", "agent-b.ndjson"))
+	files, err := dirInputs(dir, formats.Dialect{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		rel, _ := filepath.Rel(dir, f.Path)
+		got = append(got, filepath.ToSlash(rel))
+	}
+	if strings.Join(got, " ") != "s1.ndjson s2/subagents/agent-b.ndjson" {
+		t.Errorf("the walk gives %v", got)
+	}
+	code, stdout, stderr := runCLI("", "--to", "adal-json", dir)
+	if code != 0 || strings.Count(stdout, "\n") != 2 {
+		t.Errorf("exit %d: %s\n%s", code, stdout, stderr)
+	}
+}
+
+// FuzzManyFiles: a directory of any files converts without a panic, and to
+// the same output and exit status with one worker and with three.
+func FuzzManyFiles(f *testing.F) {
+	for _, in := range []string{seedStream, multiRun, filepath.Join("..", "testdata", "atif", "rfc-0001-example.json"),
+		filepath.Join("..", "testdata", "malac", "subagents.jsonl")} {
+		if b, err := os.ReadFile(in); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		withDialects(t, streamsReadDirs)
+		dir := t.TempDir()
+		for i, name := range []string{"a.ndjson", "b/c.jsonl", "b/d.json", "e.jsonl"} {
+			b := data
+			if i == 1 {
+				b = data[:len(data)/2]
+			}
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code1, out1, err1 := runCLI("", "--deterministic", "--to", "otlp-json", "--workers", "1", dir)
+		code3, out3, err3 := runCLI("", "--deterministic", "--to", "otlp-json", "--workers", "3", dir)
+		if code1 != code3 || out1 != out3 || err1 != err3 {
+			t.Fatalf("1 worker: exit %d, %d bytes; 3 workers: exit %d, %d bytes\n%s", code1, len(out1), code3, len(out3), diff(err1, err3))
+		}
+		if code1 != ExitOK && code1 != ExitInput || strings.Contains(err1, "internal error") {
+			t.Fatalf("exit %d: %s", code1, err1)
+		}
+	})
+}

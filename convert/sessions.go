@@ -46,7 +46,7 @@ func sessionsCommand(sys Sys, status *int) *cli.Command {
 		Name:        "sessions",
 		Usage:       "list the agents' session files on disk, to convert or ship them",
 		UsageText:   sessionsUsage,
-		Description: fmt.Sprintf(sessionsDescription, strings.Join(placeNames(), ", ")),
+		Description: fmt.Sprintf(sessionsDescription, orNone(strings.Join(placeNames(), ", "))),
 		Action: func(c *cli.Context) error {
 			*status = sessionsCmd(c, sys)
 			return nil
@@ -75,9 +75,6 @@ func placeNames() []string {
 		for _, p := range d.Places(env) {
 			out = append(out, p)
 		}
-	}
-	if len(out) == 0 {
-		out = []string{"(no dialect names one)"}
 	}
 	return out
 }
@@ -157,9 +154,16 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 		unread++
 		rep.Warn(0, "%s: cannot read it: %v; skipped", path, err)
 	}
-	files, err := sessionFiles(c.Args().Slice(), sys.getenv, warn)
+	files, places, err := sessionFiles(c.Args().Slice(), sys.getenv, warn)
 	if err != nil {
 		return fail(ExitInput, "%v", err)
+	}
+	if c.NArg() == 0 && places == 0 {
+		if p := placeNames(); len(p) > 0 {
+			fmt.Fprintf(sys.Stderr, "agentconv sessions: none of the agents' places is here (%s); name a directory\n", strings.Join(p, ", "))
+		} else {
+			fmt.Fprintf(sys.Stderr, "agentconv sessions: no dialect names its agent's places; name a directory\n")
+		}
 	}
 	// A file not written to since --since has no activity since.
 	if !since.IsZero() {
@@ -223,6 +227,8 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 			b = append(append(b, line...), '\n')
 		}
 		_, werr = sys.Stdout.Write(b)
+	case len(out) == 0:
+		fmt.Fprintf(sys.Stderr, "agentconv sessions: no session found\n")
 	default:
 		werr = printSessions(sys.Stdout, out, sys.getenv("HOME"))
 	}
@@ -238,7 +244,8 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 // sessionFiles lists the files to read: under the places of the dialects
 // that name some (each walked for its own dialect's files), or under the
 // directories named, and the files named. Each path comes once.
-func sessionFiles(names []string, getenv func(string) string, unreadable func(string, error)) ([]SessionInfo, error) {
+// places counts the agents' places found.
+func sessionFiles(names []string, getenv func(string) string, unreadable func(string, error)) (_ []SessionInfo, places int, _ error) {
 	type walk struct {
 		dir  string
 		from formats.Dialect
@@ -265,6 +272,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 			for _, dir := range d.Places(getenv) {
 				if st, err := os.Stat(dir); err == nil && st.IsDir() {
 					walks = append(walks, walk{dir, d})
+					places++
 				}
 			}
 		}
@@ -272,7 +280,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 	for _, n := range names {
 		st, err := os.Stat(n)
 		if err != nil {
-			return nil, fmt.Errorf("%s: cannot read it: %v", n, unwrapPath(err))
+			return nil, 0, fmt.Errorf("%s: cannot read it: %v", n, unwrapPath(err))
 		}
 		if st.IsDir() {
 			walks = append(walks, walk{dir: n})
@@ -288,7 +296,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 			continue // nothing there
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for _, s := range srcs {
 			add(s)
@@ -300,7 +308,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 	for i := range out {
 		out[i].Bytes += owned[out[i].Path]
 	}
-	return out, nil
+	return out, places, nil
 }
 
 // ownedFiles sums, by owner, the sizes of the files under dir that another
@@ -463,6 +471,13 @@ func printSessions(out io.Writer, list []SessionInfo, home string) error {
 			start, s.Prompts, s.ToolCalls, s.Tokens, humanBytes(s.Bytes))
 	}
 	return tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none yet: no dialect names one)"
+	}
+	return s
 }
 
 func orDash(s string) string {
