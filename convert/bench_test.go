@@ -3,8 +3,12 @@ package convert
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/agentconv/agentconv/formats"
@@ -128,5 +132,49 @@ func BenchmarkConvert(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(events, 1)), "ns/event")
 			})
 		}
+	}
+}
+
+// BenchmarkManyFiles converts a directory of small trajectories (atif, a
+// dialect that reads directories) to otlp-json, against one file holding
+// the same bytes: go test ./convert -run XXX -bench ManyFiles
+// (testdata/bench/many.sh does the same with 10,000 files and the binary).
+func BenchmarkManyFiles(b *testing.B) {
+	const n = 1000
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "atif", "rfc-0001-example.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := []byte("025B810F-B3A2-4C67-93C0-FE7A142A947A")
+	if !bytes.Contains(src, id) {
+		b.Fatal("the fixture's session id changed")
+	}
+	dir := b.TempDir()
+	var one bytes.Buffer
+	for i := range n {
+		doc := bytes.ReplaceAll(src, id, fmt.Appendf(nil, "bench-%04d", i))
+		one.Write(doc)
+		p := filepath.Join(dir, "files", fmt.Sprintf("%02d", i/100), fmt.Sprintf("s%04d.json", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, doc, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	onePath := filepath.Join(dir, "one.json")
+	if err := os.WriteFile(onePath, one.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct{ name, input string }{{"dir", filepath.Join(dir, "files")}, {"onefile", onePath}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(one.Len()))
+			for i := 0; i < b.N; i++ {
+				var errb bytes.Buffer
+				code := Run([]string{"agentconv", "--to", "otlp-json", c.input}, Sys{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb})
+				if code != 0 {
+					b.Fatalf("exit %d: %s", code, errb.String())
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "runs/s")
+		})
 	}
 }

@@ -56,14 +56,17 @@ func (s Sys) getenv(k string) string {
 }
 
 const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE|DIR] [FILE|DIR ...]
+agentconv sessions [--since 7d] [--agent NAME] [--project PATH] [--json | --paths] [DIR ...]
 agentconv formats [--losses]
 agentconv generate --to DIALECT [--size 100MB]`
 
 const description = `Converts the event streams that AI coding agents print from one dialect to
 another, and exports runs as OpenTelemetry traces. Inputs are FILEs, or
-standard input when there are none or a FILE is "-"; a DIR, for a dialect
-that reads one (atif), is every *.json file under it. Without --from, the
-dialect of each input is detected from its first events.
+standard input when there are none or a FILE is "-"; a DIR is walked for
+the files of the dialects that read directories (session files, atif's
+*.json), and files that none of them reads are skipped and counted. Many
+files are converted at once, and written in path order. Without --from,
+the dialect of each input is detected from its first events.
 
 Whatever the target dialect cannot carry is counted and reported on stderr.
 
@@ -72,11 +75,13 @@ Examples:
    agentconv --from malac --to adal-json events.jsonl
    agentconv --to pretty testdata/adal/seed-stream.ndjson
    agentconv --to otlp run.ndjson        # send to OTEL_EXPORTER_OTLP_ENDPOINT
+   agentconv sessions --since 7d --agent claude --paths | agentconv --to otlp --files-from -
    agentconv formats                     # list the dialects
 
 Exit statuses:
    0    success (with --exit-status: the last run's own exit code)
-   1    malformed, unreadable or unrecognised input
+   1    malformed, unreadable or unrecognised input (also: a file of an input
+        directory could not be read; the rest was converted; not with --lenient)
    2    bad flags or arguments
    3    --strict met something the target cannot carry
    4    the output could not be written or delivered
@@ -102,7 +107,7 @@ func Run(args []string, sys Sys) int {
 			status = convertCmd(c, sys)
 			return nil
 		},
-		Commands: []*cli.Command{{
+		Commands: []*cli.Command{sessionsCommand(sys, &status), {
 			Name:  "formats",
 			Usage: "list the dialects, and whether each can be read and written",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: "losses", Usage: "list instead what each dialect's writer cannot carry"}},
@@ -132,7 +137,12 @@ func Run(args []string, sys Sys) int {
 		}},
 	}
 	app.DisableSliceFlagSeparator = true // --otlp-header x=a,b is one header, whose value is a,b
-	if err := app.Run(flagsFirst(args, app.Flags)); err != nil {
+	args = flagsFirst(args, app.Flags)
+	if len(args) > 2 && args[1] == "sessions" {
+		// Its flags may come after its directories too.
+		args = append([]string{args[0]}, flagsFirst(args[1:], sessionsFlags())...)
+	}
+	if err := app.Run(args); err != nil {
 		fmt.Fprintf(sys.Stderr, "agentconv: %v\n", err)
 		return ExitUsage
 	}
@@ -147,6 +157,9 @@ func flags() []cli.Flag {
 		&cli.BoolFlag{Name: "lenient", Usage: "skip malformed lines instead of stopping at the first; they are counted on stderr"},
 		&cli.BoolFlag{Name: "strict", Usage: "fail (exit 3) at the first thing the target dialect cannot carry"},
 		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},
+		&cli.StringFlag{Name: "files-from", Usage: "also read the inputs named in `FILE`, one path per line (\"-\": standard input), as `agentconv sessions --paths` prints them"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show no progress bar (it shows on a terminal for long work: many files, or more than a few seconds)"},
+		&cli.IntFlag{Name: "workers", Hidden: true, Usage: "read at most `N` files at once (default: the number of cores)"},
 		&cli.BoolFlag{Name: "deterministic", Usage: "use a fixed clock (2000-01-01T00:00:00Z, +1ms per event) where the source has no times, for reproducible output"},
 		&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
 		&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write an allocation profile to `FILE` at the end"},
@@ -253,7 +266,7 @@ func flagsFirst(args []string, flags []cli.Flag) []string {
 				i++
 				opts = append(opts, rest[i])
 			}
-		case len(files) == 0 && len(opts) == 0 && (a == "formats" || a == "generate" || a == "help"):
+		case len(files) == 0 && len(opts) == 0 && (a == "formats" || a == "generate" || a == "sessions" || a == "help"):
 			return args // a subcommand parses its own flags
 		default:
 			files = append(files, a)
@@ -333,13 +346,41 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	}
 
 	names := c.Args().Slice()
+	if list := c.String("files-from"); list != "" {
+		more, err := readList(list, sys.Stdin)
+		if err != nil {
+			return fail(ExitInput, "%v", err)
+		}
+		if list == "-" && slices.Contains(names, "-") {
+			return fail(ExitUsage, "--files-from - reads the names from standard input, which cannot then be an input too")
+		}
+		if len(more) == 0 && len(names) == 0 {
+			return fail(ExitInput, "%s: names no input; nothing to convert", listName(list))
+		}
+		names = append(names, more...)
+	}
 	if len(names) == 0 {
 		names = []string{"-"}
 	}
-	var inputs []string
+
+	// Progress on a terminal (progress.go); the report and the warnings
+	// below write through it, so that a warning never lands on the bar.
+	prog := newProgress(sys.Stderr, !c.Bool("quiet") && stderrIsTerminal(sys.Stderr), sys.getenv("NO_COLOR") != "")
+	stderr := io.Writer(sys.Stderr)
+	if prog != nil {
+		stderr = prog
+		defer prog.finish()
+	}
+	rep := formats.NewReport(stderr)
+
+	// The inputs: each directory is walked for the files of the dialects
+	// that read one (dirinput.go).
+	var srcs []Source
+	unread := 0
+	fromDirs := false
 	for _, n := range names {
 		if n == "-" {
-			inputs = append(inputs, n)
+			srcs = append(srcs, Source{Path: n})
 			continue
 		}
 		st, err := os.Stat(n)
@@ -347,16 +388,25 @@ func convertCmd(c *cli.Context, sys Sys) int {
 			return fail(ExitInput, "%s: cannot read it: %v", n, errors.Unwrap(err))
 		}
 		if !st.IsDir() {
-			inputs = append(inputs, n)
+			srcs = append(srcs, Source{Path: n, Size: st.Size()})
 			continue
 		}
-		files, err := dirInputs(n, from)
+		files, err := dirInputs(n, from, func(path string, err error) {
+			unread++
+			rep.Warn(0, "%s: cannot read it: %v; skipped", path, err)
+		})
 		if err != nil {
 			return fail(ExitInput, "%v", err)
 		}
-		inputs = append(inputs, files...)
+		fromDirs = true
+		srcs = append(srcs, files...)
 	}
-	names = inputs
+	names = names[:0]
+	stdin := false
+	for _, s := range srcs {
+		names = append(names, s.Path)
+		stdin = stdin || s.Path == "-"
+	}
 
 	// The output: standard output, or the -o file (output.go), or for a
 	// dialect that writes one document per run, the -o directory, one file
@@ -389,11 +439,10 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		n := 0
 		clock = func() time.Time { n++; return formats.FixedEpoch.Add(time.Duration(n) * time.Millisecond) }
 	}
-	rep := formats.NewReport(sys.Stderr)
 	wopts := formats.WriteOptions{
 		Dialect:  to.Name,
 		Report:   rep,
-		Stderr:   sys.Stderr,
+		Stderr:   stderr,
 		Params:   params,
 		Getenv:   sys.Getenv,
 		Terminal: !toFile && isTerminal(sys.Stdout),
@@ -441,28 +490,38 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	}
 
 	var runErr error
-	for _, n := range names {
-		in := Input{Name: n, R: sys.Stdin}
-		if n == "-" {
-			in.Name = "<stdin>"
-		} else {
-			f, err := os.Open(n)
+	var many ManyResult
+	if stdin || len(srcs) == 1 && !fromDirs {
+		// One input, or standard input among them: each streamed in turn,
+		// as it comes.
+		for _, src := range srcs {
+			in := Input{Name: src.Path, R: sys.Stdin}
+			if src.Path == "-" {
+				in.Name = "<stdin>"
+				if runErr = p.Convert(ctx, in); runErr != nil {
+					break
+				}
+				continue
+			}
+			f, err := os.Open(src.Path)
 			if err != nil {
-				runErr = &InputError{File: n, Msg: err.Error()}
+				runErr = &InputError{File: src.Path, Msg: err.Error()}
 				break
 			}
-			in.R, in.Path = f, n
+			in.R, in.Path = prog.reading(f, src.Size), src.Path
 			runErr = p.Convert(ctx, in)
 			f.Close()
 			if runErr != nil {
 				break
 			}
-			continue
 		}
-		if runErr = p.Convert(ctx, in); runErr != nil {
-			break
-		}
+	} else {
+		// Many files: read at once on the cores, written in order (many.go).
+		prog.start(len(srcs), srcs)
+		many, runErr = p.ConvertMany(ctx, srcs, ManyOptions{Workers: c.Int("workers"), Progress: prog.update})
+		unread += many.Unread
 	}
+	prog.finish()
 
 	// Close the writer whatever happened: what was converted is kept.
 	var closeErr error
@@ -499,7 +558,26 @@ func convertCmd(c *cli.Context, sys Sys) int {
 		}
 	}
 
+	for _, dir := range many.SkippedDirs {
+		n := many.Skipped[dir]
+		fmt.Fprintf(sys.Stderr, "agentconv: skipped %d %s under %s that no dialect reads\n", n, plural(n, "file", "files"), dir)
+	}
+
 	code := exitFor(runErr, sys.Stderr)
+	if left := many.Unread; code == ExitOK && fromDirs && len(srcs) > 0 {
+		for _, n := range many.Skipped {
+			left += n
+		}
+		if left == len(srcs) {
+			fmt.Fprintf(sys.Stderr, "agentconv: nothing under the input directories was read (each file was skipped, see above)\n")
+			code = ExitInput
+		}
+	}
+	if code == ExitOK && unread > 0 && !opts.Lenient {
+		fmt.Fprintf(sys.Stderr, "agentconv: %d %s under the input directories could not be read (see the warnings); the rest was converted (--lenient: exit 0 all the same)\n",
+			unread, plural(unread, "file", "files"))
+		code = ExitInput
+	}
 	if code == ExitOK || code == ExitInterrupted {
 		if c2 := exitFor(closeErr, sys.Stderr); c2 != ExitOK {
 			code = c2
@@ -609,6 +687,46 @@ func exitFor(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "agentconv: %v\n", err)
 	return ExitInput
+}
+
+// readList reads the input names of --files-from: one path a line, blank
+// lines left out.
+func readList(name string, stdin io.Reader) ([]string, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("--files-from %s: cannot read it: %v", name, unwrapPath(err))
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if l := strings.TrimRight(sc.Text(), "\r"); strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--files-from %s: cannot read it: %v", listName(name), err)
+	}
+	return out, nil
+}
+
+func listName(name string) string {
+	if name == "-" {
+		return "<stdin>"
+	}
+	return name
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func limit(s []string, n int) []string {

@@ -21,7 +21,11 @@ import (
 // is the same run to run; names starting with a dot are left out, files
 // and directories alike. A dialect that declares no pattern keeps the
 // error: name the files.
-func dirInputs(dir string, from formats.Dialect) ([]string, error) {
+//
+// What cannot be read under dir (a subdirectory or file whose permissions
+// forbid it, one that vanished during the walk) is passed to unreadable,
+// and left out; nil makes it an error.
+func dirInputs(dir string, from formats.Dialect, unreadable func(path string, err error)) ([]Source, error) {
 	var patterns, readers []string
 	for _, d := range Readable() {
 		if d.DirFiles == "" || from.Name != "" && d.Name != from.Name {
@@ -42,9 +46,17 @@ func dirInputs(dir string, from formats.Dialect) ([]string, error) {
 		return nil, fmt.Errorf("%s", msg)
 	}
 	var files []string
+	sizes := map[string]int64{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			if p == dir || unreadable == nil {
+				return err
+			}
+			unreadable(p, unwrapPath(err))
+			if d != nil && d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		if p != dir && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
@@ -57,9 +69,13 @@ func dirInputs(dir string, from formats.Dialect) ([]string, error) {
 		}
 		if !d.Type().IsRegular() {
 			// A symlink or other: only one that leads to a regular file.
-			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+			st, err := os.Stat(p)
+			if err != nil || !st.Mode().IsRegular() {
 				return nil
 			}
+			sizes[p] = st.Size()
+		} else if info, err := d.Info(); err == nil {
+			sizes[p] = info.Size()
 		}
 		files = append(files, p)
 		return nil
@@ -73,15 +89,28 @@ func dirInputs(dir string, from formats.Dialect) ([]string, error) {
 	}
 	files = dropOwned(files, from)
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no %s file under it (for %s)", dir, strings.Join(patterns, " or "), strings.Join(readers, ", "))
+		return nil, noFilesError(fmt.Sprintf("%s: no %s file under it (for %s)", dir, strings.Join(patterns, " or "), strings.Join(readers, ", ")))
 	}
-	return files, nil
+	out := make([]Source, len(files))
+	for i, f := range files {
+		out[i] = Source{Path: f, Dir: dir, Size: sizes[f]}
+	}
+	return out, nil
 }
 
 // dropOwned leaves out the files that another file of the list brings
 // with it (Dialect.Owner: a subagent's file beside its session's file); a
 // file whose owner is not in the list stays, to be read on its own.
 func dropOwned(files []string, from formats.Dialect) []string {
+	var owners []formats.Dialect
+	for _, d := range Readable() {
+		if d.Owner != nil && (from.Name == "" || d.Name == from.Name) {
+			owners = append(owners, d)
+		}
+	}
+	if len(owners) == 0 {
+		return files
+	}
 	listed := make(map[string]bool, len(files))
 	for _, f := range files {
 		listed[f] = true
@@ -89,10 +118,7 @@ func dropOwned(files []string, from formats.Dialect) []string {
 	out := files[:0]
 	for _, f := range files {
 		owned := false
-		for _, d := range Readable() {
-			if d.Owner == nil || from.Name != "" && d.Name != from.Name {
-				continue
-			}
+		for _, d := range owners {
 			if o := d.Owner(f); o != "" && o != f && listed[o] {
 				owned = true
 				break
@@ -123,4 +149,17 @@ func dirReaders() []string {
 		}
 	}
 	return out
+}
+
+// noFilesError: a directory holds no file that a dialect reads.
+type noFilesError string
+
+func (e noFilesError) Error() string { return string(e) }
+
+// readsDir: a directory walk reads the file at path as d, a dialect that
+// reads directories and whose pattern matches the file's name. A file of
+// another dialect (a stream of the same agent, a text that the text
+// dialects would take) is not one of the directory's files.
+func readsDir(d formats.Dialect, path string) bool {
+	return d.DirFiles != "" && matchAny([]string{d.DirFiles}, filepath.Base(path))
 }

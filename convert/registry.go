@@ -113,22 +113,32 @@ func detectHead(head []byte) (formats.Dialect, int) {
 // before the stream are skipped (see sniff); the dialect it returns reads
 // the input after them.
 func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, error) {
-	from := p.opts.From
+	return dialectOf(in, br, p.opts.From, p.opts.Report)
+}
+
+// dialectOf detects the dialect of an input (with from set, checks it),
+// warning on rep; an input that no dialect reads is a *detectError.
+func dialectOf(in Input, br *bufio.Reader, from formats.Dialect, rep *formats.Report) (formats.Dialect, error) {
 	head, err := peekHead(br, func(head []byte) bool { return enoughHead(head, from) })
 	if err != nil {
 		return formats.Dialect{}, &InputError{File: in.Name, Msg: err.Error()}
 	}
+	return dialectOfHead(in, br, head, from, rep)
+}
+
+// dialectOfHead is dialectOf once the head is peeked.
+func dialectOfHead(in Input, br *bufio.Reader, head []byte, from formats.Dialect, rep *formats.Report) (formats.Dialect, error) {
 	if from.Name != "" {
 		s := skipText(head, from)
 		rest := head[s.skip:]
 		if from.Detect != nil && len(formats.HeadLines(rest, 1)) > 0 && from.Detect(rest) == 0 {
 			if d, sc := Detect(rest); sc >= 50 && d.Name != from.Name {
-				return formats.Dialect{}, &InputError{File: in.Name, Line: s.lines + 1, Msg: fmt.Sprintf(
+				return formats.Dialect{}, &detectError{&InputError{File: in.Name, Line: s.lines + 1, Msg: fmt.Sprintf(
 					"none of the first events is %s, as --from says; it looks like %s (try --from %s, or leave --from out)",
-					from.Name, d.Name, d.Name)}
+					from.Name, d.Name, d.Name)}}
 			}
 		}
-		return skipping(s, br, p.opts.Report, head)
+		return skipping(s, br, rep, head)
 	}
 	if len(formats.HeadLines(head, 1)) == 0 {
 		// Nothing to detect from: an empty input converts to nothing.
@@ -137,13 +147,22 @@ func (p *Pipeline) dialectFor(in Input, br *bufio.Reader) (formats.Dialect, erro
 	s := sniff(head)
 	if s.score == 0 {
 		if err := binaryError(in, head); err != nil {
+			if ie, ok := err.(*InputError); ok {
+				return formats.Dialect{}, &detectError{ie}
+			}
 			return formats.Dialect{}, err
 		}
-		return formats.Dialect{}, &InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
-			"cannot tell which dialect this is; name it with --from (one of: %s)", formats.Names(Readable()))}
+		return formats.Dialect{}, &detectError{&InputError{File: in.Name, Line: 1, Msg: fmt.Sprintf(
+			"cannot tell which dialect this is; name it with --from (one of: %s)", formats.Names(Readable()))}}
 	}
-	return skipping(s, br, p.opts.Report, head)
+	return skipping(s, br, rep, head)
 }
+
+// detectError: no dialect reads the input (or not the one --from names).
+type detectError struct{ err *InputError }
+
+func (e *detectError) Error() string { return e.err.Error() }
+func (e *detectError) Unwrap() error { return e.err }
 
 // peekHead returns the start of an input for detection without consuming
 // it. On a live pipe it must not wait for more than it needs: it returns as
