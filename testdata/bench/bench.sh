@@ -108,10 +108,14 @@ done
 ws=$(median "${t[@]}")
 awk -v n="$spans" -v s="$ws" 'BEGIN { printf "--to otlp-json: %d spans in %.2f s = %.0f spans/s (20MB of the dense profile, not pinned; median of 3)\n", n, s, n / (s > 0 ? s : 0.001) }'
 
-# ---- A DIRECTORY OF 10,000 SMALL FILES: to be measured here, once a
-# ---- directory of session files is an input (see issue 16). Left for that
-# ---- work: generate 10,000 small files into "$work/dir", then measure
-# ---- `agentconv --to malac "$work/dir"` pinned and not pinned as above.
+# A directory of 10,000 small session files against one file of the same
+# bytes, to otlp-json (testdata/bench/many.sh): Codex rollouts and ATIF
+# trajectories.
+echo
+echo "== a directory of 10,000 small session files (many.sh)"
+SRC=testdata/codex/letta-tool-calls-rollout.jsonl NAME='rollout-2026-03-30T05-38-34-%05d.jsonl' \
+  bash testdata/bench/many.sh 10000
+SRC=testdata/atif/rfc-0001-example.json bash testdata/bench/many.sh 10000
 
 head -c 1000 testdata/adal/seed-stream.ndjson > "$work/small.ndjson"
 best=999

@@ -7,8 +7,12 @@
 # worker, and the ratio.
 #
 #   testdata/bench/many.sh [N]                  # default 10000
-#   SRC=testdata/claude-session/x.jsonl testdata/bench/many.sh
+#   SRC=testdata/codex/letta-tool-calls-rollout.jsonl \
+#     NAME='rollout-2026-03-30T05-38-34-%05d.jsonl' testdata/bench/many.sh
 #
+# NAME is each copy's file name, a printf pattern of the copy's number
+# (default session-%05d.EXT), for a dialect that reads only files of its
+# own names from a directory (codex-rollout: rollout-*.jsonl).
 # SRC is a small fixture of a dialect that reads a directory (Dialect.DirFiles;
 # `agentconv formats` and the README say which); its "session_id" or
 # "sessionId" values are replaced in each copy. Needs GNU time (/usr/bin/time).
@@ -16,6 +20,7 @@ set -euo pipefail
 n=${1:-10000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 src=${SRC:-testdata/atif/rfc-0001-example.json}
+name=${NAME:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$root"
@@ -25,17 +30,20 @@ ac="$work/agentconv"
 ext=${src##*.}
 mkdir -p "$work/dir"
 # N copies, 100 to a subdirectory, and the same bytes in one file.
-awk -v n="$n" -v dir="$work/dir" -v ext="$ext" -v one="$work/one.$ext" '
+[ -n "$name" ] || name="session-%05d.$ext"
+awk -v n="$n" -v dir="$work/dir" -v name="$name" -v one="$work/one.$ext" '
   { lines[NR] = $0 }
   END {
     for (i = 1; i <= n; i++) {
       sub_ = sprintf("%s/%03d", dir, int((i - 1) / 100))
       if ((i - 1) % 100 == 0) system("mkdir -p " sub_)
-      f = sprintf("%s/session-%05d.%s", sub_, i, ext)
+      f = sprintf("%s/" name, sub_, i)
       for (j = 1; j <= NR; j++) {
         l = lines[j]
         gsub(/"(session_id|sessionId)": *"[^"]*"/, "\"session_id\": \"bench-" i "\"", l)
         if (l ~ /sessionId/) gsub(/"session_id": "bench-/, "\"sessionId\": \"bench-", l)
+        # a Codex rollout names its session in session_meta'"'"'s payload.id
+        if (l ~ /"type": *"session_meta"/) sub(/"payload": *\{"id": *"[^"]*"/, "\"payload\":{\"id\":\"bench-" i "\"", l)
         print l > f
         print l > one
       }
