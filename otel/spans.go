@@ -168,6 +168,12 @@ type builder struct {
 	turnsSeen  bool              // the source ends turns, so content opens one
 	startsSeen bool              // the source starts turns itself
 
+	// held: the spans that ended while the run's session id was not
+	// known yet (AdaL gives it only at the run's end); they are handed on
+	// once it is, with it, or at the run's end, so that every span of a
+	// session carries it and is in its trace.
+	held []spanData
+
 	// Kept from run to run.
 	ended      spanData // the span being handed to emit
 	hashBuf    []byte   // what a hash is taken of
@@ -427,7 +433,7 @@ func (b *builder) startRun(e *formats.Event) {
 		b.endRun(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "a new run began before this one completed"}, b.at(e))
 	}
 	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
-		hashBuf: b.hashBuf, res: b.res, resService: b.resService, resVersion: b.resVersion,
+		hashBuf: b.hashBuf, res: b.res, resService: b.resService, resVersion: b.resVersion, held: b.held[:0],
 		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests)}
 	b.session = e.Run.SessionID
 	b.startLine = e.Source.LineNo
@@ -503,10 +509,7 @@ func (b *builder) setAnchor(e *formats.Event) {
 // the source gave it by then, else from the run's first record.
 func (b *builder) trace() trace.TraceID {
 	if !b.traceSet {
-		if !b.anchorSet {
-			sum := b.hash("line", strconv.Itoa(b.startLine))
-			b.anchor, b.anchorSet = sum[:], true
-		}
+		b.fixAnchor()
 		var sum [sha256.Size]byte
 		if b.session != "" {
 			sum = b.hash("session", b.session)
@@ -517,6 +520,14 @@ func (b *builder) trace() trace.TraceID {
 		b.traceSet = true
 	}
 	return b.traceID
+}
+
+// fixAnchor fixes the run's anchor, if no record of the source did.
+func (b *builder) fixAnchor() {
+	if !b.anchorSet {
+		sum := b.hash("line", strconv.Itoa(b.startLine))
+		b.anchor, b.anchorSet = sum[:], true
+	}
 }
 
 // spanID derives a span's id from the run's anchor and the span's key, so
@@ -935,6 +946,22 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	}
 	b.end(root, end)
 	b.open = false
+	b.flushHeld()
+}
+
+// flushHeld hands on the spans held while the session id was not known,
+// with it if it is known now, in the session's trace.
+func (b *builder) flushHeld() {
+	for i := range b.held {
+		h := &b.held[i]
+		h.traceID = b.trace()
+		if b.session != "" {
+			h.attrs = setAttr(h.attrs, attribute.String(keyConversation, b.session))
+		}
+		b.emit(h)
+		*h = spanData{}
+	}
+	b.held = b.held[:0]
 }
 
 func dropAttr(kvs []attribute.KeyValue, key attribute.Key) []attribute.KeyValue {
@@ -1031,7 +1058,8 @@ func (b *builder) end(s *span, t time.Time) {
 	}
 	// emit takes the span as it is now: a subagent's span may still move
 	// the start of a call that ended.
-	b.ended = spanData{name: s.name, traceID: b.trace(), spanID: b.spanID(s), kind: s.kind,
+	b.fixAnchor()
+	b.ended = spanData{name: s.name, spanID: b.spanID(s), kind: s.kind,
 		start: s.start, end: s.end, attrs: s.attrs, events: s.events, status: s.status,
 		resource: b.res, scope: instrumentation.Scope{Name: scopeName}}
 	if p := s.parent; p != nil {
@@ -1043,5 +1071,11 @@ func (b *builder) end(s *span, t time.Time) {
 			p.start = s.start
 		}
 	}
+	if b.session == "" && b.open {
+		b.held = append(b.held, b.ended)
+		return
+	}
+	b.flushHeld()
+	b.ended.traceID = b.trace()
 	b.emit(&b.ended)
 }

@@ -96,6 +96,8 @@ func (w *writer) Close() error {
 	if w.err != nil {
 		return w.err
 	}
+	// A run the writer was never told the end of: its held spans go.
+	w.b.flushHeld()
 	var errs []error
 	for _, rec := range w.ledger.close(w.rep) {
 		if err := w.sink.raw(rec.line); err != nil {
