@@ -3,6 +3,7 @@ package formats
 import (
 	"encoding/binary"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -199,11 +200,18 @@ func (s *JSONScanner) String() (content []byte, escaped, high, ok bool) {
 			// Eight bytes at a time while none ends the string, escapes
 			// or is a control character.
 			x := binary.LittleEndian.Uint64(b[i:])
-			if hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\\'))|hasLess(x, 0x20) == 0 {
+			m := hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\')) | hasLess(x, 0x20)
+			if m == 0 {
 				high = high || x&msb != 0
 				i += 8
 				continue
 			}
+			// The lowest flagged byte is the first that ends the string,
+			// escapes or is a control character (the tests have no false
+			// positive below the first true one): go to it at once.
+			k := bits.TrailingZeros64(m) >> 3
+			high = high || x&msb&(1<<(8*k)-1) != 0
+			i += k
 		}
 		c := b[i]
 		switch {

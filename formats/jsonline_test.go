@@ -75,6 +75,9 @@ func checkScan(t *testing.T, b []byte) {
 	}
 	s = JSONScanner{B: b}
 	if content, esc, high, ok := s.String(); ok && s.End() {
+		if want := bytes.ContainsFunc(content, func(r rune) bool { return r >= utf8.RuneSelf }); high != want {
+			t.Fatalf("%q: the scanner says high=%v, want %v", b, high, want)
+		}
 		got, ok := Unquote(content, esc, high)
 		var want string
 		if err := json.Unmarshal(b, &want); err != nil {
