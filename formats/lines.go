@@ -37,6 +37,35 @@ func NewLineReader(r io.Reader) *LineReader {
 	return &LineReader{br: br}
 }
 
+// LineArena copies lines for the events that keep them (Source.Line, and
+// fields kept as slices of it), carving the short ones from shared chunks
+// instead of allocating each: a chunk is freed once no line in it is
+// referenced. Each copy is capped, so that appending to it reallocates.
+type LineArena struct {
+	chunk []byte
+}
+
+const (
+	arenaChunk = 32 << 10
+	// arenaMax is the longest line carved from a chunk: a longer one gets
+	// its own allocation, so that a chunk holds many lines and one kept
+	// line never holds much more than itself.
+	arenaMax = 2 << 10
+)
+
+// Copy returns a copy of b that the caller may keep.
+func (a *LineArena) Copy(b []byte) []byte {
+	if len(b) > arenaMax {
+		return append([]byte(nil), b...)
+	}
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		a.chunk = make([]byte, 0, arenaChunk)
+	}
+	n := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return a.chunk[n:len(a.chunk):len(a.chunk)]
+}
+
 // Line is the 1-based number of the line last returned.
 func (l *LineReader) Line() int { return l.line }
 

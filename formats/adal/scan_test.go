@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/goccy/go-json"
 )
@@ -43,10 +44,17 @@ func TestStreamLineScanIsTheDecoder(t *testing.T) {
 
 func checkScanLine(t *testing.T, line []byte) {
 	t.Helper()
-	var fast streamLine
+	// Twice with one interner: the second reads the names interned.
+	names := &formats.Interner{}
+	fast := streamLine{names: names}
 	if !fast.scan(line) {
 		return
 	}
+	fast = streamLine{names: names}
+	if !fast.scan(line) {
+		t.Fatalf("%q: scanned once, not twice", line)
+	}
+	fast.names = nil
 	var slow streamLine
 	if err := json.Unmarshal(line, &slow); err != nil {
 		t.Fatalf("%q: the scan takes a line that the decoder does not: %v", line, err)
