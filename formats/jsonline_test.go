@@ -96,6 +96,16 @@ func checkScan(t *testing.T, b []byte) {
 			t.Fatalf("%q: compacted to %s, want %s", b, got, want.Bytes())
 		}
 	}
+	// DecodeOutput reads an output as the decoder does, or keeps its text.
+	e := Event{Call: Call{OutputJSON: b}}
+	e.DecodeOutput()
+	var want string
+	if err := json.Unmarshal(b, &want); err != nil {
+		want = string(b)
+	}
+	if len(b) > 0 && (e.Call.Output != want || e.Call.OutputJSON != nil) {
+		t.Fatalf("%q: DecodeOutput gives %q, want %q", b, e.Call.Output, want)
+	}
 	s = JSONScanner{B: b}
 	if content, esc, high, ok := s.String(); ok && s.End() {
 		if want := bytes.ContainsFunc(content, func(r rune) bool { return r >= utf8.RuneSelf }); high != want {
