@@ -164,6 +164,9 @@ type JSONScanner struct {
 	I int
 	// Spaced: white space was skipped between tokens.
 	Spaced bool
+	// ValidUTF8 says that B is known to be valid UTF-8: Skip does not
+	// check its strings again.
+	ValidUTF8 bool
 }
 
 // MaxScanDepth is the deepest nesting the scanner follows.
@@ -344,7 +347,7 @@ func (s *JSONScanner) skip(depth int) bool {
 	case '"':
 		start := s.I
 		_, _, high, ok := s.String()
-		return ok && (!high || utf8.Valid(s.B[start:s.I]))
+		return ok && (!high || s.ValidUTF8 || utf8.Valid(s.B[start:s.I]))
 	case '{':
 		s.I++
 		if s.Space() == '}' {
@@ -353,7 +356,7 @@ func (s *JSONScanner) skip(depth int) bool {
 		}
 		for {
 			start := s.I
-			if _, _, high, ok := s.String(); !ok || high && !utf8.Valid(s.B[start:s.I]) {
+			if _, _, high, ok := s.String(); !ok || high && !s.ValidUTF8 && !utf8.Valid(s.B[start:s.I]) {
 				return false
 			}
 			if !s.Expect(':') || !s.skip(depth+1) {

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -260,5 +261,24 @@ func TestLineArenaCopies(t *testing.T) {
 		if len(c) != 100 || c[0] != byte('a'+i%26) || c[99] != byte('a'+i%26) {
 			t.Fatalf("copy %d changed: %q", i, c)
 		}
+	}
+}
+
+func TestMarkValidUTF8(t *testing.T) {
+	br := bufio.NewReaderSize(strings.NewReader("{}\n"), 64<<10)
+	if NewLineReader(br).ValidUTF8() {
+		t.Fatal("an input not marked is taken as valid UTF-8")
+	}
+	unmark := MarkValidUTF8(br)
+	if !NewLineReader(br).ValidUTF8() {
+		t.Fatal("a marked input is not taken as valid UTF-8")
+	}
+	other := bufio.NewReaderSize(strings.NewReader("{}\n"), 64<<10)
+	if NewLineReader(other).ValidUTF8() {
+		t.Fatal("another input is taken as valid UTF-8")
+	}
+	unmark()
+	if NewLineReader(br).ValidUTF8() {
+		t.Fatal("an unmarked input is still taken as valid UTF-8")
 	}
 }

@@ -2,7 +2,9 @@ package adal
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -55,6 +57,17 @@ func checkScanLine(t *testing.T, line []byte) {
 		t.Fatalf("%q: scanned once, not twice", line)
 	}
 	fast.names = nil
+	if utf8.Valid(line) {
+		// Known valid, the scan reads it alike without checking it again.
+		trusting := streamLine{valid: true}
+		if !trusting.scan(line) {
+			t.Fatalf("%q: scanned, but not when known to be valid UTF-8", line)
+		}
+		trusting.valid = false
+		if !reflect.DeepEqual(trusting, fast) {
+			t.Fatalf("%q:\n known valid %+v\n checked     %+v", line, trusting, fast)
+		}
+	}
 	var slow streamLine
 	if err := json.Unmarshal(line, &slow); err != nil {
 		t.Fatalf("%q: the scan takes a line that the decoder does not: %v", line, err)

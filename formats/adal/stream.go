@@ -65,6 +65,8 @@ type streamLine struct {
 	exit int
 	// names interns tool names, if set.
 	names *formats.Interner
+	// valid: the line is known to be valid UTF-8.
+	valid bool
 }
 
 // streamFields are the keys of streamLine: a key that only folds to one of
@@ -77,7 +79,7 @@ var streamFields = []string{"type", "id", "name", "args", "status", "output", "r
 // a field's own spelling but folds to one, an escaped or non-ASCII key,
 // invalid UTF-8 or a surrogate escape, and any line that is not valid JSON.
 func (l *streamLine) scan(line []byte) bool {
-	s := formats.JSONScanner{B: line}
+	s := formats.JSONScanner{B: line, ValidUTF8: l.valid}
 	if !s.Expect('{') {
 		return false
 	}
@@ -159,7 +161,7 @@ func scanString(s *formats.JSONScanner, dst *string, known ...string) bool {
 			}
 		}
 	}
-	*dst, ok = formats.Unquote(content, esc, high)
+	*dst, ok = formats.Unquote(content, esc, high && !s.ValidUTF8)
 	return ok
 }
 
@@ -174,7 +176,7 @@ func scanName(s *formats.JSONScanner, dst *string, names *formats.Interner) bool
 		*dst = names.String(content)
 		return true
 	}
-	*dst, ok = formats.Unquote(content, esc, high)
+	*dst, ok = formats.Unquote(content, esc, high && !s.ValidUTF8)
 	return ok
 }
 
@@ -234,7 +236,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	line = r.arena.Copy(line)
 	// One record, reused: every field is copied out of it below.
 	l := &r.l
-	*l = streamLine{names: &r.toolNames}
+	*l = streamLine{names: &r.toolNames, valid: r.lines.ValidUTF8()}
 	if !l.scan(line) {
 		*l = streamLine{}
 		if err := formats.Unmarshal(n, line, l); err != nil {
