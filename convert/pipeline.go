@@ -182,7 +182,11 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		return err
 	}
 	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path}
+	// What br gives is valid UTF-8 (src repairs it): a reader need not
+	// check it again.
+	unmark := formats.MarkValidUTF8(br)
 	r := d.NewReader(br, ropts)
+	unmark()
 
 	if !mayBlock(in.R) {
 		return p.convertInline(ctx, in, r, br)

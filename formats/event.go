@@ -340,6 +340,15 @@ func (e *Event) DecodeOutput() {
 		return
 	}
 	if e.Call.Output == "" {
+		// A string the scanner settles is unquoted without the decoder.
+		sc := JSONScanner{B: e.Call.OutputJSON}
+		if content, esc, high, ok := sc.String(); ok && sc.End() {
+			if out, ok := Unquote(content, esc, high); ok {
+				e.Call.Output = out
+				e.Call.OutputJSON = nil
+				return
+			}
+		}
 		var s string
 		if json.Unmarshal(e.Call.OutputJSON, &s) == nil {
 			e.Call.Output = s

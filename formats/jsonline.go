@@ -3,6 +3,7 @@ package formats
 import (
 	"encoding/binary"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -96,6 +97,18 @@ func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) {
+			// Eight bytes at a time while all are plain ASCII, then to
+			// the first that is not.
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			m := hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\')) | hasLess(x, 0x20) | x&msb
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
@@ -151,6 +164,9 @@ type JSONScanner struct {
 	I int
 	// Spaced: white space was skipped between tokens.
 	Spaced bool
+	// ValidUTF8 says that B is known to be valid UTF-8: Skip does not
+	// check its strings again.
+	ValidUTF8 bool
 }
 
 // MaxScanDepth is the deepest nesting the scanner follows.
@@ -199,11 +215,18 @@ func (s *JSONScanner) String() (content []byte, escaped, high, ok bool) {
 			// Eight bytes at a time while none ends the string, escapes
 			// or is a control character.
 			x := binary.LittleEndian.Uint64(b[i:])
-			if hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\\'))|hasLess(x, 0x20) == 0 {
+			m := hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\')) | hasLess(x, 0x20)
+			if m == 0 {
 				high = high || x&msb != 0
 				i += 8
 				continue
 			}
+			// The lowest flagged byte is the first that ends the string,
+			// escapes or is a control character (the tests have no false
+			// positive below the first true one): go to it at once.
+			k := bits.TrailingZeros64(m) >> 3
+			high = high || x&msb&(1<<(8*k)-1) != 0
+			i += k
 		}
 		c := b[i]
 		switch {
@@ -324,7 +347,7 @@ func (s *JSONScanner) skip(depth int) bool {
 	case '"':
 		start := s.I
 		_, _, high, ok := s.String()
-		return ok && (!high || utf8.Valid(s.B[start:s.I]))
+		return ok && (!high || s.ValidUTF8 || utf8.Valid(s.B[start:s.I]))
 	case '{':
 		s.I++
 		if s.Space() == '}' {
@@ -333,7 +356,7 @@ func (s *JSONScanner) skip(depth int) bool {
 		}
 		for {
 			start := s.I
-			if _, _, high, ok := s.String(); !ok || high && !utf8.Valid(s.B[start:s.I]) {
+			if _, _, high, ok := s.String(); !ok || high && !s.ValidUTF8 && !utf8.Valid(s.B[start:s.I]) {
 				return false
 			}
 			if !s.Expect(':') || !s.skip(depth+1) {

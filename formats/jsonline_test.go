@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	stdjson "encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -21,6 +22,28 @@ func TestAppendJSONStringMatchesTheEncoder(t *testing.T) {
 			t.Errorf("%q: %s does not decode: %v", s, got, err)
 		}
 	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain text, long enough", "a \"quote\" and a \\ tab\there", "ünï 日本 🙂 \u2028\u2029 x", "bad \xff utf8 \xc3", "\x00\x01\x1f\x7f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := AppendJSONString(nil, s)
+		want, err := Marshal(s)
+		if err != nil {
+			t.Skip()
+		}
+		// The one known difference: \b and \f are written \u0008 and
+		// \u000c, where the encoder writes \b and \f.
+		if !strings.ContainsAny(s, "\b\f") && !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %s, want %s", s, got, want)
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil || utf8.ValidString(s) && back != s {
+			t.Fatalf("%q: %s decodes to %q (%v)", s, got, back, err)
+		}
+	})
 }
 
 func TestJSONLine(t *testing.T) {
@@ -73,8 +96,21 @@ func checkScan(t *testing.T, b []byte) {
 			t.Fatalf("%q: compacted to %s, want %s", b, got, want.Bytes())
 		}
 	}
+	// DecodeOutput reads an output as the decoder does, or keeps its text.
+	e := Event{Call: Call{OutputJSON: b}}
+	e.DecodeOutput()
+	var want string
+	if err := json.Unmarshal(b, &want); err != nil {
+		want = string(b)
+	}
+	if len(b) > 0 && (e.Call.Output != want || e.Call.OutputJSON != nil) {
+		t.Fatalf("%q: DecodeOutput gives %q, want %q", b, e.Call.Output, want)
+	}
 	s = JSONScanner{B: b}
 	if content, esc, high, ok := s.String(); ok && s.End() {
+		if want := bytes.ContainsFunc(content, func(r rune) bool { return r >= utf8.RuneSelf }); high != want {
+			t.Fatalf("%q: the scanner says high=%v, want %v", b, high, want)
+		}
 		got, ok := Unquote(content, esc, high)
 		var want string
 		if err := json.Unmarshal(b, &want); err != nil {
@@ -83,5 +119,21 @@ func checkScan(t *testing.T, b []byte) {
 		if ok && got != want {
 			t.Fatalf("%q: unquoted to %q, the decoder to %q", b, got, want)
 		}
+	}
+}
+
+// go test ./formats -run '^$' -bench AppendJSONString
+func BenchmarkAppendJSONString(b *testing.B) {
+	for _, s := range []struct{ name, s string }{
+		{"ascii", strings.Repeat("plain text of a tool output, path/to/file.go:12: ok ", 20)},
+		{"dense", strings.Repeat("naïve café back\\slash x\ty a \"quote\" — ", 20)},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			b.SetBytes(int64(len(s.s)))
+			var buf []byte
+			for i := 0; i < b.N; i++ {
+				buf = AppendJSONString(buf[:0], s.s)
+			}
+		})
 	}
 }

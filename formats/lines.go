@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/goccy/go-json"
@@ -22,19 +23,70 @@ var ErrLineTooLong = errors.New("line longer than 256 MiB")
 // UTF-8 byte order mark, CR before LF, and blank lines, and counts lines so
 // that errors can name them. Memory grows with the longest line only.
 type LineReader struct {
-	br   *bufio.Reader
-	buf  []byte
-	line int
-	eof  bool
+	br    *bufio.Reader
+	buf   []byte
+	line  int
+	eof   bool
+	valid bool
 }
 
 // NewLineReader wraps r.
 func NewLineReader(r io.Reader) *LineReader {
 	br, ok := r.(*bufio.Reader)
+	valid := ok && markedValid(br)
 	if !ok || br.Size() < 64<<10 {
 		br = bufio.NewReaderSize(r, 64<<10)
 	}
-	return &LineReader{br: br}
+	return &LineReader{br: br, valid: valid}
+}
+
+// ValidUTF8 reports that every line is valid UTF-8: the input was marked
+// so (MarkValidUTF8) when the line reader was made.
+func (l *LineReader) ValidUTF8() bool { return l.valid }
+
+// validInputs are the buffered inputs known to hold only valid UTF-8.
+var validInputs sync.Map
+
+// MarkValidUTF8 says that br holds only valid UTF-8 (the pipeline repairs
+// its input before a reader sees it), so that the line readers made on it
+// until unmark is called let their users skip checking it again.
+func MarkValidUTF8(br *bufio.Reader) (unmark func()) {
+	validInputs.Store(br, true)
+	return func() { validInputs.Delete(br) }
+}
+
+func markedValid(br *bufio.Reader) bool {
+	_, ok := validInputs.Load(br)
+	return ok
+}
+
+// LineArena copies lines for the events that keep them (Source.Line, and
+// fields kept as slices of it), carving the short ones from shared chunks
+// instead of allocating each: a chunk is freed once no line in it is
+// referenced. Each copy is capped, so that appending to it reallocates.
+type LineArena struct {
+	chunk []byte
+}
+
+const (
+	arenaChunk = 32 << 10
+	// arenaMax is the longest line carved from a chunk: a longer one gets
+	// its own allocation, so that a chunk holds many lines and one kept
+	// line never holds much more than itself.
+	arenaMax = 2 << 10
+)
+
+// Copy returns a copy of b that the caller may keep.
+func (a *LineArena) Copy(b []byte) []byte {
+	if len(b) > arenaMax {
+		return append([]byte(nil), b...)
+	}
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		a.chunk = make([]byte, 0, arenaChunk)
+	}
+	n := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return a.chunk[n:len(a.chunk):len(a.chunk)]
 }
 
 // Line is the 1-based number of the line last returned.

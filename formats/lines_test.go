@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -230,5 +231,54 @@ func TestUnmarshalObject(t *testing.T) {
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want) || err.Line != 3) {
 			t.Errorf("%s: %v, want %q", in, err, want)
 		}
+	}
+}
+
+func TestLineArenaCopies(t *testing.T) {
+	var a LineArena
+	src := []byte("one line")
+	first := a.Copy(src)
+	src[0] = 'X'
+	second := a.Copy([]byte("two"))
+	if string(first) != "one line" || string(second) != "two" {
+		t.Fatalf("copies %q %q", first, second)
+	}
+	// A copy is capped: appending to one does not write over the next.
+	_ = append(first, "!!!"...)
+	if string(second) != "two" {
+		t.Fatalf("appending to a copy changed the next: %q", second)
+	}
+	long := bytes.Repeat([]byte("x"), arenaMax+1)
+	if c := a.Copy(long); !bytes.Equal(c, long) || cap(c) >= arenaChunk {
+		t.Fatalf("a long line: len %d cap %d", len(c), cap(c))
+	}
+	// Many lines fill several chunks, each copy still intact.
+	var kept [][]byte
+	for i := 0; i < 3*arenaChunk/100; i++ {
+		kept = append(kept, a.Copy(bytes.Repeat([]byte{byte('a' + i%26)}, 100)))
+	}
+	for i, c := range kept {
+		if len(c) != 100 || c[0] != byte('a'+i%26) || c[99] != byte('a'+i%26) {
+			t.Fatalf("copy %d changed: %q", i, c)
+		}
+	}
+}
+
+func TestMarkValidUTF8(t *testing.T) {
+	br := bufio.NewReaderSize(strings.NewReader("{}\n"), 64<<10)
+	if NewLineReader(br).ValidUTF8() {
+		t.Fatal("an input not marked is taken as valid UTF-8")
+	}
+	unmark := MarkValidUTF8(br)
+	if !NewLineReader(br).ValidUTF8() {
+		t.Fatal("a marked input is not taken as valid UTF-8")
+	}
+	other := bufio.NewReaderSize(strings.NewReader("{}\n"), 64<<10)
+	if NewLineReader(other).ValidUTF8() {
+		t.Fatal("another input is taken as valid UTF-8")
+	}
+	unmark()
+	if NewLineReader(br).ValidUTF8() {
+		t.Fatal("an unmarked input is still taken as valid UTF-8")
 	}
 }

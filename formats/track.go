@@ -58,6 +58,8 @@ type CallTracker struct {
 	// output, for users that never read it back, so that a run's outputs
 	// are not held until the run ends.
 	DropOutputs bool
+	// slab is where the run's next calls are made, a few at a time.
+	slab []TrackedCall
 }
 
 // TrackedCall is what CallTracker keeps of a call.
@@ -76,7 +78,12 @@ func (t *CallTracker) Start(e *Event) *TrackedCall {
 	if t.calls == nil {
 		t.calls = map[string]*TrackedCall{}
 	}
-	c := &TrackedCall{Call: e.Call, Agent: e.Agent, Index: len(t.order)}
+	if len(t.slab) == cap(t.slab) {
+		t.slab = make([]TrackedCall, 0, 16)
+	}
+	t.slab = t.slab[:len(t.slab)+1]
+	c := &t.slab[len(t.slab)-1]
+	*c = TrackedCall{Call: e.Call, Agent: e.Agent, Index: len(t.order)}
 	t.calls[e.Call.ID] = c
 	t.order = append(t.order, c)
 	return c
@@ -131,4 +138,6 @@ func (t *CallTracker) Reset() {
 	clear(t.calls)
 	clear(t.order)
 	t.order = t.order[:0]
+	// The calls given out stay as they are; the next run's are new.
+	t.slab = nil
 }

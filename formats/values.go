@@ -166,3 +166,31 @@ func (v *ValueReader) value() ([]byte, error) {
 func isScalarStart(c byte) bool {
 	return c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n'
 }
+
+// Interner gives one string for each short text it is asked for again
+// (tool names, statuses), so that a reader does not allocate the same name
+// on every line. It keeps at most internMax texts of internLen bytes or
+// less; others are copied each time.
+type Interner struct {
+	m map[string]string
+}
+
+const (
+	internMax = 1024
+	internLen = 64
+)
+
+// String returns b as a string, the same one as for an earlier equal b.
+func (in *Interner) String(b []byte) string {
+	if s, ok := in.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(b) <= internLen && len(in.m) < internMax {
+		if in.m == nil {
+			in.m = map[string]string{}
+		}
+		in.m[s] = s
+	}
+	return s
+}

@@ -3,9 +3,11 @@ package formats
 import (
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 
 	"github.com/goccy/go-json"
 )
@@ -149,5 +151,24 @@ func TestValueReaderSkipsGarbage(t *testing.T) {
 	}
 	if strings.Join(got, " ") != `{"a":1} {"b":2}` || len(errs) != 1 || errs[0] != 2 {
 		t.Errorf("values %q, errors at lines %v", got, errs)
+	}
+}
+
+func TestInterner(t *testing.T) {
+	var in Interner
+	a := in.String([]byte("bash"))
+	b := in.String([]byte("bash"))
+	if a != "bash" || b != "bash" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatalf("got %q %q, want one string", a, b)
+	}
+	for i := 0; i < 2*internMax; i++ {
+		in.String([]byte(strconv.Itoa(i)))
+	}
+	if len(in.m) > internMax {
+		t.Fatalf("%d texts kept, want at most %d", len(in.m), internMax)
+	}
+	long := strings.Repeat("n", internLen+1)
+	if got := in.String([]byte(long)); got != long || in.m[long] != "" {
+		t.Fatalf("a long text: %q, kept %v", got, in.m[long] != "")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats"
@@ -136,8 +137,16 @@ type jsonWriter struct {
 	run     *formats.RunFollower
 	preview int
 	// outputs are the outputs of the run's calls, which the view does not
-	// keep, with their error texts merged in.
-	outputs map[*formats.TrackedCall]string
+	// keep, with their error texts merged in: only their previews, when
+	// they are longer, so that a run of big outputs is not held whole.
+	outputs map[*formats.TrackedCall]keptOutput
+}
+
+// keptOutput is what the writer keeps of a call's output.
+type keptOutput struct {
+	text string
+	// cut: text is the preview of a longer output.
+	cut bool
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -145,7 +154,7 @@ func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	if v, err := strconv.Atoi(o.Param(ParamPreviewBytes, "")); err == nil {
 		preview = v
 	}
-	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o), preview: preview, outputs: map[*formats.TrackedCall]string{}}
+	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o), preview: preview, outputs: map[*formats.TrackedCall]keptOutput{}}
 }
 
 // Observe follows the events of an object that the pipeline copies.
@@ -167,7 +176,12 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 			j.opts.Report.Lose(lossToolErrors)
 		}
 		if c := v.Calls.Get(e.Call.ID); c != nil {
-			j.outputs[c] = outputOf(&e.Call)
+			out := keptOutput{text: outputOf(&e.Call)}
+			if j.preview > 0 && len(out.text) > j.preview {
+				// A copy, so that the whole output is not kept for it.
+				out = keptOutput{text: strings.Clone(preview(out.text, j.preview)), cut: true}
+			}
+			j.outputs[c] = out
 		}
 	case formats.RunEnd:
 		defer clear(j.outputs)
@@ -196,9 +210,9 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 			fc.Status = "cancelled"
 		}
 		if c.Status != formats.Denied {
-			out := j.outputs[c]
-			if j.preview > 0 && len(out) > j.preview {
-				out = preview(out, j.preview)
+			kept := j.outputs[c]
+			out := kept.text
+			if kept.cut {
 				fc.OutputTruncated = true
 				j.opts.Report.Lose(lossPreviews)
 			}

@@ -2,8 +2,11 @@ package adal
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/goccy/go-json"
 )
@@ -43,9 +46,27 @@ func TestStreamLineScanIsTheDecoder(t *testing.T) {
 
 func checkScanLine(t *testing.T, line []byte) {
 	t.Helper()
-	var fast streamLine
+	// Twice with one interner: the second reads the names interned.
+	names := &formats.Interner{}
+	fast := streamLine{names: names}
 	if !fast.scan(line) {
 		return
+	}
+	fast = streamLine{names: names}
+	if !fast.scan(line) {
+		t.Fatalf("%q: scanned once, not twice", line)
+	}
+	fast.names = nil
+	if utf8.Valid(line) {
+		// Known valid, the scan reads it alike without checking it again.
+		trusting := streamLine{valid: true}
+		if !trusting.scan(line) {
+			t.Fatalf("%q: scanned, but not when known to be valid UTF-8", line)
+		}
+		trusting.valid = false
+		if !reflect.DeepEqual(trusting, fast) {
+			t.Fatalf("%q:\n known valid %+v\n checked     %+v", line, trusting, fast)
+		}
 	}
 	var slow streamLine
 	if err := json.Unmarshal(line, &slow); err != nil {

@@ -63,6 +63,10 @@ type streamLine struct {
 	// id and exit are where scan keeps ID and ExitCode.
 	id   string
 	exit int
+	// names interns tool names, if set.
+	names *formats.Interner
+	// valid: the line is known to be valid UTF-8.
+	valid bool
 }
 
 // streamFields are the keys of streamLine: a key that only folds to one of
@@ -75,7 +79,7 @@ var streamFields = []string{"type", "id", "name", "args", "status", "output", "r
 // a field's own spelling but folds to one, an escaped or non-ASCII key,
 // invalid UTF-8 or a surrogate escape, and any line that is not valid JSON.
 func (l *streamLine) scan(line []byte) bool {
-	s := formats.JSONScanner{B: line}
+	s := formats.JSONScanner{B: line, ValidUTF8: l.valid}
 	if !s.Expect('{') {
 		return false
 	}
@@ -96,7 +100,7 @@ func (l *streamLine) scan(line []byte) bool {
 				l.ID = &l.id
 			}
 		case "name":
-			ok = scanString(&s, &l.Name)
+			ok = scanName(&s, &l.Name, l.names)
 		case "status":
 			ok = scanString(&s, &l.Status, "completed", "failed", "cancelled")
 		case "reason":
@@ -157,7 +161,22 @@ func scanString(s *formats.JSONScanner, dst *string, known ...string) bool {
 			}
 		}
 	}
-	*dst, ok = formats.Unquote(content, esc, high)
+	*dst, ok = formats.Unquote(content, esc, high && !s.ValidUTF8)
+	return ok
+}
+
+// scanName reads a tool name: the same names come again and again, so a
+// plain one is interned.
+func scanName(s *formats.JSONScanner, dst *string, names *formats.Interner) bool {
+	content, esc, high, ok := s.String()
+	if !ok {
+		return false
+	}
+	if !esc && !high && names != nil {
+		*dst = names.String(content)
+		return true
+	}
+	*dst, ok = formats.Unquote(content, esc, high && !s.ValidUTF8)
 	return ok
 }
 
@@ -186,9 +205,12 @@ func atoi(n []byte) (int, bool) {
 }
 
 type streamReader struct {
-	lines   *formats.LineReader
-	opts    formats.ReadOptions
-	pending []*formats.Event
+	lines     *formats.LineReader
+	arena     formats.LineArena
+	l         streamLine
+	toolNames formats.Interner
+	opts      formats.ReadOptions
+	pending   []*formats.Event
 	// Calls of the older variant have no id: they get one from their
 	// position in the run, and results are paired by name, oldest first.
 	idless       map[string][]string
@@ -211,11 +233,13 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	n := r.lines.Line()
 	// Decode from the event's own copy of the line: the output is kept as a
 	// slice of it.
-	line = append([]byte(nil), line...)
-	var l streamLine
+	line = r.arena.Copy(line)
+	// One record, reused: every field is copied out of it below.
+	l := &r.l
+	*l = streamLine{names: &r.toolNames, valid: r.lines.ValidUTF8()}
 	if !l.scan(line) {
-		l = streamLine{}
-		if err := formats.Unmarshal(n, line, &l); err != nil {
+		*l = streamLine{}
+		if err := formats.Unmarshal(n, line, l); err != nil {
 			return nil, err
 		}
 	}

@@ -128,6 +128,7 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 type writer struct {
 	buf    formats.JSONLine
 	atBuf  []byte
+	atStr  string
 	w      io.Writer
 	opts   formats.WriteOptions
 	view   *formats.RunFollower
@@ -305,7 +306,11 @@ func (m *writer) Write(e *formats.Event) error {
 func (m *writer) env(e *formats.Event, typ string) envelope {
 	m.seq++
 	m.atBuf = appendAt(m.atBuf[:0], m.at(e))
-	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: string(m.atBuf), Type: typ}
+	if string(m.atBuf) != m.atStr {
+		// Lines of one millisecond share their time's string.
+		m.atStr = string(m.atBuf)
+	}
+	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: m.atStr, Type: typ}
 }
 
 // appendAt appends t as timeLayout formats it, by hand for the years of
