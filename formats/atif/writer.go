@@ -80,8 +80,9 @@ func (w *writer) Write(e *formats.Event) error {
 		a.open(e)
 		a.pendingThinking.WriteString(e.Text)
 	case formats.Message:
-		if e.Thinking != "" && a.cur != nil && a.text.Len() > 0 {
-			// Reasoning after the step's text is the next response's.
+		if (e.Thinking != "" || e.Text != "") && a.cur != nil && a.text.Len() > 0 {
+			// Reasoning or a message after the step's text is the next
+			// response's: a step holds one message.
 			a.close()
 		}
 		a.open(e)
