@@ -57,6 +57,12 @@ func (c *slowCollector) Export(ctx context.Context, req *collpb.ExportTraceServi
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if ctx.Err() != nil {
+		// The client gave up as the delay ran out (select picks either
+		// when both are ready): it spools these spans, so they are not
+		// taken here.
+		return nil, ctx.Err()
+	}
 	for _, rs := range req.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
