@@ -80,9 +80,10 @@ func (w *writer) Write(e *formats.Event) error {
 		a.open(e)
 		a.pendingThinking.WriteString(e.Text)
 	case formats.Message:
-		if (e.Thinking != "" || e.Text != "") && a.cur != nil && a.text.Len() > 0 {
-			// Reasoning or a message after the step's text is the next
-			// response's: a step holds one message.
+		if a.cur != nil && ((e.Thinking != "" || e.Text != "") && a.text.Len() > 0 || e.Thinking != "" && a.thinking.Len() > 0) {
+			// Reasoning or a message after the step's text, or reasoning
+			// after its reasoning, is the next response's: a step holds
+			// one of each.
 			a.close()
 		}
 		a.open(e)
