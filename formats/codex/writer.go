@@ -278,6 +278,14 @@ func (w *writer) Write(e *formats.Event) error {
 		c := v.Calls.Get(e.Call.ID)
 		it := w.item(c)
 		if it.completed {
+			if e.Call.ID == "" {
+				// A result without an id after the last one without an
+				// id ended: another call (a refusal needs no start),
+				// written as the source gave it, without an id.
+				call := e.Call
+				call.OutputJSON = nil
+				return w.writeItem("item.completed", w.toolItem(&call, ""))
+			}
 			// Its item is complete already: a thread item ends once.
 			w.lose("later results of tool calls that had already ended")
 			return nil
