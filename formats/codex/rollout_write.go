@@ -30,6 +30,7 @@ type rolloutWriter struct {
 	runs   int // runs without a session id, for their thread ids
 	run    writeRun
 	err    error
+	last   formats.Event // the time of the last event written, for what Close writes
 }
 
 // rolloutFile is one session's rollout.
@@ -161,6 +162,9 @@ func (w *rolloutWriter) item(e *formats.Event, payload map[string]any) error {
 func (w *rolloutWriter) Write(e *formats.Event) error {
 	if w.err != nil {
 		return w.err
+	}
+	if !e.Time.IsZero() || !e.Arrived.IsZero() {
+		w.last = formats.Event{Time: e.Time, Arrived: e.Arrived}
 	}
 	v := w.view.Follow(e)
 	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
@@ -564,6 +568,13 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 // Close closes every session's file.
 func (w *rolloutWriter) Close() error {
 	var first error
+	if w.cur != nil && w.err == nil {
+		// A run left open (the writer was not given its end): what was
+		// streamed into it is written still.
+		if err := w.flushText(&w.last); err != nil {
+			first = err
+		}
+	}
 	for _, f := range w.order {
 		if f.c != nil {
 			if err := f.c.Close(); err != nil && first == nil {
