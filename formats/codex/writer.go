@@ -41,6 +41,8 @@ type writerRun struct {
 	nextItem  int
 	items     map[*formats.TrackedCall]*callItem
 	used      map[string]bool // item ids written in the run
+	callIDs   map[string]bool // of those, the ids that calls brought
+	openCalls map[string]int  // call items started and not yet completed, by id
 	todoID    string
 	thinking  strings.Builder
 	lastText  string // the last agent_message written
@@ -291,6 +293,7 @@ func (w *writer) Write(e *formats.Event) error {
 			return nil
 		}
 		it.completed = true
+		w.run.openCalls[it.id]--
 		call := c.Call
 		call.Output, call.OutputJSON = e.Call.Output, nil
 		return w.writeItem("item.completed", w.toolItem(&call, it.id))
@@ -462,8 +465,10 @@ func (w *writer) use(id string) {
 
 // item is the thread item of a call of the run view: its id is the call's
 // own (even none), so that it survives a round trip, or a synthetic one
-// when an earlier item took it (another call that reused the id). Its start
-// and end get the same.
+// when an item that has not ended holds it (another call that reused the
+// id while the first was open) or a synthetic id took it. A call that
+// reuses the id of one that has ended keeps it, as the source gave it.
+// Its start and end get the same.
 func (w *writer) item(c *formats.TrackedCall) *callItem {
 	if it, ok := w.run.items[c]; ok {
 		return it
@@ -472,10 +477,15 @@ func (w *writer) item(c *formats.TrackedCall) *callItem {
 		w.run.items = map[*formats.TrackedCall]*callItem{}
 	}
 	id := c.ID
-	if id != "" && w.run.used[id] {
+	if id != "" && w.run.used[id] && (!w.run.callIDs[id] || w.run.openCalls[id] > 0) {
 		id = w.newID()
 	}
 	w.use(id)
+	if w.run.callIDs == nil {
+		w.run.callIDs, w.run.openCalls = map[string]bool{}, map[string]int{}
+	}
+	w.run.callIDs[id] = true
+	w.run.openCalls[id]++
 	it := &callItem{id: id}
 	w.run.items[c] = it
 	return it
