@@ -201,10 +201,8 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 		if err != nil {
 			return err
 		}
-		if p.opts.Flush != nil {
-			if err := p.opts.Flush(); err != nil {
-				return &OutputError{err}
-			}
+		if err := p.flush(); err != nil {
+			return err
 		}
 		if end {
 			break

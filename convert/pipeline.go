@@ -243,10 +243,8 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		if err != nil {
 			return err
 		}
-		if p.opts.Flush != nil {
-			if err := p.opts.Flush(); err != nil {
-				return &OutputError{err}
-			}
+		if err := p.flush(); err != nil {
+			return err
 		}
 		if end {
 			break
@@ -290,9 +288,9 @@ func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader
 		if werr != nil {
 			return werr
 		}
-		if p.opts.Flush != nil && (end || br.Buffered() == 0) {
-			if err := p.opts.Flush(); err != nil {
-				return &OutputError{err}
+		if end || br.Buffered() == 0 {
+			if err := p.flush(); err != nil {
+				return err
 			}
 		}
 		if end {
@@ -345,6 +343,17 @@ func (p *Pipeline) writeBatch(in Input, batch []item) (end bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// flush flushes the output, if the caller gave a way to.
+func (p *Pipeline) flush() error {
+	if p.opts.Flush == nil {
+		return nil
+	}
+	if err := p.opts.Flush(); err != nil {
+		return &OutputError{err}
+	}
+	return nil
 }
 
 // safeNext calls a reader and turns a panic into an error: a reader bug must
