@@ -196,33 +196,56 @@ func (g *Generator) manyCalls() []*formats.Event {
 				add(&formats.Event{Kind: formats.ToolCall, Call: c})
 				open = append(open, c)
 			}
-			for i := len(open) - 1; i >= 0; i-- {
-				c := open[i]
-				c.Status = formats.Completed
-				c.Output = g.escapedOutput(g.denseOutputSize())
-				if g.rng.IntN(8) == 0 {
-					c.Status, c.Error = formats.Failed, "exit status 1: "+g.escaped(4)
-				}
-				add(&formats.Event{Kind: formats.ToolResult, Call: c, Duration: time.Duration(g.rng.IntN(5000)) * time.Millisecond})
-			}
+			g.finish(add, open, func() string { return g.escapedOutput(g.denseOutputSize()) }, func() string { return g.escaped(4) })
 		}
 		add(&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(1000 + g.rng.IntN(9000))), OutputTokens: formats.Some(int64(g.rng.IntN(2000)))}})
 		add(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
 	}
+	g.end(add, session, call+1, denied, failed, runEnding{
+		deniedArgs:  `{"command":"rm -rf \"build/\"\tnaïve"}`,
+		deniedError: "bash needs approval: \"rm\"\t\\ — ü",
+		text:        g.escaped,
+		answerWords: 20,
+	})
+	return evs
+}
+
+// finish gives the open calls their results, in reverse order, each with
+// the output that output makes, and one in eight failed with errText's.
+func (g *Generator) finish(add func(*formats.Event), open []formats.Call, output, errText func() string) {
+	for i := len(open) - 1; i >= 0; i-- {
+		c := open[i]
+		c.Status = formats.Completed
+		c.Output = output()
+		if g.rng.IntN(8) == 0 {
+			c.Status, c.Error = formats.Failed, "exit status 1: "+errText()
+		}
+		add(&formats.Event{Kind: formats.ToolResult, Call: c, Duration: time.Duration(g.rng.IntN(5000)) * time.Millisecond})
+	}
+}
+
+// runEnding is how a profile words the end of a run.
+type runEnding struct {
+	deniedArgs, deniedError string
+	text                    func(words int) string
+	answerWords             int
+}
+
+// end ends a run: denied (a refused call, number call), failed, or
+// completed with an answer.
+func (g *Generator) end(add func(*formats.Event), session string, call int, denied, failed bool, how runEnding) {
 	switch {
 	case denied:
-		call++
 		add(&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: "bash",
-			Args: json.RawMessage(`{"command":"rm -rf \"build/\"\tnaïve"}`), Status: formats.Denied, Error: "bash needs approval: \"rm\"\t\\ — ü"}})
+			Args: json.RawMessage(how.deniedArgs), Status: formats.Denied, Error: how.deniedError}})
 		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(2)}})
 	case failed:
-		add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "model error: " + g.escaped(4)})
+		add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "model error: " + how.text(4)})
 		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "model error", Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(1)}})
 	default:
-		add(&formats.Event{Kind: formats.Answer, Text: g.escaped(20)})
+		add(&formats.Event{Kind: formats.Answer, Text: how.text(how.answerWords)})
 		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", ExitCode: formats.Some(0)}})
 	}
-	return evs
 }
 
 func (g *Generator) tick() time.Time {
@@ -265,31 +288,16 @@ func (g *Generator) Run() []*formats.Event {
 			add(&formats.Event{Kind: formats.ToolCall, Call: c})
 			open = append(open, c)
 		}
-		for i := len(open) - 1; i >= 0; i-- {
-			c := open[i]
-			c.Status = formats.Completed
-			c.Output = g.output(g.outputSize())
-			if g.rng.IntN(8) == 0 {
-				c.Status, c.Error = formats.Failed, "exit status 1: "+g.text(5)
-			}
-			add(&formats.Event{Kind: formats.ToolResult, Call: c, Duration: time.Duration(g.rng.IntN(5000)) * time.Millisecond})
-		}
+		g.finish(add, open, func() string { return g.output(g.outputSize()) }, func() string { return g.text(5) })
 		add(&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(1000 + g.rng.IntN(9000))), OutputTokens: formats.Some(int64(g.rng.IntN(2000)))}})
 		add(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
 	}
-	switch {
-	case denied:
-		call++
-		add(&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: "bash",
-			Args: json.RawMessage(`{"command":"rm -rf build/"}`), Status: formats.Denied, Error: "bash needs approval"}})
-		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(2)}})
-	case failed:
-		add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "model error: " + g.text(4)})
-		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "model error", Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(1)}})
-	default:
-		add(&formats.Event{Kind: formats.Answer, Text: g.text(30)})
-		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", ExitCode: formats.Some(0)}})
-	}
+	g.end(add, session, call+1, denied, failed, runEnding{
+		deniedArgs:  `{"command":"rm -rf build/"}`,
+		deniedError: "bash needs approval",
+		text:        g.text,
+		answerWords: 30,
+	})
 	return evs
 }
 
