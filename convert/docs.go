@@ -28,16 +28,14 @@ func DialectTable() string {
 }
 
 // Cannot lists what a writable dialect cannot carry: the features it does
-// not declare, then the losses of its own encoding. A run's later prompts
-// are only ever needed with the prompts themselves: a target without
-// prompts reports those alone.
+// not declare, less those whose loss another's always says (as on stderr:
+// a target without prompts reports the prompts, not also the later prompts
+// of a run), then the losses of its own encoding.
 func Cannot(d formats.Dialect) []string {
+	unnamed := formats.Unnamed(d.Carries)
 	var out []string
 	for _, f := range formats.Features() {
-		if f == formats.FollowUpPrompts && d.Carries&formats.UserPrompts == 0 {
-			continue
-		}
-		if d.Carries&f == 0 {
+		if d.Carries&f == 0 && unnamed&f == 0 {
 			out = append(out, formats.LossName(f, nil))
 		}
 	}

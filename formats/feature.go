@@ -150,15 +150,32 @@ func Features() []Feature {
 }
 
 // implied: a feature whose loss is already said by the loss of another is
-// not reported again (a failed turn's status goes with its turn).
-var implied = [...]struct{ f, by Feature }{
-	{TurnStatuses, Turns},
-	{CompactionSummaries, Compactions},
-	{SubagentCalls, Subagents},
-	{PerRequestUsage, TokenUsage},
-	{CacheWrites, TokenUsage},
-	{ReasoningTokens, TokenUsage},
-	{FollowUpPrompts, UserPrompts},
+// not reported again (a failed turn's status goes with its turn). always:
+// an event never needs the feature without the other (a turn's status is
+// always a turn's), so a target that lacks both never names it.
+var implied = [...]struct {
+	f, by  Feature
+	always bool
+}{
+	{TurnStatuses, Turns, true},
+	{CompactionSummaries, Compactions, true},
+	{SubagentCalls, Subagents, true},
+	{PerRequestUsage, TokenUsage, false}, // a request's cost alone
+	{CacheWrites, TokenUsage, true},
+	{ReasoningTokens, TokenUsage, true},
+	{FollowUpPrompts, UserPrompts, true},
+}
+
+// Unnamed is what of the features a target that carries `carries` lacks
+// its reports can never name, because another's loss always says it.
+func Unnamed(carries Feature) Feature {
+	var u Feature
+	for _, i := range implied {
+		if i.always && carries&i.by == 0 {
+			u |= i.f
+		}
+	}
+	return u
 }
 
 // Needs says which features an event uses. It is the one place that maps
