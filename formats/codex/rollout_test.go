@@ -652,3 +652,24 @@ func TestRolloutSystemInstructions(t *testing.T) {
 		t.Errorf("codex does not report the system instructions lost: %s", stderr)
 	}
 }
+
+// TestRolloutCLIVersion: session_meta's cli_version is the version of the
+// Codex that wrote the source, never another agent's.
+func TestRolloutCLIVersion(t *testing.T) {
+	cases := []struct {
+		name, version, want string
+	}{
+		{codex.AgentName, "0.130.0", `"cli_version":"0.130.0"`},
+		{"claude-code", "2.0.1", `"cli_version":""`},
+	}
+	for _, c := range cases {
+		out, _ := formatstest.WriteReport(t, codex.Rollout, []*formats.Event{
+			{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "019c8a70-dda7-7f33-98ea-f30553347322", AgentName: c.name, AgentVersion: c.version}},
+			{Kind: formats.UserMessage, Text: "go"},
+			{Kind: formats.RunEnd, Status: formats.Completed},
+		})
+		if !strings.Contains(out, c.want) {
+			t.Errorf("from %s %s: want %s in\n%s", c.name, c.version, c.want, out)
+		}
+	}
+}

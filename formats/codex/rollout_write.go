@@ -114,7 +114,8 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": "openai"}
 		// model_provider stays openai, the provider Codex continues a
 		// session with (newer Codex lists sessions by it).
-		if e.Source.Dialect == Rollout.Name || e.Source.Dialect == Dialect.Name {
+		if e.Run.AgentName == AgentName {
+			// Another agent's version is not Codex's.
 			m["cli_version"] = e.Run.AgentVersion
 		}
 		if e.Run.SessionID != id {
