@@ -249,20 +249,11 @@ type decoder struct {
 	opts formats.ReadOptions
 	out  formats.EventQueue
 
-	// The record being decoded: its bytes to pass through (nil when an
-	// earlier event carried them), line, type (system lines with their
-	// subtype: system/status) and time.
-	rec     []byte
-	recLine int
-	recType string
-	recTime time.Time
-	carried bool
-	// held are records that produced no event yet (a line of a message
-	// still being gathered, a stream event that only frames deltas); the
-	// next event carries them, so that a same-dialect writer prints every
-	// record, in order.
-	held     [][]byte
-	heldLine int
+	// The record being decoded, and the records held before it (a line of a
+	// message still being gathered, a stream event that only frames
+	// deltas): the next event carries them, so that a same-dialect writer
+	// prints every record, in order.
+	src formats.Carrier
 	// heldOnly: the event being emitted ends what came before the current
 	// record, so it carries the held records only.
 	heldOnly bool
@@ -367,40 +358,14 @@ func (d *decoder) wholeStreamed(agent string) {
 // push queues an event; the first event of a record carries it (and the
 // held records before it), the others are Continued.
 func (d *decoder) push(ev *formats.Event) {
-	ev.Source.Dialect = d.opts.Dialect
-	if ev.Source.Type == "" {
-		ev.Source.Type = d.recType
-	}
-	if ev.Source.LineNo == 0 {
-		ev.Source.LineNo = d.recLine
-	}
-	if ev.Time.IsZero() {
-		ev.Time = d.recTime
-	}
-	var line []byte
-	if len(d.held) > 0 {
-		line = bytes.Join(d.held, []byte{'\n'})
-		d.held = nil
-	}
-	if !d.carried && d.rec != nil && !d.heldOnly {
-		if line != nil {
-			line = append(line, '\n')
-		}
-		line = append(line, d.rec...)
-		d.carried = true
-	}
-	if line != nil {
-		ev.Source.Line = line
-	} else {
-		ev.Source.Continued = true
-	}
+	d.src.Stamp(ev, !d.heldOnly)
 	d.out.Push(ev)
 }
 
 // decode reads one record. data is the JSON object; carrier is the input
 // text to pass through for it (nil when an earlier record carried it).
 func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
-	d.rec, d.recLine, d.recType, d.recTime, d.carried = carrier, line, "", time.Time{}, false
+	d.src.Rec, d.src.Line, d.src.Type, d.src.Time, d.src.Carried = carrier, line, "", time.Time{}, false
 	var r record
 	if err := formats.Unmarshal(line, data, &r); err != nil {
 		if !json.Valid(data) {
@@ -408,19 +373,19 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 		}
 		// Valid JSON of an unexpected shape: keep it as it is.
 		d.opts.Report.Warn(line, "a Claude Code message with fields of unexpected types; kept as an unknown event")
-		d.recType = formats.TypeOf(data)
+		d.src.Type = formats.TypeOf(data)
 		d.ensureRun("")
 		d.emitRaw()
 		d.hold()
 		return nil
 	}
-	d.recType = r.Type
+	d.src.Type = r.Type
 	if r.Type == "system" && r.Subtype != "" {
-		d.recType += "/" + r.Subtype
+		d.src.Type += "/" + r.Subtype
 	}
 	if r.Timestamp != "" {
 		if t, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil {
-			d.recTime = t
+			d.src.Time = t
 		}
 	}
 	switch r.Type {
@@ -456,23 +421,14 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 func (d *decoder) emitRaw() { d.emit(&formats.Event{Kind: formats.Raw}) }
 
 // hold keeps a record that produced no event for the next event.
-func (d *decoder) hold() {
-	if d.carried || d.rec == nil {
-		return
-	}
-	if len(d.held) == 0 {
-		d.heldLine = d.recLine
-	}
-	d.held = append(d.held, append([]byte(nil), d.rec...))
-	d.carried = true
-}
+func (d *decoder) hold() { d.src.Hold() }
 
 // finish ends the input: the message being gathered is complete, and held
 // records go out as one unknown event, so that nothing is dropped.
 func (d *decoder) finish() {
 	d.flushMsg()
 	d.wholeStreamedAll()
-	d.rec, d.recLine, d.recType, d.recTime, d.carried = nil, d.heldLine, "stream_event", time.Time{}, true
+	d.src.Rec, d.src.Line, d.src.Type, d.src.Time, d.src.Carried = nil, d.src.HeldLine, "stream_event", time.Time{}, true
 	if len(d.preRun) > 0 {
 		// System lines, and no run after them: their events carry them.
 		pre := d.preRun
@@ -481,7 +437,7 @@ func (d *decoder) finish() {
 			d.emit(ev)
 		}
 	}
-	if len(d.held) > 0 {
+	if len(d.src.Held) > 0 {
 		d.emit(&formats.Event{Kind: formats.Raw})
 	}
 }
@@ -551,8 +507,8 @@ func (d *decoder) system(r *record) {
 // record is held for that run's start, and its event waits for it.
 func (d *decoder) runEvent(r *record, ev *formats.Event) {
 	if !d.open {
-		ev.Source = formats.Source{Type: d.recType, LineNo: d.recLine}
-		ev.Time = d.recTime
+		ev.Source = formats.Source{Type: d.src.Type, LineNo: d.src.Line}
+		ev.Time = d.src.Time
 		d.preRun = append(d.preRun, ev)
 		return
 	}
@@ -621,7 +577,7 @@ func (d *decoder) assistant(r *record) {
 	m := r.Message
 	if m == nil {
 		d.ensureRun(r.SessionID)
-		d.opts.Report.Warn(d.recLine, "an assistant message without \"message\"; kept as an unknown event")
+		d.opts.Report.Warn(d.src.Line, "an assistant message without \"message\"; kept as an unknown event")
 		d.emitRaw()
 		return
 	}
@@ -656,7 +612,7 @@ func (d *decoder) assistant(r *record) {
 	}
 	agent := d.agentOf(r)
 	if !d.msg.active {
-		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.recLine, time: d.recTime}
+		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.src.Line, time: d.src.Time}
 	}
 	if m.Usage != nil && (m.ID == "" || !d.usageIDs[m.ID]) {
 		if d.usageIDs == nil {
@@ -735,7 +691,7 @@ func (d *decoder) flushContent() {
 	if !m.active || (m.text == "" && m.thinking == "") {
 		return
 	}
-	d.heldOnly = m.line != d.recLine
+	d.heldOnly = m.line != d.src.Line
 	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: m.text, Thinking: m.thinking, Time: m.time,
 		Source: formats.Source{Type: "assistant", LineNo: m.line}})
 	d.heldOnly = false
@@ -992,7 +948,7 @@ type reader struct {
 }
 
 func newReader(src recordSource, o formats.ReadOptions) *reader {
-	return &reader{src: src, dec: decoder{opts: o}}
+	return &reader{src: src, dec: decoder{opts: o, src: formats.Carrier{Dialect: o.Dialect}}}
 }
 
 func (r *reader) Next() (*formats.Event, error) {

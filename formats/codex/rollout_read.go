@@ -133,16 +133,9 @@ type rolloutReader struct {
 	preface []pre
 	done    bool
 
-	// the record being read
-	rec     []byte
-	recLine int
-	recType string
-	recTime time.Time
-	carried bool
-	// held: records that made no event, carried by the next one.
-	held     [][]byte
-	heldType string
-	heldLine int
+	// the record being read, and the records that made no event, carried
+	// by the next one
+	src formats.Carrier
 
 	// the session
 	session    string
@@ -191,7 +184,7 @@ type rolloutCall struct {
 }
 
 func newRolloutReader(r io.Reader, o formats.ReadOptions) formats.Reader {
-	return &rolloutReader{lines: formats.NewLineReader(r), opts: o}
+	return &rolloutReader{lines: formats.NewLineReader(r), opts: o, src: formats.Carrier{Dialect: o.Dialect}}
 }
 
 func (r *rolloutReader) Next() (*formats.Event, error) {
@@ -226,36 +219,7 @@ func (r *rolloutReader) Next() (*formats.Event, error) {
 
 // stamp gives an event the current record: the first event of a record
 // carries it, with the records held before it; the others are Continued.
-func (r *rolloutReader) stamp(e *formats.Event) *formats.Event {
-	e.Source.Dialect = r.opts.Dialect
-	if e.Source.Type == "" {
-		e.Source.Type = r.recType
-	}
-	if e.Source.LineNo == 0 {
-		e.Source.LineNo = r.recLine
-	}
-	if e.Time.IsZero() {
-		e.Time = r.recTime
-	}
-	var line []byte
-	if len(r.held) > 0 {
-		line = bytes.Join(r.held, []byte{'\n'})
-		r.held = nil
-	}
-	if !r.carried && r.rec != nil {
-		if line != nil {
-			line = append(line, '\n')
-		}
-		line = append(line, r.rec...)
-		r.carried = true
-	}
-	if line != nil {
-		e.Source.Line = line
-	} else {
-		e.Source.Continued = true
-	}
-	return e
-}
+func (r *rolloutReader) stamp(e *formats.Event) *formats.Event { return r.src.Stamp(e, true) }
 
 // emit queues an event of the current record in the open run.
 func (r *rolloutReader) emit(e *formats.Event) {
@@ -265,24 +229,15 @@ func (r *rolloutReader) emit(e *formats.Event) {
 
 // own queues an event the reader makes without a record of its own.
 func (r *rolloutReader) own(e *formats.Event) {
-	e.Source = formats.Source{Dialect: r.opts.Dialect, Type: r.recType, LineNo: r.recLine, Continued: true}
+	e.Source = formats.Source{Dialect: r.opts.Dialect, Type: r.src.Type, LineNo: r.src.Line, Continued: true}
 	if e.Time.IsZero() {
-		e.Time = r.recTime
+		e.Time = r.src.Time
 	}
 	r.q = append(r.q, e)
 }
 
 // hold keeps the current record for the next event.
-func (r *rolloutReader) hold() {
-	if r.carried || r.rec == nil {
-		return
-	}
-	if len(r.held) == 0 {
-		r.heldType, r.heldLine = r.recType, r.recLine
-	}
-	r.held = append(r.held, append([]byte(nil), r.rec...))
-	r.carried = true
-}
+func (r *rolloutReader) hold() { r.src.Hold() }
 
 // ensureRun opens a run if none is open: its RunStart waits for the model.
 func (r *rolloutReader) ensureRun() {
@@ -344,7 +299,7 @@ func (r *rolloutReader) endRun(carry bool) {
 		case r.run.errText != "":
 			end.Status, end.Text = formats.Failed, r.run.errText
 		}
-		if carry && len(r.held) > 0 {
+		if carry && len(r.src.Held) > 0 {
 			r.q = append(r.q, r.stamp(end))
 		} else {
 			r.own(end)
@@ -363,11 +318,11 @@ func (r *rolloutReader) blockedProvider() string {
 // finish ends the input: what waited is decided, the run ends if it
 // completed, and records still held go out as one unknown event.
 func (r *rolloutReader) finish() {
-	r.rec, r.recLine, r.carried = nil, r.lines.Line(), true
+	r.src.Rec, r.src.Line, r.src.Carried = nil, r.lines.Line(), true
 	r.resolve()
 	r.endRun(true)
-	if len(r.held) > 0 {
-		r.recType = r.heldType
+	if len(r.src.Held) > 0 {
+		r.src.Type = r.src.HeldType
 		if !r.everRun {
 			// Records and no run: a run for them, which the pipeline cuts.
 			r.ensureRun()
@@ -451,14 +406,14 @@ func (r *rolloutReader) record(b []byte, n int) error {
 		r.opts.Report.Warn(n, "a Codex %s line without a payload object; kept as an unknown event", l.Type)
 		l.Type = "unexpected " + l.Type
 	}
-	r.rec, r.recLine, r.carried = append([]byte(nil), b...), n, false
-	r.recType = l.Type
+	r.src.Rec, r.src.Line, r.src.Carried = append([]byte(nil), b...), n, false
+	r.src.Type = l.Type
 	if p.Type != "" {
-		r.recType = l.Type + "/" + p.Type
+		r.src.Type = l.Type + "/" + p.Type
 	}
-	r.recTime = time.Time{}
+	r.src.Time = time.Time{}
 	if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
-		r.recTime = t
+		r.src.Time = t
 	}
 	if preface := r.isPreface(l.Type, &p); !preface && len(r.preface) > 0 {
 		r.resolve()
@@ -535,7 +490,7 @@ func (r *rolloutReader) sessionMeta(p *payload) {
 	}
 	r.lastTotal, r.sawUser = "", false
 	if parent := subagentParent(p.Source); parent != "" {
-		r.opts.Report.Warn(r.recLine, "the rollout of a subagent of thread %s; read as a session of its own", parent)
+		r.opts.Report.Warn(r.src.Line, "the rollout of a subagent of thread %s; read as a session of its own", parent)
 	}
 	r.startRun(r.stamp(&formats.Event{}))
 }
@@ -916,8 +871,8 @@ func (r *rolloutReader) endCall(c formats.Call, d time.Duration, event bool) {
 			rc.echoed = true
 			return
 		}
-		r.opts.Report.Warn(r.recLine, "another result for tool call %q, which had its result; kept as an unknown event", c.ID)
-		r.emit(&formats.Event{Kind: formats.Raw, Source: formats.Source{Type: r.recType + " (a second result)"}})
+		r.opts.Report.Warn(r.src.Line, "another result for tool call %q, which had its result; kept as an unknown event", c.ID)
+		r.emit(&formats.Event{Kind: formats.Raw, Source: formats.Source{Type: r.src.Type + " (a second result)"}})
 		return
 	}
 	if rc.open > 0 {
