@@ -211,8 +211,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 				bytes += len(ev.Source.Line)
 			}
 			batch = append(batch, item{ev, err})
-			var le *formats.LineError
-			last := err != nil && !(errors.As(err, &le) && p.opts.Lenient)
+			last := err != nil && !(p.opts.Lenient && isLineError(err))
 			if last || len(batch) == batchSize || bytes >= batchBytes || br.Buffered() == 0 {
 				select {
 				case batches <- batch:
@@ -343,6 +342,14 @@ func (p *Pipeline) writeBatch(in Input, batch []item) (end bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// isLineError reports whether err is a malformed line, which --lenient
+// skips. It is apart so that the target errors.As needs is allocated only
+// when there is an error.
+func isLineError(err error) bool {
+	var le *formats.LineError
+	return errors.As(err, &le)
 }
 
 // flush flushes the output, if the caller gave a way to.
