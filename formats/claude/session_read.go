@@ -31,9 +31,27 @@ type sessRecord struct {
 	IsAPIError        *bool           `json:"isApiErrorMessage"`
 	AgentID           *string         `json:"agentId"`
 	Message           *apiMessage     `json:"message"`
-	ToolUseResult     json.RawMessage `json:"toolUseResult"`
+	ToolUseResult     toolUseResult   `json:"toolUseResult"`
 	Error             json.RawMessage `json:"error"`
 	DurationMS        *float64        `json:"durationMs"`
+}
+
+// toolUseResult is what the reader uses of a record's toolUseResult (a
+// copy of the tool's output, often large): the id of the subagent that a
+// Task or Agent call ran, when it is an object that says one. Any other
+// shape (a string, an array) is no error.
+type toolUseResult struct{ AgentID string }
+
+func (t *toolUseResult) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '{' {
+		var v struct {
+			AgentID string `json:"agentId"`
+		}
+		if json.Unmarshal(b, &v) == nil {
+			t.AgentID = v.AgentID
+		}
+	}
+	return nil
 }
 
 func (r *sessRecord) parent() string {
@@ -318,16 +336,11 @@ func (b *sessBuild) scan(recs []*sessRec) {
 			b.summaries[r.r.parent()] = userText(r.r.Message.Content)
 			b.summaryOf[r.r.UUID] = true
 		}
-		if r.r.Type == "user" && r.r.Message != nil && len(r.r.ToolUseResult) > 0 {
-			var tr struct {
-				AgentID string `json:"agentId"`
-			}
-			if json.Unmarshal(r.r.ToolUseResult, &tr) == nil && tr.AgentID != "" {
-				for _, bl := range blocks(r.r.Message.Content) {
-					if bl.Type == "tool_result" && bl.ToolUseID != "" {
-						b.agentCall[tr.AgentID] = bl.ToolUseID
-						break
-					}
+		if id := r.r.ToolUseResult.AgentID; r.r.Type == "user" && r.r.Message != nil && id != "" {
+			for _, bl := range blocks(r.r.Message.Content) {
+				if bl.Type == "tool_result" && bl.ToolUseID != "" {
+					b.agentCall[id] = bl.ToolUseID
+					break
 				}
 			}
 		}
@@ -581,7 +594,11 @@ func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
 			line = append(bytes.Join(h, []byte{'\n'}), '\n')
 			delete(b.held, file)
 		}
-		ev.Source.Line = append(line, r.raw...)
+		if line == nil {
+			ev.Source.Line = r.raw // the record's own copy: nothing changes it
+		} else {
+			ev.Source.Line = append(line, r.raw...)
+		}
 	} else {
 		ev.Source.Continued = true
 	}
