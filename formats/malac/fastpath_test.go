@@ -37,3 +37,22 @@ func TestToolStartedIsTheEncodersLine(t *testing.T) {
 		}
 	}
 }
+
+// The times of a stream of lines, formatted through the cache, are what
+// time.Format gives each: within a millisecond, a second, across seconds,
+// days and years, back in time, and outside the years written by hand.
+func TestAtCacheIsTheLayout(t *testing.T) {
+	base := time.Date(2026, 12, 31, 23, 59, 58, 998_000_000, time.UTC)
+	var times []time.Time
+	for _, d := range []time.Duration{0, 100 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, time.Second, 1500 * time.Millisecond, -3 * time.Second, 0} {
+		times = append(times, base.Add(d))
+	}
+	times = append(times, time.Date(10000, 1, 1, 0, 0, 0, 5_000_000, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 7_000_000, time.UTC),
+		time.Date(-5, 1, 1, 0, 0, 0, 1_000_000, time.UTC), time.Date(-5, 1, 1, 0, 0, 0, 2_000_000, time.UTC), formats.FixedEpoch)
+	var c atCache
+	for _, tm := range times {
+		if got, want := c.format(tm), tm.UTC().Format(timeLayout); got != want {
+			t.Errorf("%v: %s, want %s", tm, got, want)
+		}
+	}
+}

@@ -127,8 +127,7 @@ const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 type writer struct {
 	buf    formats.JSONLine
-	atBuf  []byte
-	atStr  string
+	stamps atCache
 	w      io.Writer
 	opts   formats.WriteOptions
 	view   *formats.RunFollower
@@ -305,12 +304,38 @@ func (m *writer) Write(e *formats.Event) error {
 // env makes the envelope of the next line.
 func (m *writer) env(e *formats.Event, typ string) envelope {
 	m.seq++
-	m.atBuf = appendAt(m.atBuf[:0], m.at(e))
-	if string(m.atBuf) != m.atStr {
-		// Lines of one millisecond share their time's string.
-		m.atStr = string(m.atBuf)
+	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: m.stamps.format(m.at(e)), Type: typ}
+}
+
+// atCache formats the times of lines: lines of one millisecond share
+// their string, and lines of one second the work of the date and clock.
+type atCache struct {
+	sec, ms int64
+	set     bool
+	buf     []byte
+	str     string
+}
+
+// The seconds of the years 0 to 9999, whose times appendAt writes by hand.
+const (
+	minHandSec = -62167219200
+	maxHandSec = 253402300799
+)
+
+func (c *atCache) format(t time.Time) string {
+	sec, ms := t.Unix(), int64(t.Nanosecond()/1e6)
+	switch {
+	case c.set && sec == c.sec && ms == c.ms:
+		return c.str
+	case c.set && sec == c.sec:
+		n := len(c.buf) - len("000Z")
+		c.buf = append(c.buf[:n], byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+	default:
+		c.buf = appendAt(c.buf[:0], t)
+		c.sec, c.set = sec, sec >= minHandSec && sec <= maxHandSec
 	}
-	return envelope{Agent: m.agentID(e.Agent), Seq: m.seq, At: m.atStr, Type: typ}
+	c.ms, c.str = ms, string(c.buf)
+	return c.str
 }
 
 // appendAt appends t as timeLayout formats it, by hand for the years of
