@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
 // Exit statuses of agentconv itself. With --exit-status, a successful
@@ -749,9 +750,7 @@ func isLive(w io.Writer) bool {
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	// A terminal answers the terminal's own request: /dev/null, another
+	// character device, does not.
+	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -82,3 +82,16 @@ func TestSignalStopsAFileBetweenEvents(t *testing.T) {
 		t.Errorf("the output ends with %s, want the run closed as cancelled by a signal", strings.Join(lines[max(0, len(lines)-3):], "\n"))
 	}
 }
+
+// /dev/null is a character device but no terminal: `2>/dev/null` shows no
+// progress, and `>/dev/null` gets no colours.
+func TestDevNullIsNoTerminal(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Errorf("%s is taken for a terminal", os.DevNull)
+	}
+}
