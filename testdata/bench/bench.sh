@@ -4,7 +4,7 @@
 # checks each line with goccy's json.Valid, testdata/bench/floor), on each
 # profile of `agentconv generate`, all in one run. For each profile it
 # prints MB/s, the ratios, peak RSS and CPU-seconds pinned to one core
-# (taskset -c 0) and not pinned, each the median of 3 alternated runs; then
+# (taskset -c 0) and not pinned, each the median of 5 alternated runs; then
 # agentconv's peak RSS for each writer as the input grows, the otlp-json span
 # rate, and the time to convert a 1 KB file.
 #
@@ -32,8 +32,8 @@ measure() {
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" "$@" > /dev/null 2> "$work/stderr" || { cat "$work/stderr" >&2; return 1; }
   awk '{ printf "%s %.2f %s\n", $1, $2 + $3, $4 }' "$work/time"
 }
-# median A B C
-median() { printf '%s\n' "$@" | sort -g | sed -n 2p; }
+# median A B C …: the middle one of an odd count
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
 mb() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.1f", b / 1e6 / (s > 0 ? s : 0.001) }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 0.001) }'; }
@@ -50,7 +50,7 @@ for profile in $profiles; do
   a_lines=$("$ac" --from adal-stream --to malac "$in" 2>/dev/null | wc -l)
   j_lines=$(jq -nc -f testdata/bench/adal-to-malac.jq "$in" | wc -l)
   declare -A s=() c=() k=()
-  for i in 1 2 3; do
+  for i in 1 2 3 4 5; do
     # alternated, so that a noisy moment of the shared machine hits each
     while read -r name cmd; do
       read -r ws cs kb < <(measure $cmd "$in")
@@ -79,7 +79,7 @@ LIST
 done
 
 echo
-echo "summary (medians of 3):"
+echo "summary (medians of 5):"
 printf '  %s\n' "${summary[@]}"
 
 echo
