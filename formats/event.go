@@ -307,6 +307,10 @@ type Call struct {
 	Name string
 	// Args is the JSON object of the call's arguments, verbatim.
 	Args json.RawMessage
+	// ArgsCompact: the reader checked that Args is valid JSON without
+	// white space between its tokens, so a writer that compacts it may
+	// copy it as it is. Whoever changes Args clears it.
+	ArgsCompact bool
 	// Summary is a short human description of the call, when the source
 	// gives one.
 	Summary string

@@ -81,6 +81,17 @@ func (j *JSONLine) Compact(k string, v []byte) bool {
 	return ok
 }
 
+// CompactChecked is Compact, for a value whose reader checked that it is
+// compact valid JSON (Call.ArgsCompact): it is copied as it is.
+func (j *JSONLine) CompactChecked(k string, v []byte, checked bool) bool {
+	if !checked {
+		return j.Compact(k, v)
+	}
+	j.key(k)
+	j.b = append(j.b, v...)
+	return true
+}
+
 // WriteTo ends the object and writes it as one line.
 func (j *JSONLine) WriteTo(w io.Writer) (int64, error) {
 	j.b = append(j.b, '}', '\n')

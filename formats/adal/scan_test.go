@@ -34,6 +34,26 @@ func FuzzStreamLineScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) { checkScanLine(t, line) })
 }
 
+// The scan says which args are compact.
+func TestStreamLineArgsCompact(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"type":"tool_call","args":{"a":[1,2],"b":"x y"}}`:    true,
+		`{"type":"tool_call", "args": {"a":[1,2]} }`:           true,
+		`{"type":"tool_call","args":{"a": 1}}`:                 false,
+		`{"type":"tool_call","args":[1 ,2]}`:                   false,
+		`{"type":"tool_call","args":{"a":{"b":[true,null]}}}`:  true,
+		`{"type":"tool_call","args":{"a":"\" \\"},"name":"n"}`: true,
+	} {
+		var l streamLine
+		if !l.scan([]byte(in)) {
+			t.Fatalf("%s: not scanned", in)
+		}
+		if l.argsCompact != want {
+			t.Errorf("%s: compact %v, want %v", in, l.argsCompact, want)
+		}
+	}
+}
+
 func TestStreamLineScanIsTheDecoder(t *testing.T) {
 	for i, s := range scanSeeds {
 		checkScanLine(t, []byte(s))
@@ -75,6 +95,11 @@ func checkScanLine(t *testing.T, line []byte) {
 	if !(equalPtr(fast.ID, slow.ID) && equalPtr(fast.ExitCode, slow.ExitCode) &&
 		bytes.Equal(fast.Args, slow.Args) && bytes.Equal(fast.Output, slow.Output) && sameStrings(fast, slow)) {
 		t.Fatalf("%q:\n scan    %+v\n decoder %+v", line, fast, slow)
+	}
+	// Args said compact are what compacting them gives: a writer copies
+	// them as they are.
+	if compacted, ok := formats.AppendCompact(nil, fast.Args); fast.argsCompact && (!ok || !bytes.Equal(compacted, fast.Args)) {
+		t.Fatalf("%q: args %s said compact, compacted %s (valid %v)", line, fast.Args, compacted, ok)
 	}
 }
 

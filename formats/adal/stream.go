@@ -63,6 +63,8 @@ type streamLine struct {
 	// id and exit are where scan keeps ID and ExitCode.
 	id   string
 	exit int
+	// argsCompact: scan found Args valid and without white space.
+	argsCompact bool
 	// names interns tool names, if set.
 	names *formats.Interner
 	// valid: the line is known to be valid UTF-8.
@@ -114,7 +116,7 @@ func (l *streamLine) scan(line []byte) bool {
 		case "model":
 			ok = scanString(&s, &l.Model)
 		case "args":
-			l.Args, ok = scanRaw(&s)
+			l.Args, l.argsCompact, ok = scanRawCompact(&s)
 		case "output":
 			l.Output, ok = scanRaw(&s)
 		case "exit_code":
@@ -193,6 +195,24 @@ func scanRaw(s *formats.JSONScanner) ([]byte, bool) {
 	return s.B[start:s.I:s.I], true
 }
 
+// scanRawCompact is scanRaw that also says whether the value has no white
+// space between its tokens.
+func scanRawCompact(s *formats.JSONScanner) (raw []byte, compact, ok bool) {
+	if s.Space() == 'n' {
+		return nil, false, false
+	}
+	spaced := s.Spaced
+	s.Spaced = false
+	start := s.I
+	ok = s.Skip()
+	compact = ok && !s.Spaced
+	s.Spaced = spaced || s.Spaced
+	if !ok {
+		return nil, false, false
+	}
+	return s.B[start:s.I:s.I], compact, true
+}
+
 // atoi reads an integer as the decoder reads an int: digits only, in range.
 func atoi(n []byte) (int, bool) {
 	for _, c := range n {
@@ -247,7 +267,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	switch l.Type {
 	case "tool_call":
 		ev.Kind = formats.ToolCall
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: l.Args}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: l.Args, ArgsCompact: l.argsCompact}
 	case "tool_result":
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: statusWords.Parse(l.Status)}
@@ -264,7 +284,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		}
 	case "permission_denied":
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: l.Args, Status: formats.Denied, Error: l.Reason}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: l.Args, ArgsCompact: l.argsCompact, Status: formats.Denied, Error: l.Reason}
 	case "answer":
 		ev.Kind = formats.Answer
 		ev.Text = l.Content

@@ -27,7 +27,7 @@ func TestAppendAtIsTheLayout(t *testing.T) {
 // input's white space; an input that is not JSON fails as it did.
 func TestToolStartedIsTheEncodersLine(t *testing.T) {
 	for _, in := range []string{`{}`, `{"command":"ls \"a b\"\tc ü <&>","n":[1, 2]}`, " { \"a\" :\n1 } ", `[1,"x y"]`, `"s"`, `{"a":1`} {
-		l := toolStartedLine{envelope{"agent-1", 3, "2000-01-01T00:00:00.000Z", "tool_started"}, "c<1>", "bash\t", "s \"x\"", json.RawMessage(in)}
+		l := toolStartedLine{envelope{"agent-1", 3, "2000-01-01T00:00:00.000Z", "tool_started"}, "c<1>", "bash\t", "s \"x\"", json.RawMessage(in), false}
 		var fast, slow bytes.Buffer
 		m := &writer{w: &fast}
 		fastErr := m.toolStarted(l)

@@ -103,3 +103,22 @@ func TestOutcomeSurvivesMalac(t *testing.T) {
 		}
 	}
 }
+
+// A call's input is copied as it is when the reader checked that it is
+// compact (adal-stream's scan), and compacted otherwise: the line is the
+// encoder's either way.
+func TestInputCompactedOnceChecked(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{`{"command":"ls \"a b\"","n":[1,2],"o":{"k":null}}`, `"input":{"command":"ls \"a b\"","n":[1,2],"o":{"k":null}}`},
+		{`{ "command" : "ls \"a b\"" , "n": [1, 2] }`, `"input":{"command":"ls \"a b\"","n":[1,2]}`},
+		{`{"s":"a  b\t"}`, `"input":{"s":"a  b\t"}`},
+	} {
+		in := `{"type":"tool_call","id":"c1","name":"bash","args":` + c.args + "}\n" +
+			`{"type":"tool_result","id":"c1","name":"bash","status":"completed","output":"ok"}` + "\n" +
+			`{"type":"complete","session_id":"s"}` + "\n"
+		out := string(converttest.Convert(t, []byte(in), "adal-stream", "malac"))
+		if !strings.Contains(out, c.want) {
+			t.Errorf("args %s: want %s in\n%s", c.args, c.want, out)
+		}
+	}
+}

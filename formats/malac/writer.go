@@ -61,6 +61,8 @@ type toolStartedLine struct {
 	Tool    string          `json:"tool"`
 	Summary string          `json:"summary"`
 	Input   json.RawMessage `json:"input"`
+	// compact: Input is checked compact JSON (Call.ArgsCompact).
+	compact bool
 }
 
 type permissionRequestedLine struct {
@@ -251,7 +253,7 @@ func (m *writer) Write(e *formats.Event) error {
 		return m.line(messageLine{m.env(e, "assistant_message"), assistantMessage{"assistant", blocks}})
 	case formats.ToolCall:
 		m.run.announced[e.Call.ID] = true
-		return m.toolStarted(toolStartedLine{m.env(e, "tool_started"), e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args)})
+		return m.toolStarted(toolStartedLine{m.env(e, "tool_started"), e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args), e.Call.ArgsCompact && len(e.Call.Args) > 0})
 	case formats.ToolResult:
 		return m.result(e, v)
 	case formats.PermissionRequest:
@@ -364,7 +366,7 @@ func appendAt(b []byte, t time.Time) []byte {
 func (m *writer) toolStarted(l toolStartedLine) error {
 	j := m.buf.Begin().Str("agent", l.Agent).Int("seq", l.Seq).Str("at", l.At).Str("type", l.Type).
 		Str("call_id", l.CallID).Str("tool", l.Tool).Str("summary", l.Summary)
-	if !j.Compact("input", l.Input) {
+	if !j.CompactChecked("input", l.Input, l.compact) {
 		return m.line(l)
 	}
 	_, err := j.WriteTo(m.w)
@@ -416,7 +418,7 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	}
 	if !m.run.announced[c.ID] {
 		m.run.announced[c.ID] = true
-		if err := m.toolStarted(toolStartedLine{m.env(e, "tool_started"), c.ID, c.Name, c.Summary, args(c.Args)}); err != nil {
+		if err := m.toolStarted(toolStartedLine{m.env(e, "tool_started"), c.ID, c.Name, c.Summary, args(c.Args), c.ArgsCompact && len(c.Args) > 0}); err != nil {
 			return err
 		}
 	}
