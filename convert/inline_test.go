@@ -95,3 +95,68 @@ func TestDevNullIsNoTerminal(t *testing.T) {
 		t.Errorf("%s is taken for a terminal", os.DevNull)
 	}
 }
+
+// recyclingReader gives one event per line, from a pool that the pipeline
+// refills; it counts the events handed back.
+type recyclingReader struct {
+	lines *formats.LineReader
+	pool  formats.EventPool
+	back  int
+}
+
+func (r *recyclingReader) Next() (*formats.Event, error) {
+	line, err := r.lines.Next()
+	if err != nil {
+		return nil, err
+	}
+	e := r.pool.New()
+	if e.Kind != 0 || e.Text != "" {
+		return nil, errors.New("a reused event was not zeroed")
+	}
+	e.Kind, e.Text = formats.Message, string(line)
+	return e, nil
+}
+
+func (r *recyclingReader) Recycle(e *formats.Event) { r.back++; r.pool.Put(e) }
+
+// seenWriter keeps what it was given, and the events themselves.
+type seenWriter struct {
+	texts []string
+	evs   map[*formats.Event]bool
+}
+
+func (w *seenWriter) Write(e *formats.Event) error {
+	if e.Kind == formats.Message {
+		w.texts = append(w.texts, e.Text)
+	}
+	w.evs[e] = true
+	return nil
+}
+func (w *seenWriter) Close() error { return nil }
+
+// A reader's events are handed back for reuse only when the target's row
+// says that its writer keeps none, and each is whole when it is written.
+func TestEventsRecycledOnlyWhenTheWriterKeepsNone(t *testing.T) {
+	in := "a\nb\nc\nd\ne\n"
+	for _, keeps := range []bool{false, true} {
+		r := &recyclingReader{lines: formats.NewLineReader(strings.NewReader(in))}
+		from := formats.Dialect{Name: "fake", NewReader: func(io.Reader, formats.ReadOptions) formats.Reader { return r }}
+		w := &seenWriter{evs: map[*formats.Event]bool{}}
+		to := formats.Dialect{Name: "sink", Carries: formats.AllFeatures, KeepsNoEvents: !keeps}
+		p := NewPipeline(w, to, Options{From: from})
+		if err := p.Convert(context.Background(), Input{Name: "in", R: strings.NewReader(in)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(w.texts, ""); got != "abcde" {
+			t.Errorf("keeps %v: written %q", keeps, got)
+		}
+		switch {
+		case keeps && r.back != 0:
+			t.Errorf("a writer that keeps events had %d of them reused", r.back)
+		case !keeps && (r.back != 5 || len(w.evs) > 3):
+			// The synthetic RunStart is the pipeline's; the five messages
+			// share one event.
+			t.Errorf("handed back %d events, the writer saw %d distinct", r.back, len(w.evs))
+		}
+	}
+}

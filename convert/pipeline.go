@@ -271,6 +271,12 @@ func (p *Pipeline) endInput(in Input) error {
 func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader, br *bufio.Reader) error {
 	done := ctx.Done()
 	var one [1]item
+	// A reader that reuses its events gets each back once it is written,
+	// when the target's writer keeps none.
+	recycler, _ := r.(formats.Recycler)
+	if !p.to.KeepsNoEvents {
+		recycler = nil
+	}
 	for {
 		select {
 		case <-done:
@@ -286,6 +292,10 @@ func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader
 		end, werr := p.writeBatch(in, one[:])
 		if werr != nil {
 			return werr
+		}
+		if recycler != nil && ev != nil {
+			one[0] = item{}
+			recycler.Recycle(ev)
 		}
 		if end || br.Buffered() == 0 {
 			if err := p.flush(); err != nil {

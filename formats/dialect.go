@@ -73,6 +73,10 @@ type Dialect struct {
 	// stands alone. A directory walk leaves out a file whose owner it
 	// reads; a file whose owner is missing is read on its own.
 	Owner func(path string) string
+	// KeepsNoEvents: the writer keeps no *Event, nor a pointer into one,
+	// once Write or Observe returns, so that the pipeline may hand the
+	// event back to a reader that reuses its events (Recycler).
+	KeepsNoEvents bool
 }
 
 // Param is one setting of a dialect's writer.
@@ -105,6 +109,38 @@ const (
 	// may hold commas).
 	ParamList
 )
+
+// Recycler is a reader that reuses the events it gave: the pipeline hands
+// one back, on the reader's goroutine, once the target's writer (one that
+// KeepsNoEvents) and the run view are done with it. What the event's
+// fields point to (its strings, its line) is not reused.
+type Recycler interface {
+	Recycle(e *Event)
+}
+
+// EventPool is a Recycler's store of events handed back: New gives one
+// of them, zeroed, or a new one.
+type EventPool struct {
+	free []*Event
+}
+
+// New returns a zeroed event.
+func (p *EventPool) New() *Event {
+	if n := len(p.free); n > 0 {
+		e := p.free[n-1]
+		p.free = p.free[:n-1]
+		*e = Event{}
+		return e
+	}
+	return &Event{}
+}
+
+// Put keeps e for a later New; a few at most.
+func (p *EventPool) Put(e *Event) {
+	if len(p.free) < 4 {
+		p.free = append(p.free, e)
+	}
+}
 
 // Observer is a writer that keeps state from the records the pipeline
 // copies verbatim into its own dialect: the pipeline writes each such

@@ -18,9 +18,11 @@ var Stream = formats.Dialect{
 	Description: "AdaL `-o stream-json`: NDJSON tool_call, tool_result, permission_denied, answer, error, complete",
 	NewReader:   newStreamReader,
 	NewWriter:   newStreamWriter,
-	Detect:      detectStream,
-	Carries:     carries,
-	Quirks:      []string{lossToolErrors, lossMessages, lossWentOn, lossStopAnswers},
+	// The writer keeps values of an event, never the event.
+	KeepsNoEvents: true,
+	Detect:        detectStream,
+	Carries:       carries,
+	Quirks:        []string{lossToolErrors, lossMessages, lossWentOn, lossStopAnswers},
 }
 
 var streamTypes = map[string]bool{
@@ -239,7 +241,12 @@ type streamReader struct {
 	// names are the run's tool names by call id: a result without a name
 	// is its call's.
 	names map[string]string
+	// pool: the events the pipeline handed back, reused.
+	pool formats.EventPool
 }
+
+// Recycle takes back an event the pipeline is done with.
+func (r *streamReader) Recycle(e *formats.Event) { r.pool.Put(e) }
 
 func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &streamReader{lines: formats.NewLineReader(r), opts: o}
@@ -263,7 +270,8 @@ func (r *streamReader) Next() (*formats.Event, error) {
 			return nil, err
 		}
 	}
-	ev := &formats.Event{Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: line, LineNo: n}}
+	ev := r.pool.New()
+	ev.Source = formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: line, LineNo: n}
 	switch l.Type {
 	case "tool_call":
 		ev.Kind = formats.ToolCall

@@ -16,7 +16,9 @@ var Dialect = formats.Dialect{
 	Description: "cli-agents `--json`: NDJSON text_delta, thinking_delta, tool_start, tool_end, turn_end, error, done, raw (Claude, Codex, Gemini)",
 	NewReader:   newReader,
 	NewWriter:   newWriter,
-	Detect:      detect,
+	// The writer keeps values of an event, never the event.
+	KeepsNoEvents: true,
+	Detect:        detect,
 	// One flat stream of text, thinking, tool calls, turn ends, warnings
 	// and errors, and a result with the run's totals.
 	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.ToolCalls |

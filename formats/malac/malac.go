@@ -15,7 +15,9 @@ var Dialect = formats.Dialect{
 	Description: "malac `--json`: NDJSON events with the envelope agent, seq, at, type; subagents, permissions, usage, todos",
 	NewReader:   newReader,
 	NewWriter:   newWriter,
-	Detect:      detect,
+	// The writer keeps values of an event, never the event.
+	KeepsNoEvents: true,
+	Detect:        detect,
 	// malac has no place for the call that started a subagent (the reader
 	// guesses it back), an answer of a subagent, a cancelled call (it is
 	// failed), reasoning token counts, a run's own duration (its times
