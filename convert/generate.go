@@ -165,24 +165,16 @@ func (g *Generator) denseOutputSize() int {
 // turns, in parallel groups of 1 to 4 that finish out of order, every
 // string with escapes and non-ASCII text.
 func (g *Generator) manyCalls() []*formats.Event {
-	g.run++
-	session := fmt.Sprintf("00000000-0000-4000-8000-%012d", g.run)
-	var evs []*formats.Event
-	add := func(e *formats.Event) {
-		e.Time = g.tick()
-		evs = append(evs, e)
-	}
-	add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", Cwd: "/work/project"}})
-	add(&formats.Event{Kind: formats.UserMessage, Text: g.escaped(8)})
+	r := g.start(func() string { return g.escaped(8) })
 	calls := 8 + g.rng.IntN(33)
 	turns := 1 + g.rng.IntN(4)
 	failed := g.rng.IntN(10) == 0
 	denied := !failed && g.rng.IntN(15) == 0
 	call := 0
 	for t := 0; t < turns; t++ {
-		add(&formats.Event{Kind: formats.TurnStart})
-		add(&formats.Event{Kind: formats.ThinkingDelta, Text: g.escaped(6)})
-		add(&formats.Event{Kind: formats.TextDelta, Text: g.escaped(5)})
+		r.add(&formats.Event{Kind: formats.TurnStart})
+		r.add(&formats.Event{Kind: formats.ThinkingDelta, Text: g.escaped(6)})
+		r.add(&formats.Event{Kind: formats.TextDelta, Text: g.escaped(5)})
 		last := calls
 		if t < turns-1 {
 			last = call + calls/turns
@@ -193,34 +185,63 @@ func (g *Generator) manyCalls() []*formats.Event {
 				call++
 				c := formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: genTools[g.rng.IntN(len(genTools))]}
 				c.Args, _ = json.Marshal(map[string]any{"command": g.escaped(4), "path": "src/" + strconv.Itoa(call) + ".go"})
-				add(&formats.Event{Kind: formats.ToolCall, Call: c})
+				r.add(&formats.Event{Kind: formats.ToolCall, Call: c})
 				open = append(open, c)
 			}
-			g.finish(add, open, func() string { return g.escapedOutput(g.denseOutputSize()) }, func() string { return g.escaped(4) })
+			r.finish(open, func() string { return g.escapedOutput(g.denseOutputSize()) }, func() string { return g.escaped(4) })
 		}
-		add(&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(1000 + g.rng.IntN(9000))), OutputTokens: formats.Some(int64(g.rng.IntN(2000)))}})
-		add(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
+		r.endTurn()
 	}
-	g.end(add, session, call+1, denied, failed, runEnding{
+	r.end(call+1, denied, failed, runEnding{
 		deniedArgs:  `{"command":"rm -rf \"build/\"\tnaïve"}`,
 		deniedError: "bash needs approval: \"rm\"\t\\ — ü",
 		text:        g.escaped,
 		answerWords: 20,
 	})
-	return evs
+	return r.evs
+}
+
+// genRun is a run being generated: its session id and its events, each
+// stamped with the next tick as it is added.
+type genRun struct {
+	g       *Generator
+	session string
+	evs     []*formats.Event
+}
+
+func (r *genRun) add(e *formats.Event) {
+	e.Time = r.g.tick()
+	r.evs = append(r.evs, e)
+}
+
+// start begins the next run: its RunStart, and the prompt that prompt
+// words.
+func (g *Generator) start(prompt func() string) *genRun {
+	g.run++
+	r := &genRun{g: g, session: fmt.Sprintf("00000000-0000-4000-8000-%012d", g.run)}
+	r.add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: r.session, Model: "model-large-1", Cwd: "/work/project"}})
+	r.add(&formats.Event{Kind: formats.UserMessage, Text: prompt()})
+	return r
+}
+
+// endTurn ends a turn, with the usage of its request.
+func (r *genRun) endTurn() {
+	g := r.g
+	r.add(&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(1000 + g.rng.IntN(9000))), OutputTokens: formats.Some(int64(g.rng.IntN(2000)))}})
+	r.add(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
 }
 
 // finish gives the open calls their results, in reverse order, each with
 // the output that output makes, and one in eight failed with errText's.
-func (g *Generator) finish(add func(*formats.Event), open []formats.Call, output, errText func() string) {
+func (r *genRun) finish(open []formats.Call, output, errText func() string) {
 	for i := len(open) - 1; i >= 0; i-- {
 		c := open[i]
 		c.Status = formats.Completed
 		c.Output = output()
-		if g.rng.IntN(8) == 0 {
+		if r.g.rng.IntN(8) == 0 {
 			c.Status, c.Error = formats.Failed, "exit status 1: "+errText()
 		}
-		add(&formats.Event{Kind: formats.ToolResult, Call: c, Duration: time.Duration(g.rng.IntN(5000)) * time.Millisecond})
+		r.add(&formats.Event{Kind: formats.ToolResult, Call: c, Duration: time.Duration(r.g.rng.IntN(5000)) * time.Millisecond})
 	}
 }
 
@@ -233,18 +254,18 @@ type runEnding struct {
 
 // end ends a run: denied (a refused call, number call), failed, or
 // completed with an answer.
-func (g *Generator) end(add func(*formats.Event), session string, call int, denied, failed bool, how runEnding) {
+func (r *genRun) end(call int, denied, failed bool, how runEnding) {
 	switch {
 	case denied:
-		add(&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: "bash",
+		r.add(&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "call_" + strconv.Itoa(r.g.run) + "_" + strconv.Itoa(call), Name: "bash",
 			Args: json.RawMessage(how.deniedArgs), Status: formats.Denied, Error: how.deniedError}})
-		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(2)}})
+		r.add(&formats.Event{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: r.session, ExitCode: formats.Some(2)}})
 	case failed:
-		add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "model error: " + how.text(4)})
-		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "model error", Run: formats.RunInfo{SessionID: session, ExitCode: formats.Some(1)}})
+		r.add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "model error: " + how.text(4)})
+		r.add(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "model error", Run: formats.RunInfo{SessionID: r.session, ExitCode: formats.Some(1)}})
 	default:
-		add(&formats.Event{Kind: formats.Answer, Text: how.text(how.answerWords)})
-		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", ExitCode: formats.Some(0)}})
+		r.add(&formats.Event{Kind: formats.Answer, Text: how.text(how.answerWords)})
+		r.add(&formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: r.session, Model: "model-large-1", ExitCode: formats.Some(0)}})
 	}
 }
 
@@ -259,24 +280,16 @@ func (g *Generator) Run() []*formats.Event {
 	case "dense", "big-outputs":
 		return g.manyCalls()
 	}
-	g.run++
-	session := fmt.Sprintf("00000000-0000-4000-8000-%012d", g.run)
-	var evs []*formats.Event
-	add := func(e *formats.Event) {
-		e.Time = g.tick()
-		evs = append(evs, e)
-	}
-	add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session, Model: "model-large-1", Cwd: "/work/project"}})
-	add(&formats.Event{Kind: formats.UserMessage, Text: g.text(12)})
+	r := g.start(func() string { return g.text(12) })
 	call := 0
 	turns := 1 + g.rng.IntN(4)
 	failed := g.rng.IntN(10) == 0
 	denied := !failed && g.rng.IntN(15) == 0
 	for t := 0; t < turns; t++ {
-		add(&formats.Event{Kind: formats.TurnStart})
-		add(&formats.Event{Kind: formats.ThinkingDelta, Text: g.text(10)})
+		r.add(&formats.Event{Kind: formats.TurnStart})
+		r.add(&formats.Event{Kind: formats.ThinkingDelta, Text: g.text(10)})
 		for i, n := 0, 1+g.rng.IntN(4); i < n; i++ {
-			add(&formats.Event{Kind: formats.TextDelta, Text: g.text(6)})
+			r.add(&formats.Event{Kind: formats.TextDelta, Text: g.text(6)})
 		}
 		// Parallel calls, finished in reverse order.
 		var open []formats.Call
@@ -285,20 +298,19 @@ func (g *Generator) Run() []*formats.Event {
 			c := formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: genTools[g.rng.IntN(len(genTools))]}
 			args, _ := json.Marshal(map[string]any{"command": g.text(4), "path": "src/" + strconv.Itoa(call) + ".go", "limit": g.rng.IntN(1000)})
 			c.Args = args
-			add(&formats.Event{Kind: formats.ToolCall, Call: c})
+			r.add(&formats.Event{Kind: formats.ToolCall, Call: c})
 			open = append(open, c)
 		}
-		g.finish(add, open, func() string { return g.output(g.outputSize()) }, func() string { return g.text(5) })
-		add(&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(1000 + g.rng.IntN(9000))), OutputTokens: formats.Some(int64(g.rng.IntN(2000)))}})
-		add(&formats.Event{Kind: formats.TurnEnd, Status: formats.Completed})
+		r.finish(open, func() string { return g.output(g.outputSize()) }, func() string { return g.text(5) })
+		r.endTurn()
 	}
-	g.end(add, session, call+1, denied, failed, runEnding{
+	r.end(call+1, denied, failed, runEnding{
 		deniedArgs:  `{"command":"rm -rf build/"}`,
 		deniedError: "bash needs approval",
 		text:        g.text,
 		answerWords: 30,
 	})
-	return evs
+	return r.evs
 }
 
 // Generate writes runs in dialect d to w until at least size bytes are
