@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,12 +212,7 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 	if job.rep != nil && rep != nil {
 		// What the reader counted as lost, in the conversion's report.
 		t := job.rep.LossTable()
-		kinds := make([]string, 0, len(t))
-		for k := range t {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		for _, k := range kinds {
+		for _, k := range slices.Sorted(maps.Keys(t)) {
 			rep.LoseN(k, t[k])
 		}
 	}

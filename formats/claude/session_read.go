@@ -3,9 +3,11 @@ package claude
 import (
 	"bytes"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -711,7 +713,7 @@ func (b *sessBuild) endRun(final bool) {
 	}
 	if final {
 		// Held records of subagents' files go out before the end.
-		for _, file := range sortedKeys(b.held) {
+		for _, file := range slices.Sorted(maps.Keys(b.held)) {
 			if file != "" {
 				b.emit(nil, &formats.Event{Kind: formats.Raw, Agent: file, Source: formats.Source{Type: "held", Line: bytes.Join(b.held[file], []byte{'\n'})}})
 				delete(b.held, file)
@@ -785,20 +787,11 @@ func (b *sessBuild) finished() bool {
 
 // flushHeld gives the records still held as an unknown event each file.
 func (b *sessBuild) flushHeld() {
-	for _, file := range sortedKeys(b.held) {
+	for _, file := range slices.Sorted(maps.Keys(b.held)) {
 		ev := &formats.Event{Kind: formats.Raw, Agent: file, Source: formats.Source{Type: "held", Line: bytes.Join(b.held[file], []byte{'\n'})}}
 		delete(b.held, file)
 		b.emit(nil, ev)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func (b *sessBuild) emitAll() {
@@ -947,7 +940,7 @@ func (b *sessBuild) agentEvents(a *subagent) {
 }
 
 func (b *sessBuild) flushAll() {
-	for _, a := range sortedKeys(b.msg) {
+	for _, a := range slices.Sorted(maps.Keys(b.msg)) {
 		b.flushMsg(a)
 	}
 }

@@ -2,6 +2,8 @@ package claude
 
 import (
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -402,7 +404,7 @@ func (s *sessionWriter) flushText(a string, v *formats.RunView) {
 }
 
 func (s *sessionWriter) flushAllText(v *formats.RunView) {
-	for _, a := range sortedKeys(s.deltas) {
+	for _, a := range slices.Sorted(maps.Keys(s.deltas)) {
 		s.flushText(a, v)
 	}
 }
@@ -411,7 +413,7 @@ func (s *sessionWriter) flushAllText(v *formats.RunView) {
 // finished turn (its last response ended it), an interruption record for
 // a cancelled run, an API error's record for a failed one.
 func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
-	for _, a := range sortedKeys(s.resp) {
+	for _, a := range slices.Sorted(maps.Keys(s.resp)) {
 		s.lateUsage(a)
 	}
 	if a := v.Answer(); a != "" && a != s.lastText && e.Status == formats.Completed {
@@ -688,7 +690,7 @@ func (s *sessionWriter) lastQueued() *messageOut {
 func (s *sessionWriter) Close() error {
 	s.flushAllText(s.view.View())
 	s.flushHeld()
-	for _, rel := range sortedKeys(s.files) {
+	for _, rel := range slices.Sorted(maps.Keys(s.files)) {
 		if f := s.files[rel]; f.c != nil {
 			s.fail(f.c.Close())
 			f.c = nil
