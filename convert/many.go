@@ -198,11 +198,8 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 				it.ev.Arrived = p.opts.Clock()
 			}
 		}
-		end, err := p.writeBatch(in, batch)
+		end, err := p.deliver(in, batch)
 		if err != nil {
-			return err
-		}
-		if err := p.flush(); err != nil {
 			return err
 		}
 		if end {

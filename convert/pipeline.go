@@ -238,11 +238,8 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		if !ok {
 			break
 		}
-		end, err := p.writeBatch(in, batch)
+		end, err := p.deliver(in, batch)
 		if err != nil {
-			return err
-		}
-		if err := p.flush(); err != nil {
 			return err
 		}
 		if end {
@@ -360,6 +357,15 @@ func (p *Pipeline) writeBatch(in Input, batch []item) (end bool, err error) {
 func isLineError(err error) bool {
 	var le *formats.LineError
 	return errors.As(err, &le)
+}
+
+// deliver writes a batch that the reader goroutine handed over, then
+// flushes: no more of the input is buffered here.
+func (p *Pipeline) deliver(in Input, batch []item) (end bool, err error) {
+	if end, err = p.writeBatch(in, batch); err != nil {
+		return true, err
+	}
+	return end, p.flush()
 }
 
 // flush flushes the output, if the caller gave a way to.
