@@ -253,7 +253,7 @@ func (m *writer) Write(e *formats.Event) error {
 		return m.line(messageLine{m.env(e, "assistant_message"), assistantMessage{"assistant", blocks}})
 	case formats.ToolCall:
 		m.run.announced[e.Call.ID] = true
-		return m.toolStarted(toolStartedLine{m.env(e, "tool_started"), e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args), e.Call.ArgsCompact && len(e.Call.Args) > 0})
+		return m.toolStarted(startedLine(m.env(e, "tool_started"), &e.Call))
 	case formats.ToolResult:
 		return m.result(e, v)
 	case formats.PermissionRequest:
@@ -418,7 +418,7 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	}
 	if !m.run.announced[c.ID] {
 		m.run.announced[c.ID] = true
-		if err := m.toolStarted(toolStartedLine{m.env(e, "tool_started"), c.ID, c.Name, c.Summary, args(c.Args), c.ArgsCompact && len(c.Args) > 0}); err != nil {
+		if err := m.toolStarted(startedLine(m.env(e, "tool_started"), &c.Call)); err != nil {
 			return err
 		}
 	}
@@ -607,6 +607,12 @@ func maxSeq(rec []byte) int64 {
 		}
 	}
 	return top
+}
+
+// startedLine is the tool_started line of a call: its input compact as
+// its reader checked it, or to be compacted.
+func startedLine(env envelope, c *formats.Call) toolStartedLine {
+	return toolStartedLine{env, c.ID, c.Name, c.Summary, args(c.Args), c.ArgsCompact && len(c.Args) > 0}
 }
 
 func args(a json.RawMessage) json.RawMessage {
