@@ -11,6 +11,7 @@ import (
 )
 
 func main() {
+	convert.TuneGC(os.Getenv)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	os.Exit(convert.Run(os.Args, convert.Sys{
