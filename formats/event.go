@@ -337,6 +337,12 @@ type RawOutputWriter interface {
 	TakesRawOutput()
 }
 
+// HasOutput reports whether the call's output is not empty, decoded or
+// not.
+func (c *Call) HasOutput() bool {
+	return c.Output != "" || len(c.OutputJSON) > len(`""`)
+}
+
 // DecodeOutput fills Call.Output from Call.OutputJSON, if that is set and
 // Output is not, and clears OutputJSON.
 func (e *Event) DecodeOutput() {

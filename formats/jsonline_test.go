@@ -137,3 +137,20 @@ func BenchmarkAppendJSONString(b *testing.B) {
 		})
 	}
 }
+
+func TestHasOutput(t *testing.T) {
+	for _, c := range []struct {
+		call Call
+		want bool
+	}{
+		{Call{}, false},
+		{Call{OutputJSON: []byte(`""`)}, false},
+		{Call{OutputJSON: []byte(`"x"`)}, true},
+		{Call{OutputJSON: []byte(`"\n"`)}, true},
+		{Call{Output: "x"}, true},
+	} {
+		if got := c.call.HasOutput(); got != c.want {
+			t.Errorf("%+v: HasOutput %v, want %v", c.call, got, c.want)
+		}
+	}
+}

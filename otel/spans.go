@@ -820,8 +820,11 @@ func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
 			end = start.Add(d)
 		}
 	}
-	out := e.Call.Output
-	recordContent(b, s, keyToolResult, out)
+	if !b.cfg.content && e.Call.HasOutput() {
+		b.lose(lostContent, true) // an output left undecoded is not empty
+	} else {
+		recordContent(b, s, keyToolResult, e.Call.Output)
+	}
 	if e.Call.ExitCode.OK {
 		s.set(attribute.Int(keyExitCode, e.Call.ExitCode.V))
 	}

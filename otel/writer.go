@@ -81,6 +81,11 @@ func (w *writer) Write(e *formats.Event) error {
 		}
 		return nil
 	}
+	if w.b.cfg.content {
+		// The spans record outputs only with content; without it they are
+		// not decoded at all (TakesRawOutput).
+		e.DecodeOutput()
+	}
 	w.b.write(e)
 	if err := w.emitErr; err != nil {
 		w.emitErr = nil
@@ -91,6 +96,10 @@ func (w *writer) Write(e *formats.Event) error {
 	}
 	return nil
 }
+
+// TakesRawOutput: the pipeline leaves tool outputs undecoded; Write decodes
+// them when the spans record content.
+func (w *writer) TakesRawOutput() {}
 
 func (w *writer) Close() error {
 	if w.err != nil {
