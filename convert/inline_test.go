@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -83,6 +84,64 @@ func TestSignalStopsAFileBetweenEvents(t *testing.T) {
 	}
 }
 
+// A reader that lends its lines (formats.Lender) gives the same output as
+// one that copies them, on inputs much larger than its buffer, for every
+// writer that keeps no events: no writer and no part of the run view reads
+// a lent line after the next one is read.
+func TestLentLinesGiveTheSameOutput(t *testing.T) {
+	from, _ := Lookup("adal-stream")
+	// The same reader without its Recycle and LendLines.
+	copying := from
+	copying.NewReader = func(r io.Reader, o formats.ReadOptions) formats.Reader {
+		return struct{ formats.Reader }{from.NewReader(r, o)}
+	}
+	if _, ok := from.NewReader(strings.NewReader(""), formats.ReadOptions{Report: formats.NewReport(io.Discard)}).(formats.Lender); !ok {
+		t.Fatal("the adal-stream reader lends no lines: this test tests nothing")
+	}
+	var kept int
+	for _, d := range Dialects {
+		if !d.KeepsNoEvents || d.NewWriter == nil {
+			continue
+		}
+		kept++
+		for _, profile := range []string{"dense", "big-outputs", "late refusal"} {
+			var in bytes.Buffer
+			if profile == "late refusal" {
+				// A call whose refusal, 200 KB of lines later, names no
+				// arguments: the writers take them from the run view.
+				in.WriteString(`{"type":"tool_call","id":"c0","name":"Bash","args":{"command":"rm -rf build"}}` + "\n")
+				for i := 1; i <= 200; i++ {
+					fmt.Fprintf(&in, `{"type":"tool_call","id":"c%d","name":"Read","args":{"path":"f%d"}}`+"\n", i, i)
+					fmt.Fprintf(&in, `{"type":"tool_result","id":"c%d","name":"Read","status":"completed","output":%q}`+"\n", i, strings.Repeat("x", 1000))
+				}
+				in.WriteString(`{"type":"permission_denied","id":"c0","name":"Bash","reason":"not allowed"}` + "\n")
+				in.WriteString(`{"type":"complete","exit_code":2}` + "\n")
+			} else if err := GenerateProfile(&in, from, 1<<20, 7, 0, profile); err != nil {
+				t.Fatal(err)
+			}
+			var outs [2]string
+			for i, f := range []formats.Dialect{from, copying} {
+				var out, stderr bytes.Buffer
+				rep := formats.NewReport(&stderr)
+				p := New(d, &out, formats.WriteOptions{Stderr: &stderr}, Options{From: f, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
+				if err := p.Convert(context.Background(), Input{Name: "in", R: bytes.NewReader(in.Bytes())}); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Close(); err != nil {
+					t.Fatal(err)
+				}
+				outs[i] = out.String() + stderr.String() + fmt.Sprint(rep.LossTable())
+			}
+			if outs[0] != outs[1] {
+				t.Errorf("%s, %s profile: lent lines give another output (%d bytes against %d)", d.Name, profile, len(outs[0]), len(outs[1]))
+			}
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no dialect keeps no events")
+	}
+}
+
 // /dev/null is a character device but no terminal: `2>/dev/null` shows no
 // progress, and `>/dev/null` gets no colours.
 func TestDevNullIsNoTerminal(t *testing.T) {
@@ -102,7 +161,10 @@ type recyclingReader struct {
 	lines *formats.LineReader
 	pool  formats.EventPool
 	back  int
+	lent  bool
 }
+
+func (r *recyclingReader) LendLines() { r.lent = true }
 
 func (r *recyclingReader) Next() (*formats.Event, error) {
 	line, err := r.lines.Next()
@@ -151,8 +213,10 @@ func TestEventsRecycledOnlyWhenTheWriterKeepsNone(t *testing.T) {
 			t.Errorf("keeps %v: written %q", keeps, got)
 		}
 		switch {
-		case keeps && r.back != 0:
-			t.Errorf("a writer that keeps events had %d of them reused", r.back)
+		case keeps && (r.back != 0 || r.lent):
+			t.Errorf("a writer that keeps events had %d of them reused (lines lent: %v)", r.back, r.lent)
+		case !keeps && !r.lent:
+			t.Error("a reader that can lend its lines was not asked to")
 		case !keeps && (r.back != 5 || len(w.evs) > 3):
 			// The synthetic RunStart is the pipeline's; the five messages
 			// share one event.

@@ -274,6 +274,11 @@ func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader
 	if !p.to.KeepsNoEvents {
 		recycler = nil
 	}
+	// Each event is written and handed back before the next is read: a
+	// reader may lend its lines.
+	if l, ok := recycler.(formats.Lender); ok {
+		l.LendLines()
+	}
 	for {
 		select {
 		case <-done:

@@ -74,8 +74,10 @@ type Dialect struct {
 	// reads; a file whose owner is missing is read on its own.
 	Owner func(path string) string
 	// KeepsNoEvents: the writer keeps no *Event, nor a pointer into one,
-	// once Write or Observe returns, so that the pipeline may hand the
-	// event back to a reader that reuses its events (Recycler).
+	// nor the bytes of its Source.Line or Call.OutputJSON, once Write or
+	// Observe returns, so that the pipeline may hand the event back to a
+	// reader that reuses its events (Recycler), and let one that lends its
+	// lines (Lender) read over them.
 	KeepsNoEvents bool
 }
 
@@ -116,6 +118,17 @@ const (
 // fields point to (its strings, its line) is not reused.
 type Recycler interface {
 	Recycle(e *Event)
+}
+
+// Lender is a Recycler that can lend its lines instead of copying them.
+// The pipeline calls LendLines when it hands back every event before it
+// asks for the next one: from then on an event's Source.Line and
+// Call.OutputJSON may be the reader's own buffer, valid only until the
+// next call of Next. Everything else stays the caller's to keep (the run
+// view keeps a call's Args).
+type Lender interface {
+	Recycler
+	LendLines()
 }
 
 // EventPool is a Recycler's store of events handed back: New gives one

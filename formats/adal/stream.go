@@ -243,10 +243,25 @@ type streamReader struct {
 	names map[string]string
 	// pool: the events the pipeline handed back, reused.
 	pool formats.EventPool
+	// lend: an event's line and output are the line reader's buffer, not
+	// a copy (formats.Lender); its arguments are still copied.
+	lend bool
 }
 
 // Recycle takes back an event the pipeline is done with.
 func (r *streamReader) Recycle(e *formats.Event) { r.pool.Put(e) }
+
+// LendLines: from now on the pipeline is done with each event before it
+// asks for the next.
+func (r *streamReader) LendLines() { r.lend = true }
+
+// args are a call's arguments for the event: a copy when the line is lent.
+func (r *streamReader) args(a []byte) []byte {
+	if r.lend && a != nil {
+		return r.arena.Copy(a)
+	}
+	return a
+}
 
 func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &streamReader{lines: formats.NewLineReader(r), opts: o}
@@ -258,9 +273,11 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		return nil, err
 	}
 	n := r.lines.Line()
-	// Decode from the event's own copy of the line: the output is kept as a
-	// slice of it.
-	line = r.arena.Copy(line)
+	// Decode from the event's own copy of the line, unless it is lent: the
+	// output is kept as a slice of it.
+	if !r.lend {
+		line = r.arena.Copy(line)
+	}
 	// One record, reused: every field is copied out of it below.
 	l := &r.l
 	*l = streamLine{names: &r.toolNames, valid: r.lines.ValidUTF8()}
@@ -275,7 +292,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	switch l.Type {
 	case "tool_call":
 		ev.Kind = formats.ToolCall
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: l.Args, ArgsCompact: l.argsCompact}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: r.args(l.Args), ArgsCompact: l.argsCompact}
 	case "tool_result":
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: statusWords.Parse(l.Status)}
@@ -292,7 +309,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		}
 	case "permission_denied":
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: l.Args, ArgsCompact: l.argsCompact, Status: formats.Denied, Error: l.Reason}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: r.args(l.Args), ArgsCompact: l.argsCompact, Status: formats.Denied, Error: l.Reason}
 	case "answer":
 		ev.Kind = formats.Answer
 		ev.Text = l.Content
