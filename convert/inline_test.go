@@ -100,11 +100,22 @@ func TestLentLinesGiveTheSameOutput(t *testing.T) {
 	}
 	var kept int
 	for _, d := range Dialects {
-		if !d.KeepsNoEvents || d.NewWriter == nil {
+		if !d.KeepsNoEvents || d.NewWriter == nil || d.Remote {
 			continue
 		}
 		kept++
-		for _, profile := range []string{"dense", "big-outputs", "late refusal"} {
+		// As it is, and with every switch of the writer on.
+		on := map[string]string{}
+		for _, p := range d.Params {
+			if p.Kind == formats.ParamBool {
+				on[p.Key] = "true"
+			}
+		}
+		for _, c := range []struct {
+			profile string
+			params  map[string]string
+		}{{"dense", nil}, {"big-outputs", nil}, {"late refusal", nil}, {"dense", on}, {"late refusal", on}} {
+			profile := c.profile
 			var in bytes.Buffer
 			if profile == "late refusal" {
 				// A call whose refusal, 200 KB of lines later, names no
@@ -123,7 +134,7 @@ func TestLentLinesGiveTheSameOutput(t *testing.T) {
 			for i, f := range []formats.Dialect{from, copying} {
 				var out, stderr bytes.Buffer
 				rep := formats.NewReport(&stderr)
-				p := New(d, &out, formats.WriteOptions{Stderr: &stderr}, Options{From: f, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
+				p := New(d, &out, formats.WriteOptions{Stderr: &stderr, Params: c.params}, Options{From: f, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
 				if err := p.Convert(context.Background(), Input{Name: "in", R: bytes.NewReader(in.Bytes())}); err != nil {
 					t.Fatal(err)
 				}
@@ -133,7 +144,7 @@ func TestLentLinesGiveTheSameOutput(t *testing.T) {
 				outs[i] = out.String() + stderr.String() + fmt.Sprint(rep.LossTable())
 			}
 			if outs[0] != outs[1] {
-				t.Errorf("%s, %s profile: lent lines give another output (%d bytes against %d)", d.Name, profile, len(outs[0]), len(outs[1]))
+				t.Errorf("%s %v, %s: lent lines give another output (%d bytes against %d)", d.Name, c.params, profile, len(outs[0]), len(outs[1]))
 			}
 		}
 	}

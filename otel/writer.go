@@ -21,6 +21,9 @@ var OTLP = formats.Dialect{
 	Carries:     carries,
 	Quirks:      quirks,
 	Resends:     []string{"otlp-json"},
+	// The spans copy what they keep of an event; a raw record is decoded
+	// or written at once.
+	KeepsNoEvents: true,
 }
 
 // OTLPJSON is the same spans as OTLP/JSON lines, one request per run.
@@ -34,6 +37,8 @@ var OTLPJSON = formats.Dialect{
 	Check:       CheckConfig,
 	Carries:     carries,
 	Quirks:      quirks,
+	// As OTLP.
+	KeepsNoEvents: true,
 }
 
 // writer turns events into spans and hands them to a sink. Events read
