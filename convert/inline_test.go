@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +152,126 @@ func TestLentLinesGiveTheSameOutput(t *testing.T) {
 	}
 	if kept == 0 {
 		t.Fatal("no dialect keeps no events")
+	}
+}
+
+// A file is read ahead of its writer only when the target's row says
+// ReadAhead, a second core is there, and the file's first 64 KB holds
+// short records.
+func TestReadAheadDecision(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	short := strings.Repeat(`{"type":"answer","content":"ok"}`+"\n", 4000)
+	long := strings.Repeat(`{"type":"answer","content":"`+strings.Repeat("x", 2000)+`"}`+"\n", 100)
+	for _, c := range []struct {
+		what      string
+		in        string
+		readAhead bool
+		procs     int
+		want      bool
+	}{
+		{"short records", short, true, 2, true},
+		{"long records", long, true, 2, false},
+		{"less than 64 KB", short[:10000], true, 2, false},
+		{"a row without ReadAhead", short, false, 2, false},
+		{"one core", short, true, 1, false},
+	} {
+		runtime.GOMAXPROCS(c.procs)
+		p := NewPipeline(&seenWriter{evs: map[*formats.Event]bool{}}, formats.Dialect{Name: "sink", ReadAhead: c.readAhead}, Options{})
+		if got := p.readAhead(bufio.NewReaderSize(strings.NewReader(c.in), 64<<10)); got != c.want {
+			t.Errorf("%s: readAhead %v, want %v", c.what, got, c.want)
+		}
+	}
+}
+
+// A file read ahead of its writer gives what one read in the pipeline's
+// goroutine gives, for every writer that reads ahead.
+func TestReadAheadGivesTheSameOutput(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	from, _ := Lookup("adal-stream")
+	var in bytes.Buffer
+	if err := GenerateProfile(&in, from, 1<<20, 3, 0, "dense"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range Dialects {
+		if !d.ReadAhead || d.NewWriter == nil || d.Remote {
+			continue
+		}
+		n++
+		alone := d
+		alone.ReadAhead = false
+		var outs [2]string
+		for i, to := range []formats.Dialect{d, alone} {
+			var out, stderr bytes.Buffer
+			rep := formats.NewReport(&stderr)
+			p := New(to, &out, formats.WriteOptions{Stderr: &stderr}, Options{From: from, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
+			if i == 0 && !p.readAhead(bufio.NewReaderSize(bytes.NewReader(in.Bytes()), 64<<10)) {
+				t.Fatalf("%s: the dense profile is not read ahead", d.Name)
+			}
+			if err := p.Convert(context.Background(), Input{Name: "in", R: bytes.NewReader(in.Bytes())}); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = out.String() + stderr.String() + fmt.Sprint(rep.LossTable())
+		}
+		if outs[0] != outs[1] {
+			t.Errorf("%s: read ahead, another output (%d bytes against %d)", d.Name, len(outs[0]), len(outs[1]))
+		}
+	}
+	if n == 0 {
+		t.Fatal("no dialect reads ahead: this test tests nothing")
+	}
+}
+
+// Events read in a goroutine of their own (a pipe) come back to a reader
+// that reuses them, a batch at a time, when the writer keeps none, and
+// each is whole when it is written.
+func TestEventsRecycledAcrossGoroutines(t *testing.T) {
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "line %d\n", i)
+	}
+	for _, keeps := range []bool{false, true} {
+		pr, pw := io.Pipe()
+		go func() {
+			// In pieces, so that the reader hands over many batches.
+			s := in.String()
+			for len(s) > 0 {
+				k := min(len(s), 1000)
+				pw.Write([]byte(s[:k]))
+				s = s[k:]
+			}
+			pw.Close()
+		}()
+		var r *recyclingReader
+		from := formats.Dialect{Name: "fake", NewReader: func(in io.Reader, _ formats.ReadOptions) formats.Reader {
+			r = &recyclingReader{lines: formats.NewLineReader(in)}
+			return r
+		}}
+		w := &seenWriter{evs: map[*formats.Event]bool{}}
+		to := formats.Dialect{Name: "sink", Carries: formats.AllFeatures, KeepsNoEvents: !keeps}
+		p := NewPipeline(w, to, Options{From: from})
+		if err := p.Convert(context.Background(), Input{Name: "in", R: pr}); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.texts) != 3000 || w.texts[0] != "line 0" || w.texts[2999] != "line 2999" {
+			t.Fatalf("keeps %v: %d texts written", keeps, len(w.texts))
+		}
+		for i, s := range w.texts {
+			if s != fmt.Sprintf("line %d", i) {
+				t.Fatalf("keeps %v: text %d is %q", keeps, i, s)
+			}
+		}
+		switch {
+		case keeps && r.back != 0:
+			t.Errorf("a writer that keeps events had %d of them reused", r.back)
+		case !keeps && (r.back == 0 || len(w.evs) >= 3000):
+			t.Errorf("handed back %d events, the writer saw %d distinct", r.back, len(w.evs))
+		case r.lent:
+			t.Error("lines lent to a reader that reads ahead")
+		}
 	}
 }
 

@@ -24,6 +24,8 @@ var OTLP = formats.Dialect{
 	// The spans copy what they keep of an event; a raw record is decoded
 	// or written at once.
 	KeepsNoEvents: true,
+	// Making spans is as much work as reading the events.
+	ReadAhead: true,
 }
 
 // OTLPJSON is the same spans as OTLP/JSON lines, one request per run.
@@ -39,6 +41,7 @@ var OTLPJSON = formats.Dialect{
 	Quirks:      quirks,
 	// As OTLP.
 	KeepsNoEvents: true,
+	ReadAhead:     true,
 }
 
 // writer turns events into spans and hands them to a sink. Events read

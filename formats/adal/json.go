@@ -21,6 +21,9 @@ var JSON = formats.Dialect{
 	Detect:      detectJSON,
 	Carries:     carries,
 	Quirks:      []string{lossPreviews, lossToolErrors, lossMessages, lossErrors},
+	// The final object is built from every event: as much work as
+	// reading them.
+	ReadAhead: true,
 	Params: []formats.Param{{Key: ParamPreviewBytes, Flag: "adal-preview-bytes", Kind: formats.ParamInt,
 		Default: strconv.Itoa(DefaultPreviewBytes),
 		Usage:   "adal-json keeps only a preview of a tool output longer than `BYTES`, as AdaL does (0: keep every output whole)"}},
