@@ -174,10 +174,15 @@ func TestReadAheadDecision(t *testing.T) {
 		{"less than 64 KB", short[:10000], true, 2, false},
 		{"a row without ReadAhead", short, false, 2, false},
 		{"one core", short, true, 1, false},
+		{"a reader that decodes", short, true, 2, false},
 	} {
 		runtime.GOMAXPROCS(c.procs)
 		p := NewPipeline(&seenWriter{evs: map[*formats.Event]bool{}}, formats.Dialect{Name: "sink", ReadAhead: c.readAhead}, Options{})
-		if got := p.readAhead(bufio.NewReaderSize(strings.NewReader(c.in), 64<<10)); got != c.want {
+		var r formats.Reader = &recyclingReader{}
+		if c.what == "a reader that decodes" {
+			r = struct{ formats.Reader }{r}
+		}
+		if got := p.readAhead(r, bufio.NewReaderSize(strings.NewReader(c.in), 64<<10)); got != c.want {
 			t.Errorf("%s: readAhead %v, want %v", c.what, got, c.want)
 		}
 	}
@@ -205,7 +210,7 @@ func TestReadAheadGivesTheSameOutput(t *testing.T) {
 			var out, stderr bytes.Buffer
 			rep := formats.NewReport(&stderr)
 			p := New(to, &out, formats.WriteOptions{Stderr: &stderr}, Options{From: from, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
-			if i == 0 && !p.readAhead(bufio.NewReaderSize(bytes.NewReader(in.Bytes()), 64<<10)) {
+			if i == 0 && !p.readAhead(from.NewReader(strings.NewReader(""), formats.ReadOptions{}), bufio.NewReaderSize(bytes.NewReader(in.Bytes()), 64<<10)) {
 				t.Fatalf("%s: the dense profile is not read ahead", d.Name)
 			}
 			if err := p.Convert(context.Background(), Input{Name: "in", R: bytes.NewReader(in.Bytes())}); err != nil {

@@ -80,9 +80,10 @@ type Dialect struct {
 	// lines (Lender) read over them.
 	KeepsNoEvents bool
 	// ReadAhead: the writer has about as much to do for an event as a
-	// reader has, so that with a second core a file of short records is
-	// read ahead of it, in a goroutine of its own, for much less time at
-	// a little more CPU (the pipeline decides, from the file's head).
+	// reader that scans its records in one pass, so that with a second
+	// core a file of short records from such a reader (a Recycler) is read
+	// ahead of it, in a goroutine of its own, for much less time at a
+	// little more CPU (the pipeline decides, from the file's head).
 	// Writers with less to do are faster alone: the events would cross
 	// from one core to the other for nothing.
 	ReadAhead bool

@@ -6,7 +6,7 @@
 # prints MB/s, the ratios, peak RSS and CPU-seconds pinned to one core
 # (taskset -c 0) and not pinned, each the median of 5 alternated runs; then
 # agentconv's peak RSS for each writer as the input grows, the otlp-json span
-# rate, and the time to convert a 1 KB file.
+# rate (not pinned and pinned), and the time to convert a 1 KB file.
 #
 #   testdata/bench/bench.sh [SIZE] [BIG] [PROFILES]
 #   # defaults: 100MB 1GB "default dense big-outputs"
@@ -97,16 +97,33 @@ for profile in $profiles; do
 done
 
 echo
-# Spans per second want a stream dense in events: the dense profile.
-"$ac" generate --to adal-stream --profile dense --size 20MB > "$work/spans.ndjson"
-spans=$("$ac" --from adal-stream --to otlp-json "$work/spans.ndjson" 2>/dev/null | grep -o '"spanId"' | wc -l)
-t=()
-for i in 1 2 3; do
-  read -r ws _ _ < <(measure "$ac" --from adal-stream --to otlp-json "$work/spans.ndjson")
-  t+=("$ws")
+# Spans per second want a stream dense in events: the dense profile, at
+# SIZE. Not pinned, otlp-json reads such a file ahead of its writer on the
+# second core; pinned, it runs on one: both, alternated, with their CPU.
+spin="$work/dense.ndjson"
+[ -f "$spin" ] || "$ac" generate --to adal-stream --profile dense --size "$size" > "$spin"
+spans=$("$ac" --from adal-stream --to otlp-json "$spin" 2>/dev/null | grep -o '"spanId"' | wc -l)
+declare -A s=() c=()
+for i in 1 2 3 4 5; do
+  while read -r name cmd; do
+    read -r ws cs _ < <(measure $cmd "$spin")
+    s[$name]+="$ws " c[$name]+="$cs "
+  done <<LIST
+acN $ac --from adal-stream --to otlp-json
+ac1 taskset -c 0 $ac --from adal-stream --to otlp-json
+LIST
 done
-ws=$(median "${t[@]}")
-awk -v n="$spans" -v s="$ws" 'BEGIN { printf "--to otlp-json: %d spans in %.2f s = %.0f spans/s (20MB of the dense profile, not pinned; median of 3)\n", n, s, n / (s > 0 ? s : 0.001) }'
+for name in acN ac1; do
+  # shellcheck disable=SC2086
+  s[$name]=$(median ${s[$name]}) c[$name]=$(median ${c[$name]})
+done
+awk -v n="$spans" -v s="${s[acN]}" -v c="${c[acN]}" -v s1="${s[ac1]}" -v c1="${c[ac1]}" -v size="$size" 'BEGIN {
+  printf "--to otlp-json: %d spans from %s of the dense profile (medians of 5):\n", n, size
+  printf "  not pinned: %.2f s = %.0f spans/s, %.2f CPU-s\n", s, n / (s > 0 ? s : 0.001), c
+  printf "  one core:   %.2f s = %.0f spans/s, %.2f CPU-s\n", s1, n / (s1 > 0 ? s1 : 0.001), c1
+  printf "  CPU-s not pinned / one core %.2f\n", c / (c1 > 0 ? c1 : 0.001)
+}'
+unset s c
 
 # A directory of 10,000 small session files against one file of the same
 # bytes, to otlp-json (testdata/bench/many.sh): Codex rollouts and ATIF
