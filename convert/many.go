@@ -68,7 +68,11 @@ const (
 	manyAhead   = 4
 )
 
-// manyJob is one file being read by a worker.
+// manyJob is one file being read by a worker. The jobs are a ring as large
+// as the window of files read ahead: the file i is read into the slot
+// i % len(ring), which the writer is done with by the time a worker takes
+// the file, and its channel is made once, so that ten thousand files keep
+// ten thousand channels neither in memory nor for the collector to mark.
 type manyJob struct {
 	src     Source
 	batches chan manyBatch
@@ -77,6 +81,16 @@ type manyJob struct {
 	// Set by the worker before it closes batches:
 	skipped bool  // no dialect reads it (a directory's file)
 	unread  error // it could not be opened (a directory's file)
+}
+
+// reset makes the slot the job of src; its channel stays, and the writer,
+// which may be waiting on it already, reads nothing else of the job until
+// the worker's last batch.
+func (j *manyJob) reset(src Source) {
+	j.src, j.rep, j.skipped, j.unread = src, nil, false, nil
+	j.log.mu.Lock()
+	j.log.warnings, j.log.part = warnings{}, nil
+	j.log.mu.Unlock()
 }
 
 // ConvertMany converts files in the order given, reading and parsing
@@ -93,19 +107,20 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = max(1, min(workers, len(srcs)))
-	jobs := make([]manyJob, len(srcs))
-	for i := range jobs {
-		jobs[i].src = srcs[i]
-		jobs[i].batches = make(chan manyBatch, manyBatches)
+	// window holds a token per file read ahead of the writer; a worker
+	// takes one before it takes the next file, the writer gives it back
+	// when the file is written. Files are taken in order, so the file the
+	// writer waits for is always being read; and a file's slot in the ring
+	// is free when a worker takes the file (its token was given back when
+	// the file len(ring) before it was written).
+	window := make(chan struct{}, workers*manyAhead)
+	ring := make([]manyJob, cap(window))
+	for i := range ring {
+		ring[i].batches = make(chan manyBatch, manyBatches)
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() { close(done); wg.Wait() }()
-	// window holds a token per file read ahead of the writer; a worker
-	// takes one before it takes the next file, the writer gives it back
-	// when the file is written. Files are taken in order, so the file the
-	// writer waits for is always being read.
-	window := make(chan struct{}, workers*manyAhead)
 	var next atomic.Int64
 	var dirDialects []formats.Dialect
 	for _, d := range Readable() {
@@ -125,19 +140,21 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 					return
 				}
 				i := int(next.Add(1) - 1)
-				if i >= len(jobs) {
+				if i >= len(srcs) {
 					return
 				}
-				br = p.readJob(&jobs[i], br, dirDialects, done)
+				job := &ring[i%len(ring)]
+				job.reset(srcs[i])
+				br = p.readJob(job, br, dirDialects, done)
 			}
 		}()
 	}
 
 	rep := p.opts.Report
 	var prog ManyProgress
-	for i := range jobs {
-		job := &jobs[i]
-		in := Input{Name: job.src.Path, Path: job.src.Path}
+	for i, src := range srcs {
+		job := &ring[i%len(ring)]
+		in := Input{Name: src.Path, Path: src.Path}
 		var old func(int) string
 		if rep != nil {
 			old = rep.SetWhere(func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) })
@@ -151,16 +168,16 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 		}
 		switch {
 		case job.skipped:
-			if res.Skipped[job.src.Dir] == 0 {
-				res.SkippedDirs = append(res.SkippedDirs, job.src.Dir)
+			if res.Skipped[src.Dir] == 0 {
+				res.SkippedDirs = append(res.SkippedDirs, src.Dir)
 			}
-			res.Skipped[job.src.Dir]++
+			res.Skipped[src.Dir]++
 		case job.unread != nil:
 			res.Unread++
 		}
 		<-window
 		prog.Files++
-		prog.Bytes += job.src.Size
+		prog.Bytes += src.Size
 		prog.Runs = p.res.Runs
 		if mo.Progress != nil {
 			mo.Progress(prog)
@@ -172,9 +189,9 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 // writeJob writes the events of one file as its worker hands them over.
 func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 	rep := p.opts.Report
+	ended := false
 	for {
 		var mb manyBatch
-		var ok bool
 		if ctx.Err() != nil {
 			p.closeRun(formats.Cancelled, "interrupted by a signal")
 			return ErrInterrupted
@@ -183,14 +200,14 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 		case <-ctx.Done():
 			p.closeRun(formats.Cancelled, "interrupted by a signal")
 			return ErrInterrupted
-		case mb, ok = <-job.batches:
-		}
-		if !ok {
-			mb = manyBatch{warns: job.log.take()}
+		case mb = <-job.batches:
 		}
 		mb.warns.replay(rep)
-		if !ok {
+		if mb.last {
 			break
+		}
+		if ended {
+			continue // after the input's end, only the worker's last word
 		}
 		batch := mb.items
 		for _, it := range batch {
@@ -202,9 +219,7 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 		if err != nil {
 			return err
 		}
-		if end {
-			break
-		}
+		ended = end
 	}
 	if job.rep != nil && rep != nil {
 		// What the reader counted as lost, in the conversion's report.
@@ -240,7 +255,12 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 // without asking every dialect: detection is most of the work of a small
 // file.
 func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, dirs []formats.Dialect, done <-chan struct{}) *bufio.Reader {
-	defer close(job.batches)
+	defer func() {
+		select {
+		case job.batches <- manyBatch{warns: job.log.take(), last: true}:
+		case <-done:
+		}
+	}()
 	send := func(b []item) bool {
 		select {
 		case job.batches <- manyBatch{items: b, warns: job.log.take()}:
@@ -347,6 +367,9 @@ func sureDirDialect(head []byte, path string, dirs []formats.Dialect) (formats.D
 type manyBatch struct {
 	items []item
 	warns warnings
+	// last: the worker is done with the file; its slot's channel serves
+	// another file next.
+	last bool
 }
 
 // warnings are the lines of a reader's warnings: the first ones as they
