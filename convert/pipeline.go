@@ -295,7 +295,7 @@ const (
 // one-pass scan, not a decoder), a second core is there, and the file's
 // records are short (in its first 64 KB), so that the work is per event
 // rather than per byte. Then the second core takes about a third off the
-// time, for a tenth more CPU or so; elsewhere it cost up to a fifth more
+// time, for a tenth more CPU or so; elsewhere it cost up to a third more
 // CPU for little or no time.
 func (p *Pipeline) readAhead(r formats.Reader, br *bufio.Reader) bool {
 	if _, cheap := r.(formats.Recycler); !cheap || !p.to.ReadAhead || runtime.GOMAXPROCS(0) < 2 {
