@@ -134,16 +134,7 @@ func TestLentLinesGiveTheSameOutput(t *testing.T) {
 			}
 			var outs [2]string
 			for i, f := range []formats.Dialect{from, copying} {
-				var out, stderr bytes.Buffer
-				rep := formats.NewReport(&stderr)
-				p := New(d, &out, formats.WriteOptions{Stderr: &stderr, Params: c.params}, Options{From: f, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
-				if err := p.Convert(context.Background(), Input{Name: "in", R: bytes.NewReader(in.Bytes())}); err != nil {
-					t.Fatal(err)
-				}
-				if err := p.Close(); err != nil {
-					t.Fatal(err)
-				}
-				outs[i] = out.String() + stderr.String() + fmt.Sprint(rep.LossTable())
+				outs[i] = convertAll(t, f, d, c.params, in.Bytes())
 			}
 			if outs[0] != outs[1] {
 				t.Errorf("%s %v, %s: lent lines give another output (%d bytes against %d)", d.Name, c.params, profile, len(outs[0]), len(outs[1]))
@@ -153,6 +144,23 @@ func TestLentLinesGiveTheSameOutput(t *testing.T) {
 	if kept == 0 {
 		t.Fatal("no dialect keeps no events")
 	}
+}
+
+// convertAll converts in from one dialect to another on the fixed clock, in
+// the pipeline's own way for a buffer, and returns the output, the
+// warnings and the losses.
+func convertAll(t *testing.T, from, to formats.Dialect, params map[string]string, in []byte) string {
+	t.Helper()
+	var out, stderr bytes.Buffer
+	rep := formats.NewReport(&stderr)
+	p := New(to, &out, formats.WriteOptions{Stderr: &stderr, Params: params}, Options{From: from, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
+	if err := p.Convert(context.Background(), Input{Name: "in", R: bytes.NewReader(in)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.String() + stderr.String() + fmt.Sprint(rep.LossTable())
 }
 
 // A file is read ahead of its writer only when the target's row says
@@ -205,21 +213,13 @@ func TestReadAheadGivesTheSameOutput(t *testing.T) {
 		n++
 		alone := d
 		alone.ReadAhead = false
+		p := NewPipeline(&seenWriter{evs: map[*formats.Event]bool{}}, d, Options{})
+		if !p.readAhead(from.NewReader(strings.NewReader(""), formats.ReadOptions{}), bufio.NewReaderSize(bytes.NewReader(in.Bytes()), 64<<10)) {
+			t.Fatalf("%s: the dense profile is not read ahead", d.Name)
+		}
 		var outs [2]string
 		for i, to := range []formats.Dialect{d, alone} {
-			var out, stderr bytes.Buffer
-			rep := formats.NewReport(&stderr)
-			p := New(to, &out, formats.WriteOptions{Stderr: &stderr}, Options{From: from, Report: rep, Clock: func() time.Time { return formats.FixedEpoch }})
-			if i == 0 && !p.readAhead(from.NewReader(strings.NewReader(""), formats.ReadOptions{}), bufio.NewReaderSize(bytes.NewReader(in.Bytes()), 64<<10)) {
-				t.Fatalf("%s: the dense profile is not read ahead", d.Name)
-			}
-			if err := p.Convert(context.Background(), Input{Name: "in", R: bytes.NewReader(in.Bytes())}); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.Close(); err != nil {
-				t.Fatal(err)
-			}
-			outs[i] = out.String() + stderr.String() + fmt.Sprint(rep.LossTable())
+			outs[i] = convertAll(t, from, to, nil, in.Bytes())
 		}
 		if outs[0] != outs[1] {
 			t.Errorf("%s: read ahead, another output (%d bytes against %d)", d.Name, len(outs[0]), len(outs[1]))

@@ -201,11 +201,8 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	// without a handover and a flush per event.
 	batches := make(chan []item, 1)
 	// The batches written come back, their events to a reader that reuses
-	// them, when the target's writer keeps none.
-	recycler, _ := r.(formats.Recycler)
-	if !p.to.KeepsNoEvents {
-		recycler = nil
-	}
+	// them.
+	recycler := p.recycler(r)
 	written := make(chan []item, 2)
 	done := make(chan struct{})
 	defer close(done)
@@ -280,6 +277,15 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	return p.endInput(in)
 }
 
+// recycler is r if it reuses its events and the target's writer keeps
+// none, so that the events written may go back to it; else nil.
+func (p *Pipeline) recycler(r formats.Reader) formats.Recycler {
+	if rc, ok := r.(formats.Recycler); ok && p.to.KeepsNoEvents {
+		return rc
+	}
+	return nil
+}
+
 // readAheadHead is how much of a file readAhead looks at, and shortRecord
 // the longest average record it reads ahead of.
 const (
@@ -324,12 +330,8 @@ func (p *Pipeline) endInput(in Input) error {
 func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader, br *bufio.Reader) error {
 	done := ctx.Done()
 	var one [1]item
-	// A reader that reuses its events gets each back once it is written,
-	// when the target's writer keeps none.
-	recycler, _ := r.(formats.Recycler)
-	if !p.to.KeepsNoEvents {
-		recycler = nil
-	}
+	// A reader that reuses its events gets each back once it is written.
+	recycler := p.recycler(r)
 	// Each event is written and handed back before the next is read: a
 	// reader may lend its lines.
 	if l, ok := recycler.(formats.Lender); ok {
