@@ -183,10 +183,9 @@ func (g *Generator) manyCalls() []*formats.Event {
 			var open []formats.Call
 			for n := 1 + g.rng.IntN(4); n > 0 && call < last; n-- {
 				call++
-				c := formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: genTools[g.rng.IntN(len(genTools))]}
+				c := r.newCall(call)
 				c.Args, _ = json.Marshal(map[string]any{"command": g.escaped(4), "path": "src/" + strconv.Itoa(call) + ".go"})
-				r.add(&formats.Event{Kind: formats.ToolCall, Call: c})
-				open = append(open, c)
+				open = r.startCall(open, c)
 			}
 			r.finish(open, func() string { return g.escapedOutput(g.denseOutputSize()) }, func() string { return g.escaped(4) })
 		}
@@ -212,6 +211,18 @@ type genRun struct {
 func (r *genRun) add(e *formats.Event) {
 	e.Time = r.g.tick()
 	r.evs = append(r.evs, e)
+}
+
+// newCall is the run's call number n, with a tool drawn at random; its
+// arguments are the profile's.
+func (r *genRun) newCall(n int) formats.Call {
+	return formats.Call{ID: "call_" + strconv.Itoa(r.g.run) + "_" + strconv.Itoa(n), Name: genTools[r.g.rng.IntN(len(genTools))]}
+}
+
+// startCall adds c's ToolCall and returns the open calls with c.
+func (r *genRun) startCall(open []formats.Call, c formats.Call) []formats.Call {
+	r.add(&formats.Event{Kind: formats.ToolCall, Call: c})
+	return append(open, c)
 }
 
 // start begins the next run: its RunStart, and the prompt that prompt
@@ -295,11 +306,9 @@ func (g *Generator) Run() []*formats.Event {
 		var open []formats.Call
 		for i, n := 0, g.rng.IntN(4); i < n; i++ {
 			call++
-			c := formats.Call{ID: "call_" + strconv.Itoa(g.run) + "_" + strconv.Itoa(call), Name: genTools[g.rng.IntN(len(genTools))]}
-			args, _ := json.Marshal(map[string]any{"command": g.text(4), "path": "src/" + strconv.Itoa(call) + ".go", "limit": g.rng.IntN(1000)})
-			c.Args = args
-			r.add(&formats.Event{Kind: formats.ToolCall, Call: c})
-			open = append(open, c)
+			c := r.newCall(call)
+			c.Args, _ = json.Marshal(map[string]any{"command": g.text(4), "path": "src/" + strconv.Itoa(call) + ".go", "limit": g.rng.IntN(1000)})
+			open = r.startCall(open, c)
 		}
 		r.finish(open, func() string { return g.output(g.outputSize()) }, func() string { return g.text(5) })
 		r.endTurn()
