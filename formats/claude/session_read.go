@@ -585,21 +585,12 @@ func (b *sessBuild) emit(r *sessRec, ev *formats.Event) {
 // carry gives the event the record's line (and the held lines of its
 // file), once; later events of the record are Continued.
 func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
-	file := r.agent
-	if b.agents[file] != nil && b.agents[file].inline {
-		file = ""
-	}
 	if !*carried {
 		*carried = true
-		var line []byte
-		if h := b.held[file]; len(h) > 0 {
-			line = append(bytes.Join(h, []byte{'\n'}), '\n')
-			delete(b.held, file)
-		}
-		if line == nil {
-			ev.Source.Line = r.raw // the record's own copy: nothing changes it
+		if line := b.takeHeld(b.fileOf(r.agent)); line != nil {
+			ev.Source.Line = append(append(line, '\n'), r.raw...)
 		} else {
-			ev.Source.Line = append(line, r.raw...)
+			ev.Source.Line = r.raw // the record's own copy: nothing changes it
 		}
 	} else {
 		ev.Source.Continued = true
@@ -609,14 +600,38 @@ func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
 
 // hold keeps a record that gave no event for the next event of its file.
 func (b *sessBuild) hold(r *sessRec) {
-	file := r.agent
-	if b.agents[file] != nil && b.agents[file].inline {
-		file = ""
-	}
+	file := b.fileOf(r.agent)
 	if b.held == nil {
 		b.held = map[string][][]byte{}
 	}
 	b.held[file] = append(b.held[file], r.raw)
+}
+
+// fileOf is the file whose records an agent's events carry: its own, or
+// the main one for a subagent whose records are inline there.
+func (b *sessBuild) fileOf(agent string) string {
+	if a := b.agents[agent]; a != nil && a.inline {
+		return ""
+	}
+	return agent
+}
+
+// takeHeld returns the records held for a file, joined, and forgets them;
+// nil when none are.
+func (b *sessBuild) takeHeld(file string) []byte {
+	h := b.held[file]
+	if len(h) == 0 {
+		return nil
+	}
+	delete(b.held, file)
+	return bytes.Join(h, []byte{'\n'})
+}
+
+// emitHeld gives the records still held for a file as an unknown event.
+func (b *sessBuild) emitHeld(file string) {
+	if line := b.takeHeld(file); line != nil {
+		b.emit(nil, &formats.Event{Kind: formats.Raw, Agent: file, Source: formats.Source{Type: "held", Line: line}})
+	}
 }
 
 func recType(r *sessRec) string {
@@ -715,8 +730,7 @@ func (b *sessBuild) endRun(final bool) {
 		// Held records of subagents' files go out before the end.
 		for _, file := range slices.Sorted(maps.Keys(b.held)) {
 			if file != "" {
-				b.emit(nil, &formats.Event{Kind: formats.Raw, Agent: file, Source: formats.Source{Type: "held", Line: bytes.Join(b.held[file], []byte{'\n'})}})
-				delete(b.held, file)
+				b.emitHeld(file)
 			}
 		}
 	}
@@ -737,9 +751,8 @@ func (b *sessBuild) endRun(final bool) {
 		ev.Source.Continued, ev.Source.LineNo = true, b.outcomeLine
 	}
 	if final {
-		if h := b.held[""]; len(h) > 0 {
-			ev.Source.Line = bytes.Join(h, []byte{'\n'})
-			delete(b.held, "")
+		if line := b.takeHeld(""); line != nil {
+			ev.Source.Line = line
 		}
 	}
 	b.emit(nil, ev)
@@ -788,9 +801,7 @@ func (b *sessBuild) finished() bool {
 // flushHeld gives the records still held as an unknown event each file.
 func (b *sessBuild) flushHeld() {
 	for _, file := range slices.Sorted(maps.Keys(b.held)) {
-		ev := &formats.Event{Kind: formats.Raw, Agent: file, Source: formats.Source{Type: "held", Line: bytes.Join(b.held[file], []byte{'\n'})}}
-		delete(b.held, file)
-		b.emit(nil, ev)
+		b.emitHeld(file)
 	}
 }
 
@@ -915,10 +926,7 @@ func (b *sessBuild) endAgent(a *subagent, st formats.Status, report string) {
 	}
 	b.flushMsg(a.id)
 	if !a.inline {
-		if h := b.held[a.id]; len(h) > 0 {
-			b.emit(nil, &formats.Event{Kind: formats.Raw, Agent: a.id, Source: formats.Source{Type: "held", Line: bytes.Join(h, []byte{'\n'})}})
-			delete(b.held, a.id)
-		}
+		b.emitHeld(a.id)
 	}
 	a.open = false
 	b.emit(nil, &formats.Event{Kind: formats.AgentEnd, Agent: a.id, Status: st, Text: report, Source: formats.Source{Type: "subagent"}})
@@ -960,15 +968,10 @@ func (b *sessBuild) flushText(agent string, m *pendingMsg) {
 	if m.text == "" && m.thinking == "" {
 		return
 	}
-	file := agent
-	if a := b.agents[agent]; a != nil && a.inline {
-		file = ""
-	}
 	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: m.text, Thinking: m.thinking, Time: m.time,
 		Source: formats.Source{Type: "assistant", LineNo: m.line}}
-	if h := b.held[file]; len(h) > 0 {
-		ev.Source.Line = bytes.Join(h, []byte{'\n'})
-		delete(b.held, file)
+	if line := b.takeHeld(b.fileOf(agent)); line != nil {
+		ev.Source.Line = line
 	} else {
 		ev.Source.Continued = true
 	}
@@ -1071,18 +1074,16 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 
 // carryHeld: an event of a record already held (its text went first).
 func (b *sessBuild) carryHeld(r *sessRec, agent string, ev *formats.Event, carried *bool) {
-	file := agent
-	if a := b.agents[agent]; a != nil && a.inline {
-		file = ""
+	var line []byte
+	if !*carried {
+		line = b.takeHeld(b.fileOf(agent))
 	}
-	if h := b.held[file]; len(h) > 0 && !*carried {
-		ev.Source.Line = bytes.Join(h, []byte{'\n'})
-		delete(b.held, file)
-		*carried = true
+	if line != nil {
+		ev.Source.Line = line
 	} else {
 		ev.Source.Continued = true
-		*carried = true
 	}
+	*carried = true
 	b.emit(r, ev)
 }
 
