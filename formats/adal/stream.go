@@ -187,14 +187,8 @@ func scanName(s *formats.JSONScanner, dst *string, names *formats.Interner) bool
 // scanRaw reads a field kept as JSON: a slice of the line. A null is left
 // to the decoder.
 func scanRaw(s *formats.JSONScanner) ([]byte, bool) {
-	if s.Space() == 'n' {
-		return nil, false
-	}
-	start := s.I
-	if !s.Skip() {
-		return nil, false
-	}
-	return s.B[start:s.I:s.I], true
+	raw, _, ok := scanRawCompact(s)
+	return raw, ok
 }
 
 // scanRawCompact is scanRaw that also says whether the value has no white
