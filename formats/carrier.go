@@ -26,6 +26,12 @@ type Carrier struct {
 	HeldLine int
 }
 
+// Begin makes rec, at line, the current record, of no type or time yet;
+// a nil rec is one that an earlier record carried.
+func (c *Carrier) Begin(rec []byte, line int) {
+	c.Rec, c.Line, c.Type, c.Time, c.Carried = rec, line, "", time.Time{}, false
+}
+
 // Stamp gives e the current record's source. With withRec false, e ends
 // what came before the record, and carries the held records only.
 func (c *Carrier) Stamp(e *Event, withRec bool) *Event {

@@ -365,7 +365,7 @@ func (d *decoder) push(ev *formats.Event) {
 // decode reads one record. data is the JSON object; carrier is the input
 // text to pass through for it (nil when an earlier record carried it).
 func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
-	d.src.Rec, d.src.Line, d.src.Type, d.src.Time, d.src.Carried = carrier, line, "", time.Time{}, false
+	d.src.Begin(carrier, line)
 	var r record
 	if err := formats.Unmarshal(line, data, &r); err != nil {
 		if !json.Valid(data) {
@@ -428,7 +428,8 @@ func (d *decoder) hold() { d.src.Hold() }
 func (d *decoder) finish() {
 	d.flushMsg()
 	d.wholeStreamedAll()
-	d.src.Rec, d.src.Line, d.src.Type, d.src.Time, d.src.Carried = nil, d.src.HeldLine, "stream_event", time.Time{}, true
+	d.src.Begin(nil, d.src.HeldLine)
+	d.src.Type = "stream_event"
 	if len(d.preRun) > 0 {
 		// System lines, and no run after them: their events carry them.
 		pre := d.preRun

@@ -406,12 +406,11 @@ func (r *rolloutReader) record(b []byte, n int) error {
 		r.opts.Report.Warn(n, "a Codex %s line without a payload object; kept as an unknown event", l.Type)
 		l.Type = "unexpected " + l.Type
 	}
-	r.src.Rec, r.src.Line, r.src.Carried = append([]byte(nil), b...), n, false
+	r.src.Begin(append([]byte(nil), b...), n)
 	r.src.Type = l.Type
 	if p.Type != "" {
 		r.src.Type = l.Type + "/" + p.Type
 	}
-	r.src.Time = time.Time{}
 	if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
 		r.src.Time = t
 	}
