@@ -87,14 +87,17 @@ type Family interface {
 	// Modes are the machine-readable output modes, and the dialect
 	// agentconv reads each as.
 	Modes(pin Pin) []Mode
-	// Args runs one prompt; ResumeArgs continues session id with another.
-	Args(pin Pin, mode Mode, prompt string) []string
+	// Args runs the scenario's prompt (without permission for tools when
+	// sc.Refuses()); ResumeArgs continues session id with another prompt.
+	Args(pin Pin, mode Mode, sc Scenario) []string
 	ResumeArgs(pin Pin, mode Mode, id, prompt string) []string
 	// SessionID is the id of the session a run wrote.
 	SessionID(pin Pin, home string, stdout []byte) string
 	// Store is the folder under home where the agent keeps its sessions
 	// ("" if it keeps none), and Dialect the dialect of its files.
 	Store(pin Pin) (dir, dialect string)
+	// Tools makes calls of the agent's own tools.
+	Tools(pin Pin) Toolset
 }
 
 // Mode is one output mode of an agent.

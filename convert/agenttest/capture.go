@@ -1,0 +1,227 @@
+package agenttest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Meta is a capture's meta.json: what ran, and how it ended.
+type Meta struct {
+	Agent        string    `json:"agent"`
+	Version      string    `json:"version"`
+	Scenario     string    `json:"scenario"`
+	Mode         string    `json:"mode"`
+	Dialect      string    `json:"dialect"` // the stdout's
+	Store        string    `json:"store,omitempty"`
+	StoreDialect string    `json:"store_dialect,omitempty"`
+	Runs         []RunMeta `json:"runs"`
+	Session      string    `json:"session,omitempty"`
+	Work         string    `json:"work"` // the working folder the agent ran in
+	Home         string    `json:"home"`
+}
+
+// RunMeta is one process of a capture: the first prompt, or the resume.
+type RunMeta struct {
+	Args   []string `json:"args"`
+	Exit   int      `json:"exit"`
+	Stdout string   `json:"stdout"` // the file of its stdout, in the capture
+}
+
+// Capture is one scenario run by one agent in one output mode: its files
+// are in Dir.
+type Capture struct {
+	Dir      string
+	Meta     Meta
+	Scenario Scenario
+	Log      []Request
+}
+
+// Limit is how long one agent process may take.
+var Limit = 3 * time.Minute
+
+// Run runs scenario sc by pin in mode against a server of its own, in a new
+// home under tmp, and writes the capture to dir: stdout of each process,
+// the session files under home/, the server's log (server.json) and
+// meta.json.
+func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, dir string) (*Capture, error) {
+	bin := pin.Path()
+	if bin == "" {
+		return nil, fmt.Errorf("%s is not installed: run .ci/agents", pin)
+	}
+	srv, err := Start(sc)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	home := filepath.Join(tmp, "home")
+	work := filepath.Join(tmp, "work")
+	for _, d := range []string{home, work, filepath.Join(home, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	env, err := fam.Setup(pin, home, work, srv.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: setup: %w", pin, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	storeDir, storeDialect := fam.Store(pin)
+	c := &Capture{Dir: dir, Scenario: sc, Meta: Meta{Agent: pin.Agent, Version: pin.Version, Scenario: sc.Name, Mode: mode.Name,
+		Dialect: mode.Dialect, Store: storeDir, StoreDialect: storeDialect, Work: work, Home: home}}
+	out, err := Exec(ctx, bin, fam.Args(pin, mode, sc), env, work, Limit)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s %s: %w", pin, sc.Name, mode.Name, err)
+	}
+	if err := c.keep(out, "stdout."+mode.Ext); err != nil {
+		return nil, err
+	}
+	c.Meta.Session = fam.SessionID(pin, home, out.Stdout)
+	if sc.Resume != "" {
+		if c.Meta.Session == "" {
+			return nil, fmt.Errorf("%s %s %s: no session id to resume; stdout: %s stderr: %s", pin, sc.Name, mode.Name, tail(out.Stdout), tail(out.Stderr))
+		}
+		out, err := Exec(ctx, bin, fam.ResumeArgs(pin, mode, c.Meta.Session, sc.Resume), env, work, Limit)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s %s resume: %w", pin, sc.Name, mode.Name, err)
+		}
+		if err := c.keep(out, "stdout-2."+mode.Ext); err != nil {
+			return nil, err
+		}
+	}
+	if storeDir != "" {
+		if err := copyTree(filepath.Join(home, storeDir), filepath.Join(dir, "home", storeDir)); err != nil {
+			return nil, err
+		}
+	}
+	c.Log = srv.Log()
+	if err := writeJSON(filepath.Join(dir, "server.json"), ServerFile{Scenario: sc, Requests: c.Log}); err != nil {
+		return nil, err
+	}
+	return c, writeJSON(filepath.Join(dir, "meta.json"), c.Meta)
+}
+
+func (c *Capture) keep(out Outcome, name string) error {
+	c.Meta.Runs = append(c.Meta.Runs, RunMeta{Args: out.Args, Exit: out.Exit, Stdout: name})
+	if err := os.WriteFile(filepath.Join(c.Dir, name), out.Stdout, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(c.Dir, strings.TrimSuffix(name, filepath.Ext(name))+".stderr"), out.Stderr, 0o644)
+}
+
+// ServerFile is a capture's server.json: the scenario, and every request
+// the server received with what it answered.
+type ServerFile struct {
+	Scenario Scenario  `json:"scenario"`
+	Requests []Request `json:"requests"`
+}
+
+// Load reads a capture kept in dir.
+func Load(dir string) (*Capture, error) {
+	c := &Capture{Dir: dir}
+	if err := readJSON(filepath.Join(dir, "meta.json"), &c.Meta); err != nil {
+		return nil, err
+	}
+	var sf ServerFile
+	if err := readJSON(filepath.Join(dir, "server.json"), &sf); err != nil {
+		return nil, err
+	}
+	c.Scenario, c.Log = sf.Scenario, sf.Requests
+	return c, nil
+}
+
+// Sent sums the usage the server sent to thread ("" for every thread).
+func (c *Capture) Sent(thread string) Usage {
+	var u Usage
+	for _, r := range c.Log {
+		if r.Sent != nil && r.Thread != "side" && (thread == "" || r.Thread == thread) {
+			u = u.Add(*r.Sent)
+		}
+	}
+	return u
+}
+
+// StoreFiles lists the session files the capture kept, as paths.
+func (c *Capture) StoreFiles() []string {
+	if c.Meta.Store == "" {
+		return nil
+	}
+	root := filepath.Join(c.Dir, "home", c.Meta.Store)
+	var out []string
+	for _, f := range Files(root) {
+		out = append(out, filepath.Join(root, f))
+	}
+	return out
+}
+
+// Captures lists the capture folders kept under testdata/agents.
+func Captures() ([]string, error) {
+	var dirs []string
+	root := filepath.Join(Root(), "testdata", "agents")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() == "meta.json" {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+		return nil
+	})
+	return dirs, err
+}
+
+func copyTree(from, to string) error {
+	return filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) && p == from {
+				return nil
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(to, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o755)
+		case d.Type().IsRegular():
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			out, err := os.Create(dst)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, in); err != nil {
+				out.Close()
+				return err
+			}
+			return out.Close()
+		}
+		return nil
+	})
+}
+
+func writeJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(name, append(b, '\n'), 0o644)
+}
+
+func readJSON(name string, v any) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}

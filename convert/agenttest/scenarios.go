@@ -1,0 +1,108 @@
+package agenttest
+
+import "fmt"
+
+// Toolset makes the calls of one agent's own tools, so that the same
+// scenario is written once for every agent.
+type Toolset interface {
+	// Shell runs a command.
+	Shell(id, command string) Call
+	// WriteFile creates a file under the working folder.
+	WriteFile(id, path, content string) Call
+	// Subagent starts a subagent with prompt; ok is false for an agent
+	// without subagents.
+	Subagent(id, prompt string) (c Call, ok bool)
+}
+
+// The marks the server tells threads apart by.
+const (
+	MainMark = "agentconv-task"
+	SubMark  = "agentconv-subtask"
+)
+
+// ScenarioNames lists the scenarios in the order they run.
+var ScenarioNames = []string{
+	"text-shell", "parallel", "edit", "subagent", "api-error", "rate-limit",
+	"refused", "large-output", "resume", "thinking",
+}
+
+// usage gives reply k of a scenario numbers no other reply of it has.
+func usage(k int) Usage {
+	return Usage{Input: 1000 + 111*k, CacheRead: 200 + 37*k, CacheWrite: 50 + 13*k, Output: 30 + 7*k, Reasoning: 0}
+}
+
+// NewScenario builds the scenario name for an agent's tools; ok is false
+// when the agent cannot act it (a subagent of an agent without them).
+func NewScenario(name string, ts Toolset) (sc Scenario, ok bool) {
+	k := 0
+	reply := func(r Reply) Reply {
+		r.Usage = usage(k)
+		if r.Thinking != "" {
+			r.Usage.Reasoning = 11 + k
+			r.Usage.Output += r.Usage.Reasoning
+		}
+		k++
+		return r
+	}
+	prompt := fmt.Sprintf("%s: %s", MainMark, name)
+	main := func(rs ...Reply) []Thread { return []Thread{{Name: "main", Match: MainMark, Replies: rs}} }
+	sc = Scenario{Name: name, Prompt: prompt, Side: Reply{Text: "agentconv side answer", Usage: Usage{Input: 7, Output: 3}}}
+	switch name {
+	case "text-shell":
+		sc.Threads = main(
+			reply(Reply{Text: "I will run a command.", Calls: []Call{ts.Shell("call_shell_1", "echo agentconv-shell-output")}}),
+			reply(Reply{Text: "The command printed agentconv-shell-output."}))
+	case "parallel":
+		sc.Threads = main(
+			reply(Reply{Text: "Two commands at once.", Calls: []Call{
+				ts.Shell("call_par_1", "echo agentconv-first"),
+				ts.Shell("call_par_2", "echo agentconv-second")}}),
+			reply(Reply{Text: "Both commands ran."}))
+	case "edit":
+		sc.Threads = main(
+			reply(Reply{Text: "I will write the file.", Calls: []Call{ts.WriteFile("call_edit_1", "notes.txt", "agentconv wrote this\n")}}),
+			reply(Reply{Text: "The file notes.txt is written."}))
+	case "subagent":
+		call, has := ts.Subagent("call_sub_1", SubMark+": list the folder")
+		if !has {
+			return sc, false
+		}
+		sub := Thread{Name: "subagent", Match: SubMark}
+		sc.Threads = main(reply(Reply{Text: "A subagent will look.", Calls: []Call{call}}))
+		sub.Replies = []Reply{
+			reply(Reply{Text: "Listing.", Calls: []Call{ts.Shell("call_sub_shell_1", "echo agentconv-from-subagent")}}),
+			reply(Reply{Text: "The subagent found agentconv-from-subagent."}),
+		}
+		sc.Threads[0].Replies = append(sc.Threads[0].Replies, reply(Reply{Text: "The subagent is done."}))
+		sc.Threads = append([]Thread{sub}, sc.Threads...) // the subagent's mark is the more specific
+	case "api-error":
+		sc.Threads = main(Reply{Fail: []Failure{{Status: 500, Type: "api_error"}, {Status: 529, Type: "overloaded_error", Message: "Overloaded"}}, FailAlways: true})
+	case "rate-limit":
+		sc.Threads = main(Reply{Fail: []Failure{{Status: 429, Type: "rate_limit_error", Message: "Rate limited"}}, FailAlways: true})
+	case "refused":
+		// The agent runs without permission for the shell: it refuses.
+		sc.Threads = main(
+			reply(Reply{Text: "I will try a command.", Calls: []Call{ts.Shell("call_refused_1", "touch agentconv-refused")}}),
+			reply(Reply{Text: "The command was refused."}))
+	case "large-output":
+		sc.Threads = main(
+			reply(Reply{Text: "A long listing.", Calls: []Call{ts.Shell("call_large_1", "seq 1 40000")}}),
+			reply(Reply{Text: "It printed 40000 lines."}))
+	case "resume":
+		sc.Resume = MainMark + ": resume the work"
+		sc.Threads = main(
+			reply(Reply{Text: "First answer."}),
+			reply(Reply{Text: "Resumed; a command.", Calls: []Call{ts.Shell("call_resume_1", "echo agentconv-resumed")}}),
+			reply(Reply{Text: "Second answer."}))
+	case "thinking":
+		sc.Threads = main(
+			reply(Reply{Thinking: "The user wants a short answer; think first.", Signature: "c2lnbmF0dXJlLW9mLWFnZW50Y29udg==", Text: "Thought, then answered."}))
+	default:
+		return sc, false
+	}
+	return sc, true
+}
+
+// Refuses says whether the agent runs the scenario without permission
+// for its tools.
+func (sc Scenario) Refuses() bool { return sc.Name == "refused" }
