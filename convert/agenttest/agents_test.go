@@ -1,0 +1,96 @@
+package agenttest
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	refresh = flag.Bool("refresh", false, "run the installed agents and keep their captures under testdata/agents (replacing the old ones)")
+	only    = flag.String("agent", "", "run only this agent's pins (claude-code, codex, …), with -refresh or in TestAgents")
+)
+
+// parallelAgents is how many agent processes run at once: each is a Node
+// process that mostly waits for the server.
+const parallelAgents = 4
+
+// TestAgents runs every scenario with every pinned agent that is installed,
+// in every output mode, and checks each capture. In CI an agent that is
+// not installed fails the test; elsewhere it skips with a message. With
+// -refresh the captures replace those kept under testdata/agents.
+func TestAgents(t *testing.T) {
+	pins, err := Pins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sem := make(chan struct{}, parallelAgents)
+	var once sync.Once
+	for _, pin := range pins {
+		fam, ok := Families[pin.Agent]
+		if !ok || (*only != "" && pin.Agent != *only) {
+			continue
+		}
+		t.Run(pin.String(), func(t *testing.T) {
+			t.Parallel()
+			if pin.Path() == "" {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("%s is not installed in %s: .ci/agents must install every pin", pin, Cache())
+				}
+				once.Do(func() { t.Logf("agents not installed in %s: run .ci/agents to run them (the kept captures are checked by TestCaptures)", Cache()) })
+				t.Skipf("%s is not installed", pin)
+			}
+			for _, mode := range fam.Modes(pin) {
+				for _, name := range ScenarioNames {
+					sc, ok := NewScenario(name, fam.Tools(pin))
+					if !ok {
+						continue
+					}
+					t.Run(mode.Name+"/"+name, func(t *testing.T) {
+						t.Parallel()
+						sem <- struct{}{}
+						defer func() { <-sem }()
+						dir := filepath.Join(t.TempDir(), "capture")
+						if *refresh {
+							dir = filepath.Join(Root(), "testdata", "agents", pin.Agent, pin.Version, name, mode.Name)
+							if err := os.RemoveAll(dir); err != nil {
+								t.Fatal(err)
+							}
+						}
+						c, err := Run(context.Background(), pin, fam, mode, sc, t.TempDir(), dir)
+						if err != nil {
+							t.Fatal(err)
+						}
+						Check(t, c)
+					})
+				}
+			}
+		})
+	}
+}
+
+// TestCaptures checks every capture kept under testdata/agents, without
+// the agents.
+func TestCaptures(t *testing.T) {
+	dirs, err := Captures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *refresh {
+		t.Skip("-refresh checks the new captures in TestAgents")
+	}
+	for _, dir := range dirs {
+		rel, _ := filepath.Rel(filepath.Join(Root(), "testdata", "agents"), dir)
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
+			t.Parallel()
+			c, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			Check(t, c)
+		})
+	}
+}
