@@ -54,13 +54,14 @@ func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, 
 	if bin == "" {
 		return nil, fmt.Errorf("%s is not installed: run .ci/agents", pin)
 	}
+	home := filepath.Join(tmp, "home")
+	work := filepath.Join(tmp, "work")
+	sc = sc.In(work)
 	srv, err := Start(sc)
 	if err != nil {
 		return nil, err
 	}
 	defer srv.Close()
-	home := filepath.Join(tmp, "home")
-	work := filepath.Join(tmp, "work")
 	for _, d := range []string{home, work, filepath.Join(home, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err

@@ -1,13 +1,17 @@
 package agenttest
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Toolset makes the calls of one agent's own tools, so that the same
 // scenario is written once for every agent.
 type Toolset interface {
 	// Shell runs a command.
 	Shell(id, command string) Call
-	// WriteFile creates a file under the working folder.
+	// WriteFile creates a file; path is relative to the working folder,
+	// and WorkMark+"/"+path is its absolute path.
 	WriteFile(id, path, content string) Call
 	// Subagent starts a subagent with prompt; ok is false for an agent
 	// without subagents.
@@ -101,6 +105,50 @@ func NewScenario(name string, ts Toolset) (sc Scenario, ok bool) {
 		return sc, false
 	}
 	return sc, true
+}
+
+// WorkMark stands in a call's arguments for the working folder the agent
+// runs in, which some tools want as an absolute path.
+const WorkMark = "{work}"
+
+// In returns the scenario with WorkMark replaced by work in every call's
+// arguments.
+func (sc Scenario) In(work string) Scenario {
+	threads := make([]Thread, len(sc.Threads))
+	for i, th := range sc.Threads {
+		th.Replies = append([]Reply(nil), th.Replies...)
+		for j, r := range th.Replies {
+			calls := make([]Call, len(r.Calls))
+			for k, c := range r.Calls {
+				c.Args = replaceWork(c.Args, work).(map[string]any)
+				calls[k] = c
+			}
+			th.Replies[j].Calls = calls
+		}
+		threads[i] = th
+	}
+	sc.Threads = threads
+	return sc
+}
+
+func replaceWork(v any, work string) any {
+	switch v := v.(type) {
+	case string:
+		return strings.ReplaceAll(v, WorkMark, work)
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = replaceWork(x, work)
+		}
+		return m
+	case []any:
+		s := make([]any, len(v))
+		for i, x := range v {
+			s[i] = replaceWork(x, work)
+		}
+		return s
+	}
+	return v
 }
 
 // Refuses says whether the agent runs the scenario without permission
