@@ -40,7 +40,9 @@ func TestAgents(t *testing.T) {
 				if os.Getenv("CI") == "true" {
 					t.Fatalf("%s is not installed in %s: .ci/agents must install every pin", pin, Cache())
 				}
-				once.Do(func() { t.Logf("agents not installed in %s: run .ci/agents to run them (the kept captures are checked by TestCaptures)", Cache()) })
+				once.Do(func() {
+					t.Logf("agents not installed in %s: run .ci/agents to run them (the kept captures are checked by TestCaptures)", Cache())
+				})
 				t.Skipf("%s is not installed", pin)
 			}
 			for _, mode := range fam.Modes(pin) {
