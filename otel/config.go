@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -48,6 +49,20 @@ type config struct {
 	content      bool
 	contentLimit int
 	spool        string
+	stateDir     string // where a spool goes when none is named
+}
+
+// stateDir is the user's state directory for agentconv:
+// $XDG_STATE_HOME/agentconv, else ~/.local/state/agentconv ("" when there
+// is no home either).
+func stateDir(getenv func(string) string) string {
+	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "agentconv")
+	}
+	if h := getenv("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "state", "agentconv")
+	}
+	return ""
 }
 
 // env reads a trace-specific OTEL_EXPORTER_OTLP_TRACES_X or, failing that,
@@ -126,6 +141,7 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		}
 	}
 	c.spool = o.Param(ParamSpool, "")
+	c.stateDir = stateDir(o.Env)
 	return c, nil
 }
 

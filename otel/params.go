@@ -30,7 +30,7 @@ var (
 		{Key: ParamTimeout, Flag: "otlp-timeout", Kind: formats.ParamDuration, Category: category,
 			Usage: "give up delivering after `DURATION`, retries included (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 10s)"},
 		{Key: ParamSpool, Flag: "otlp-spool", Category: category,
-			Usage: "write spans that cannot be delivered to `FILE` (default: a new agentconv-undelivered-*.otlp.jsonl here)"},
+			Usage: "write spans that cannot be delivered to `FILE` (default: a new agentconv-undelivered-*.otlp.jsonl in $XDG_STATE_HOME/agentconv, else ~/.local/state/agentconv)"},
 	}
 	otlpParams = append(append([]formats.Param(nil), deliveryParams...), spanParams...)
 )

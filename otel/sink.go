@@ -85,7 +85,7 @@ func newExportSink(up uploader, cfg *config, o formats.WriteOptions, target stri
 	}
 	s.cond = sync.NewCond(&s.mu)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.spool.name = cfg.spool
+	s.spool.name, s.spool.dir = cfg.spool, cfg.stateDir
 	for range senders {
 		s.wg.Add(1)
 		go s.send()
@@ -432,6 +432,7 @@ func joinMessages(ms []string) string {
 // the rest as lost.
 type spoolFile struct {
 	name   string // the name asked for; "" for a new one
+	dir    string // where a new one goes (the user's state directory)
 	f      spoolTarget
 	enc    requestEncoder
 	off    int64 // the end of the last whole line
@@ -448,8 +449,8 @@ type spoolTarget interface {
 	Truncate(size int64) error
 }
 
-var createSpoolFile = func(name string) (spoolTarget, error) {
-	f, err := createSpool(name)
+var createSpoolFile = func(name, dir string) (spoolTarget, error) {
+	f, err := createSpool(name, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +464,7 @@ func (p *spoolFile) open() bool {
 		return false
 	}
 	if p.f == nil {
-		if p.f, p.err = createSpoolFile(p.name); p.err != nil {
+		if p.f, p.err = createSpoolFile(p.name, p.dir); p.err != nil {
 			return false
 		}
 		if st, err := p.f.Stat(); err == nil {

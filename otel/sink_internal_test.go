@@ -123,7 +123,7 @@ func TestFullDiskUnderTheSpool(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "spool.jsonl")
 	old := createSpoolFile
 	defer func() { createSpoolFile = old }()
-	createSpoolFile = func(string) (spoolTarget, error) {
+	createSpoolFile = func(string, string) (spoolTarget, error) {
 		f, err := os.Create(name)
 		return &fullDisk{File: f, room: 700 << 10}, err
 	}
@@ -166,5 +166,36 @@ func TestSpoolCountsWhatItCannotEncode(t *testing.T) {
 	err := p.finish("test", nil, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "1 of them are whole") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// A spool that is not named goes to the user's state directory, made
+// private if missing, never to the working directory.
+func TestSpoolDefaultsToTheStateDirectory(t *testing.T) {
+	tmp := t.TempDir()
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if got, want := stateDir(env(map[string]string{"XDG_STATE_HOME": tmp, "HOME": "/home/x"})), filepath.Join(tmp, "agentconv"); got != want {
+		t.Errorf("stateDir with XDG_STATE_HOME = %q, want %q", got, want)
+	}
+	if got, want := stateDir(env(map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/home/x"})), "/home/x/.local/state/agentconv"; got != want {
+		t.Errorf("stateDir with a relative XDG_STATE_HOME = %q, want %q (the spec ignores relative paths)", got, want)
+	}
+	if got := stateDir(env(nil)); got != "" {
+		t.Errorf("stateDir without HOME = %q, want \"\"", got)
+	}
+	dir := filepath.Join(tmp, "agentconv")
+	f, err := createSpool("", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if filepath.Dir(f.Name()) != dir {
+		t.Errorf("the spool is %s, want a file in %s", f.Name(), dir)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the state directory: %v, mode %v; want 0700", err, st.Mode().Perm())
+	}
+	if st, _ := f.Stat(); st.Mode().Perm() != 0o600 {
+		t.Errorf("the spool's mode is %v, want 0600", st.Mode().Perm())
 	}
 }

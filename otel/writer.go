@@ -191,13 +191,17 @@ func newOTLPWriter(_ io.Writer, o formats.WriteOptions) formats.Writer {
 }
 
 // createSpool makes the spool file: the name given, else a new file in the
-// working directory (or the temporary one, if that is not writable).
-func createSpool(name string) (*os.File, error) {
+// user's state directory dir (made 0700 if missing), or in the temporary
+// directory if that cannot be written.
+func createSpool(name, dir string) (*os.File, error) {
 	if name != "" {
 		return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	}
 	pattern := "agentconv-undelivered-" + time.Now().UTC().Format("20060102T150405") + "-*.otlp.jsonl"
-	f, err := os.CreateTemp(".", pattern)
+	f, err := os.CreateTemp(dir, pattern)
+	if dir != "" && err != nil && os.MkdirAll(dir, 0o700) == nil {
+		f, err = os.CreateTemp(dir, pattern)
+	}
 	if err != nil {
 		f, err = os.CreateTemp("", pattern)
 	}
