@@ -261,9 +261,7 @@ func flagsFirst(args []string, flags []cli.Flag) []string {
 		case len(a) > 1 && a[0] == '-':
 			opts = append(opts, a)
 			name := strings.TrimLeft(a, "-")
-			if j := strings.IndexByte(name, '='); j >= 0 {
-				name = name[:j]
-			} else if takesValue[name] && i+1 < len(rest) {
+			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(rest) {
 				i++
 				opts = append(opts, rest[i])
 			}

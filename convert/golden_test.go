@@ -13,7 +13,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the current output")
 
 // fixtures lists every input fixture: the files under testdata/ outside
-// golden/ and the fuzz corpora.
+// golden/, the fuzz corpora, the benchmarks and agents/ (the agents'
+// captures, which convert/agenttest checks).
 func fixtures(t testing.TB) []string {
 	t.Helper()
 	var out []string
@@ -22,7 +23,7 @@ func fixtures(t testing.TB) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "golden" || d.Name() == "fuzz" || d.Name() == "bench") {
+		if d.IsDir() && (d.Name() == "golden" || d.Name() == "fuzz" || d.Name() == "bench" || d.Name() == "agents") {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && !strings.HasPrefix(d.Name(), ".") && !strings.HasSuffix(d.Name(), ".md") {

@@ -113,7 +113,6 @@ type Pipeline struct {
 	copying bool
 	// interrupted: a signal is closing the run.
 	interrupted bool
-	events      int
 	// rawOutput: the writer takes tool outputs as undecoded JSON.
 	rawOutput bool
 	// copyTo is the writer, when it chooses where copied records go.
@@ -172,7 +171,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	rep := p.opts.Report
 	if rep != nil {
 		old := rep.SetWhere(func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) })
-		defer rep.SetWhere(old)
+		defer func() { rep.SetWhere(old) }()
 	}
 	src := newValidUTF8Reader(in.R, func(line int) {
 		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")

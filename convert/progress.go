@@ -44,7 +44,6 @@ type progress struct {
 	totalBytes int64
 	read       atomic.Int64 // bytes read of a single input
 	single     bool
-	showed     bool
 
 	stop    chan struct{}
 	stopped chan struct{}
@@ -124,7 +123,6 @@ func (p *progress) render() {
 			return
 		}
 		p.bar = p.newBar()
-		p.showed = true
 	}
 	done := p.bytes
 	desc := fmt.Sprintf("%d/%d files, %d runs", p.files, p.totalFiles, p.runs)
@@ -184,13 +182,6 @@ func (p *progress) finish() {
 			p.bar = nil
 		}
 	})
-}
-
-// shown reports whether the bar showed at some point; for tests.
-func (p *progress) shown() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.showed
 }
 
 type countingReader struct {

@@ -72,9 +72,7 @@ func placeNames() []string {
 		if d.Places == nil {
 			continue
 		}
-		for _, p := range d.Places(env) {
-			out = append(out, p)
-		}
+		out = append(out, d.Places(env)...)
 	}
 	return out
 }

@@ -92,7 +92,8 @@ func otlpSpans(t *testing.T, out string) []spanAttrs {
 }
 
 // contentFixtures are the fixtures that the readers read: every file under
-// ../testdata but the goldens, fuzz inputs, benchmarks, notes, and the
+// ../testdata but the goldens, fuzz inputs, benchmarks, notes, the agents'
+// captures (convert/agenttest checks them), and the
 // otlp-json copies (passed on as they are).
 func contentFixtures(t *testing.T) []string {
 	t.Helper()
@@ -102,7 +103,7 @@ func contentFixtures(t *testing.T) []string {
 			return err
 		}
 		switch {
-		case d.IsDir() && (d.Name() == "golden" || d.Name() == "fuzz" || d.Name() == "bench" || d.Name() == "otlp-json"):
+		case d.IsDir() && (d.Name() == "golden" || d.Name() == "fuzz" || d.Name() == "bench" || d.Name() == "otlp-json" || d.Name() == "agents"):
 			return filepath.SkipDir
 		case !d.IsDir() && !strings.HasPrefix(d.Name(), ".") && !strings.HasSuffix(d.Name(), ".md"):
 			out = append(out, p)

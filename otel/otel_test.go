@@ -109,8 +109,8 @@ func attr(s sdktrace.ReadOnlySpan, key string) (attribute.Value, bool) {
 func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key, want string) {
 	t.Helper()
 	v, ok := attr(s, key)
-	if !ok || v.Emit() != want {
-		t.Errorf("%s: %s = %q (set: %v), want %q", s.Name(), key, v.Emit(), ok, want)
+	if !ok || v.String() != want {
+		t.Errorf("%s: %s = %q (set: %v), want %q", s.Name(), key, v.String(), ok, want)
 	}
 }
 
@@ -146,7 +146,7 @@ func TestSpanTree(t *testing.T) {
 	wantAttr(t, root, "gen_ai.conversation.id", "ses_1")
 	// The run used three models: no one request model, the list instead.
 	if v, ok := attr(root, "gen_ai.request.model"); ok {
-		t.Errorf("root: gen_ai.request.model = %q for a run of three models", v.Emit())
+		t.Errorf("root: gen_ai.request.model = %q for a run of three models", v.String())
 	}
 	wantAttr(t, root, "agentconv.models", `["claude-sonnet-4-5","claude-haiku-4-5","claude-opus-4"]`)
 	wantAttr(t, sub, "gen_ai.request.model", "claude-haiku-4-5")

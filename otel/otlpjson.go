@@ -437,7 +437,7 @@ func (r *requestEncoder) appendValue(b []byte, v attribute.Value) []byte {
 		b = formats.AppendJSONString(b, v.AsString())
 	default:
 		b = append(b, `{"stringValue":`...)
-		b = formats.AppendJSONString(b, v.Emit())
+		b = formats.AppendJSONString(b, v.String())
 	}
 	return append(b, '}')
 }
@@ -548,7 +548,7 @@ func decodeValue(v jsonValue) attribute.Value {
 	case v.ArrayValue != nil:
 		var ss []string
 		for _, e := range v.ArrayValue.Values {
-			ss = append(ss, decodeValue(e).Emit())
+			ss = append(ss, decodeValue(e).String())
 		}
 		return attribute.StringSliceValue(ss)
 	case v.StringValue != nil:

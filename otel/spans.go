@@ -154,11 +154,8 @@ type builder struct {
 	calls      []*span        // open tool calls, oldest first
 	callUses   map[string]int // how often each call id was used, for unique keys
 	requests   map[string]string
-	models     []string // the models the run used, in the order first seen
-	provider   string   // the run's provider, as the source names it
-	prompts    []string // the main agent's prompts, with --otlp-content
-	answer     string   // the run's answer, with --otlp-content
-	answered   bool
+	models     []string          // the models the run used, in the order first seen
+	provider   string            // the run's provider, as the source names it
 	system     string            // the system instructions, with --otlp-content
 	sysGiven   bool              // the first chat span of the main agent took them
 	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)

@@ -226,7 +226,6 @@ type streamReader struct {
 	l         streamLine
 	toolNames formats.Interner
 	opts      formats.ReadOptions
-	pending   []*formats.Event
 	// Calls of the older variant have no id: they get one from their
 	// position in the run, and results are paired by name, oldest first.
 	idless       map[string][]string

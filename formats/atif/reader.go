@@ -87,8 +87,6 @@ type decoder struct {
 	q      *formats.EventQueue
 	line   int
 	report *formats.Report
-	// subs are the embedded subagents of the trajectory being read, by id.
-	subs map[string]*readTrajectory
 }
 
 func (d *decoder) add(e *formats.Event) { d.q.Add(e) }

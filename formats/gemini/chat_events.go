@@ -384,7 +384,7 @@ func (r *chatReader) load(path string) (*session, error) {
 	sub := &chatReader{opts: r.opts, br: bufferOf(f), seen: r.seen}
 	sub.opts.Path = path
 	where := r.opts.Report.SetWhere(func(line int) string { return path + ":" + strconv.Itoa(line) + ": " })
-	defer r.opts.Report.SetWhere(where)
+	defer func() { r.opts.Report.SetWhere(where) }()
 	var got *session
 	sub.sink = func(s *session) {
 		if got == nil {

@@ -27,16 +27,6 @@ var Dialect = formats.Dialect{
 	Quirks: Quirks,
 }
 
-// knownTypes are the 18 event types of the seed document.
-var knownTypes = map[string]bool{
-	"agent_started": true, "model_changed": true, "user_message": true,
-	"text_delta": true, "thinking_delta": true, "tool_call_streaming": true,
-	"assistant_message": true, "tool_started": true, "tool_finished": true,
-	"permission_requested": true, "permission_resolved": true, "todos": true,
-	"usage": true, "compacted": true, "notice": true, "turn_finished": true,
-	"agent_finished": true, "update": true,
-}
-
 // detect claims lines that carry the whole envelope: other dialects share
 // type words (text_delta, notice) but none has agent, seq and at together.
 func detect(head []byte) int {
