@@ -18,6 +18,14 @@ type Toolset interface {
 	Subagent(id, prompt string) (c Call, ok bool)
 }
 
+// SubagentWaiter is a Toolset whose subagents run on after the call that
+// starts them returns (Codex's spawn_agent): in the subagent scenario the
+// main thread then waits for the subagent with this call before its last
+// answer.
+type SubagentWaiter interface {
+	WaitSubagent(id string) Call
+}
+
 // The marks the server tells threads apart by.
 const (
 	MainMark = "agentconv-task"
@@ -76,6 +84,9 @@ func NewScenario(name string, ts Toolset) (sc Scenario, ok bool) {
 		sub.Replies = []Reply{
 			reply(Reply{Text: "Listing.", Calls: []Call{ts.Shell("call_sub_shell_1", "echo agentconv-from-subagent")}}),
 			reply(Reply{Text: "The subagent found agentconv-from-subagent."}),
+		}
+		if w, ok := ts.(SubagentWaiter); ok {
+			sc.Threads[0].Replies = append(sc.Threads[0].Replies, reply(Reply{Text: "Waiting for the subagent.", Calls: []Call{w.WaitSubagent("call_sub_wait_1")}}))
 		}
 		sc.Threads[0].Replies = append(sc.Threads[0].Replies, reply(Reply{Text: "The subagent is done."}))
 		sc.Threads = append([]Thread{sub}, sc.Threads...) // the subagent's mark is the more specific

@@ -245,6 +245,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	routesMu.Unlock()
+	if h, ok := api.(http.Handler); ok && r.Method != http.MethodPost {
+		h.ServeHTTP(w, r) // another method on an API's path: a WebSocket upgrade
+		return
+	}
 	if api == nil || r.Method != http.MethodPost {
 		if s.Other != nil {
 			s.Other.ServeHTTP(w, r)
