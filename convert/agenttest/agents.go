@@ -105,6 +105,9 @@ type Mode struct {
 	Name    string // stream-json, json, …: a folder name of the captures
 	Dialect string // what agentconv reads it as
 	Ext     string // the file name of the capture's stdout: stdout.<Ext>
+	// Totals: the output is one final object with the run's totals, and
+	// no tool calls or model calls of its own (Claude's json).
+	Totals bool
 }
 
 // Families are the registered families, by agent name.

@@ -149,17 +149,45 @@ func (c *Capture) Sent(thread string) Usage {
 	return u
 }
 
+// SessionFiler is a Family that tells its session files from the other
+// files of its store (by default: .jsonl and .json files, but not a
+// subagent's .meta.json).
+type SessionFiler interface {
+	SessionFile(rel string) bool
+}
+
 // StoreFiles lists the session files the capture kept, as paths.
 func (c *Capture) StoreFiles() []string {
 	if c.Meta.Store == "" {
 		return nil
 	}
 	root := filepath.Join(c.Dir, "home", c.Meta.Store)
+	is := func(rel string) bool {
+		return (strings.HasSuffix(rel, ".jsonl") || strings.HasSuffix(rel, ".json")) && !strings.HasSuffix(rel, ".meta.json")
+	}
+	if f, ok := Families[c.Meta.Agent].(SessionFiler); ok {
+		is = f.SessionFile
+	}
 	var out []string
 	for _, f := range Files(root) {
-		out = append(out, filepath.Join(root, f))
+		if is(f) {
+			out = append(out, filepath.Join(root, f))
+		}
 	}
 	return out
+}
+
+// Mode is the output mode the capture was made in, as its family declares
+// it now.
+func (c *Capture) Mode() Mode {
+	if fam, ok := Families[c.Meta.Agent]; ok {
+		for _, m := range fam.Modes(Pin{Agent: c.Meta.Agent, Version: c.Meta.Version}) {
+			if m.Name == c.Meta.Mode {
+				return m
+			}
+		}
+	}
+	return Mode{Name: c.Meta.Mode, Dialect: c.Meta.Dialect}
 }
 
 // Captures lists the capture folders kept under testdata/agents.

@@ -65,7 +65,7 @@ func (claudeFamily) Setup(pin Pin, home, work, serverURL string) ([]string, erro
 func (claudeFamily) Modes(Pin) []Mode {
 	return []Mode{
 		{Name: "stream-json", Dialect: "claude-stream", Ext: "jsonl"},
-		{Name: "json", Dialect: "claude-json", Ext: "json"},
+		{Name: "json", Dialect: "claude-json", Ext: "json", Totals: true},
 	}
 }
 
