@@ -213,6 +213,13 @@ type Event struct {
 
 	Text     string
 	Thinking string
+	// Thoughts are a Message's thinking blocks one by one, as Anthropic's
+	// API gives them (Claude Code's sources): each block's text and the
+	// signature the API gave it, which the API wants back unchanged when
+	// the conversation goes on. Thinking joins their texts. Empty when the
+	// source gives no blocks (a signature is not a Gemini thought
+	// signature, nor anything of another provider).
+	Thoughts []Thought
 	// Code is a low-cardinality code of an error (an error Notice, the
 	// RunEnd of a run that failed): the provider's where the source gives
 	// it (overloaded_error), else empty.
@@ -246,6 +253,14 @@ func (e *Event) TimeOf() time.Time {
 		return e.Time
 	}
 	return e.Arrived
+}
+
+// Thought is one thinking block of an Anthropic message.
+type Thought struct {
+	Text string
+	// Signature is the API's signature of the block; empty when the
+	// source did not keep it (a stream cut before the whole message).
+	Signature string
 }
 
 // Source keeps the input that an Event came from, so that a writer of the

@@ -49,10 +49,11 @@ const (
 	lossSessionErrors    = "tool error texts (merged into the output)"
 	lossSessionExitCodes = "exit codes other than 0 and 1"
 	lossRunUsage         = "token usage of a run beyond what its responses carry"
+	lossUnsignedThinking = "thinking text without an Anthropic signature (left out: the API refuses it)"
 )
 
 var sessionQuirks = []string{lossFailedRuns, lossPromptlessRuns, lossSessionErrors,
-	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage}
+	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage, lossUnsignedThinking}
 
 // sessionPlaces: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
 func sessionPlaces(getenv func(string) string) []string {

@@ -344,10 +344,9 @@ func (s *sessionWriter) Write(e *formats.Event) error {
 		}
 		delete(s.thinking, a)
 		delete(s.deltas, a)
-		if e.Text == "" && thinking == "" {
-			break
+		if blocks := s.content(e.Text, thinking, e.Thoughts); len(blocks) > 0 {
+			s.assistant(e, v, s.response(e, v, true), blocks)
 		}
-		s.assistant(e, v, s.response(e, v, true), content(e.Text, thinking))
 	case formats.ToolCall:
 		s.called[e.Call.ID] = true
 		s.assistant(e, v, s.response(e, v, false), []any{toolUseOut{"tool_use", e.Call.ID, e.Call.Name, args(e.Call.Args)}})
@@ -396,11 +395,21 @@ func (s *sessionWriter) flushText(a string, v *formats.RunView) {
 		delete(s.thinking, a)
 	}
 	text := s.text.Flush(a)
-	if text == "" && thinking == "" {
+	blocks := s.content(text, thinking, nil)
+	if len(blocks) == 0 {
 		return
 	}
 	e := &formats.Event{Kind: formats.Message, Agent: a, Text: text, Time: v.Last}
-	s.assistant(e, v, s.response(e, v, true), content(text, thinking))
+	s.assistant(e, v, s.response(e, v, true), blocks)
+}
+
+// content is a message's blocks as a session file holds them: thinking
+// only with its signature (Claude Code sends it back to the API, which
+// refuses it unsigned: another model's reasoning, or a cut stream's).
+func (s *sessionWriter) content(text, thinking string, thoughts []formats.Thought) []any {
+	blocks, dropped := content(text, thinking, thoughts, true)
+	s.rep.LoseN(lossUnsignedThinking, dropped)
+	return blocks
 }
 
 func (s *sessionWriter) flushAllText(v *formats.RunView) {
