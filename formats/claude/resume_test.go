@@ -129,3 +129,29 @@ func TestUnsignedThinkingLeftOut(t *testing.T) {
 		t.Errorf("stream thinking blocks %v\n%s", blocks, stream)
 	}
 }
+
+// A session written from a source that never gave its prompt (a stream
+// does not print it) says so: the agent resuming it never sees its task.
+func TestSessionSaysPromptMissing(t *testing.T) {
+	lost := "user prompts the source never gave (a resumed agent does not see its task)"
+	if !slices.Contains(claude.Session.Quirks, lost) {
+		t.Errorf("claude-session does not declare %q", lost)
+	}
+	in := filepath.Join("..", "..", "testdata", "claude", "split-messages-stream.jsonl")
+	code, _, stderr := converttest.Run("", "--deterministic", "--to", "claude-session", in)
+	if code != 0 || !strings.Contains(stderr, "lost: 1 × "+lost+" (claude-session cannot carry them)") {
+		t.Errorf("exit %d, stderr does not say the prompt is missing:\n%s", code, stderr)
+	}
+	prompted := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.UserMessage, Text: "go"},
+		{Kind: formats.Message, Text: "done"},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.Message, Text: "and more"},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	if _, losses := formatstest.WriteReport(t, claude.Session, prompted); !strings.Contains(losses, "lost: 1 × "+lost) {
+		t.Errorf("one run of two has no prompt: %s", losses)
+	}
+}

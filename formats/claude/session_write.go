@@ -475,8 +475,11 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 		e.Status == formats.Cancelled && v.ExitCode != 1 {
 		s.rep.Lose(lossSessionExitCodes)
 	}
-	if !s.prompted && s.runs > 1 && !s.prevMarked {
-		s.rep.Lose(lossPromptlessRuns)
+	if !s.prompted {
+		s.rep.Lose(lossNoPrompt)
+		if s.runs > 1 && !s.prevMarked {
+			s.rep.Lose(lossPromptlessRuns)
+		}
 	}
 	s.prevMarked = marked
 	u := v.Usage

@@ -38,11 +38,17 @@ var Rollout = formats.Dialect{
 		"token counts the source did not give (written as 0)",
 		"token usage of runs beyond the sum of their requests",
 		"exit codes other than 0 and 1",
+		lossNoPrompt,
 	},
 	DirFiles: "rollout-*.jsonl",
 	Files:    true,
 	Places:   rolloutPlaces,
 }
+
+// lossNoPrompt: a run whose source never gave its prompt (a stream does
+// not print it), so that the agent resuming the session never sees its
+// task.
+const lossNoPrompt = "user prompts the source never gave (a resumed agent does not see its task)"
 
 // rolloutPlaces is where Codex keeps its sessions: $CODEX_HOME/sessions,
 // else ~/.codex/sessions.

@@ -532,6 +532,9 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	if v.ExitCode != 0 && v.ExitCode != 1 {
 		w.opts.Report.Lose("exit codes other than 0 and 1")
 	}
+	if v.Prompts == 0 {
+		w.opts.Report.Lose(lossNoPrompt)
+	}
 	switch v.Status {
 	case formats.Completed:
 		if !w.run.taskOpen && w.run.turns == 0 {
