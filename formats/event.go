@@ -255,6 +255,40 @@ func (e *Event) TimeOf() time.Time {
 	return e.Arrived
 }
 
+// Stamps gives the records a writer makes their times, for a target
+// whose reader orders its records by time (Claude Code resumes a session
+// from its latest record, and mixes up records that share a time): the
+// source's time where the event has one, as it is. An event without one
+// gets the last record's time plus a millisecond; in a source without
+// any times, the arrival time (to the millisecond) when that is later.
+// So the times of a source without any strictly increase (a file read at
+// once arrives within a millisecond), the events a timed source leaves
+// without a time follow its times rather than jump to the day the file
+// was read, and no record has the zero time: with no time to follow, the
+// first is FixedEpoch's next millisecond.
+type Stamps struct {
+	last time.Time
+	// timed: the source gave a time.
+	timed bool
+}
+
+// Next is the time of the next record, made from event e.
+func (s *Stamps) Next(e *Event) time.Time {
+	if !e.Time.IsZero() {
+		s.last, s.timed = e.Time, true
+		return e.Time
+	}
+	if s.last.IsZero() {
+		s.last = FixedEpoch
+	}
+	t := e.Arrived.Truncate(time.Millisecond)
+	if s.timed || !t.After(s.last) {
+		t = s.last.Truncate(time.Millisecond).Add(time.Millisecond)
+	}
+	s.last = t
+	return t
+}
+
 // Thought is one thinking block of an Anthropic message.
 type Thought struct {
 	Text string

@@ -155,3 +155,47 @@ func TestSessionSaysPromptMissing(t *testing.T) {
 		t.Errorf("one run of two has no prompt: %s", losses)
 	}
 }
+
+// recordTimes are the timestamps of a session file's or rollout's records.
+func recordTimes(t *testing.T, out []byte) []string {
+	t.Helper()
+	var ts []string
+	for _, r := range records(t, out) {
+		if s, ok := r.(map[string]any)["timestamp"].(string); ok {
+			ts = append(ts, s)
+		}
+	}
+	return ts
+}
+
+// The records of a source without times get times that strictly increase,
+// never the zero time: Claude Code resumes from the leaf record with the
+// latest time, and with many records in one millisecond (a file read at
+// once) it resumed from the wrong one, sending 2 of 12 messages.
+func TestSessionTimesIncrease(t *testing.T) {
+	for _, name := range []string{"claude/split-messages-stream.jsonl", "claude/subagent-stream.jsonl",
+		"cli-agents/claude-run.jsonl", "cli-agents/cancelled.jsonl", "codex/turn-failed.jsonl"} {
+		for _, det := range []bool{false, true} {
+			args := []string{"--to", "claude-session", filepath.Join("..", "..", "testdata", name)}
+			if det {
+				args = append(args, "--deterministic")
+			}
+			code, out, stderr := converttest.Run("", args...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", name, code, stderr)
+			}
+			ts := recordTimes(t, []byte(out))
+			if len(ts) < 2 {
+				t.Fatalf("%s: %d records", name, len(ts))
+			}
+			for i, s := range ts {
+				if strings.HasPrefix(s, "0001-") {
+					t.Errorf("%s: record %d has the zero time %s", name, i+1, s)
+				}
+				if i > 0 && s <= ts[i-1] {
+					t.Errorf("%s (deterministic %v): record %d at %s, after %s", name, det, i+1, s, ts[i-1])
+				}
+			}
+		}
+	}
+}

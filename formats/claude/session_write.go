@@ -133,6 +133,10 @@ type sessionWriter struct {
 	compactedOK bool
 	// copyTo is where the record of the event observed last goes.
 	copyTo io.Writer
+	// stamps times the records: Claude Code resumes from the leaf record
+	// with the latest time, so times that a source without them shares
+	// must strictly increase.
+	stamps formats.Stamps
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -660,7 +664,7 @@ func (s *sessionWriter) record(e *formats.Event, v *formats.RunView, rec *sessOu
 		rec.Version = v.Info.AgentVersion
 	}
 	rec.UUID = s.ids.uuid()
-	rec.Timestamp = e.TimeOf().UTC().Format("2006-01-02T15:04:05.000Z")
+	rec.Timestamp = s.stamps.Next(e).UTC().Format("2006-01-02T15:04:05.000Z")
 	last := &f.last
 	if a := s.agents[e.Agent]; a != nil && e.Agent != "" {
 		rec.IsSidechain = true

@@ -1,6 +1,8 @@
 package codex_test
 
 import (
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,5 +38,53 @@ func TestRolloutSaysPromptMissing(t *testing.T) {
 	}
 	if _, losses := formatstest.WriteReport(t, codex.Rollout, prompted); strings.Contains(losses, lost) {
 		t.Errorf("a run with its prompt: %s", losses)
+	}
+}
+
+// The lines of a rollout written from a source without times get times
+// that strictly increase, never the zero time (nor a file named by it).
+func TestRolloutTimesIncrease(t *testing.T) {
+	for _, name := range []string{"codex/turn-failed.jsonl", "codex/tools-and-todos.jsonl", "cli-agents/codex-run.jsonl",
+		"claude/split-messages-stream.jsonl"} {
+		for _, det := range []bool{false, true} {
+			args := []string{"--to", "codex-rollout", filepath.Join("..", "..", "testdata", name)}
+			if det {
+				args = append(args, "--deterministic")
+			}
+			code, out, stderr := converttest.Run("", args...)
+			if code != 0 {
+				t.Fatalf("%s: exit %d: %s", name, code, stderr)
+			}
+			var ts []string
+			for _, l := range jsonLines(t, []byte(out)) {
+				ts = append(ts, l.(map[string]any)["timestamp"].(string))
+			}
+			for i, s := range ts {
+				if strings.HasPrefix(s, "0001-") {
+					t.Errorf("%s: line %d has the zero time %s", name, i+1, s)
+				}
+				if i > 0 && s <= ts[i-1] {
+					t.Errorf("%s (deterministic %v): line %d at %s, after %s", name, det, i+1, s, ts[i-1])
+				}
+			}
+		}
+	}
+	// Events without any time (a writer given no arrival times): the
+	// session's file is not dated the year 1.
+	dir := t.TempDir()
+	w := codex.Rollout.NewWriter(nil, formats.WriteOptions{Dialect: codex.Rollout.Name, Report: formats.NewReport(io.Discard),
+		Create: func(name string) (io.WriteCloser, error) {
+			if strings.HasPrefix(name, "0001/") {
+				t.Errorf("a rollout named by the zero time: %s", name)
+			}
+			return os.Create(filepath.Join(dir, filepath.Base(name)))
+		}})
+	for _, e := range []*formats.Event{{Kind: formats.RunStart}, {Kind: formats.Message, Text: "hi"}, {Kind: formats.RunEnd, Status: formats.Completed}} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -31,6 +31,9 @@ type rolloutWriter struct {
 	run    writeRun
 	err    error
 	last   formats.Event // the time of the last event written, for what Close writes
+	// stamps times the lines written: where the source has no times,
+	// they strictly increase, and none is the zero time.
+	stamps formats.Stamps
 }
 
 // rolloutFile is one session's rollout.
@@ -87,17 +90,21 @@ func (w *rolloutWriter) CopyTo() io.Writer {
 // file returns the rollout of the run's session, made if new; meta writes
 // its session_meta (a copy has its own).
 func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) {
+	at := e.TimeOf()
+	if meta || at.IsZero() {
+		at = w.stamps.Next(e)
+	}
 	sid := e.Run.SessionID
 	if sid == "" {
 		w.runs++
-		sid = fmt.Sprintf("agentconv:%s:run-%d", e.TimeOf().UTC().Format(time.RFC3339Nano), w.runs)
+		sid = fmt.Sprintf("agentconv:%s:run-%d", at.UTC().Format(time.RFC3339Nano), w.runs)
 	}
 	id := sessionUUID(sid)
 	f := w.files[id]
 	if f == nil {
 		f = &rolloutFile{id: id, w: w.stream}
 		if w.opts.Create != nil {
-			c, err := w.opts.Create(rolloutPath(e.TimeOf(), id))
+			c, err := w.opts.Create(rolloutPath(at, id))
 			if err != nil {
 				return nil, err
 			}
@@ -110,7 +117,7 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		// Each run of the session opens with its meta (Codex takes the
 		// first as the session's and passes over the others), so that a
 		// run without a prompt still starts where it did.
-		m := map[string]any{"id": id, "timestamp": stamp(e.TimeOf()), "cwd": e.Run.Cwd, "originator": "agentconv",
+		m := map[string]any{"id": id, "timestamp": stamp(at), "cwd": e.Run.Cwd, "originator": "agentconv",
 			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": "openai"}
 		// model_provider stays openai, the provider Codex continues a
 		// session with (newer Codex lists sessions by it).
@@ -124,7 +131,7 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		if s := e.Run.SystemInstructions; s != "" {
 			m["base_instructions"] = map[string]string{"text": s}
 		}
-		if err := w.put(f, "session_meta", e, m); err != nil {
+		if err := w.put(f, "session_meta", at, m); err != nil {
 			return nil, err
 		}
 	}
@@ -134,13 +141,13 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // put writes one rollout line.
-func (w *rolloutWriter) put(f *rolloutFile, typ string, e *formats.Event, payload any) error {
+func (w *rolloutWriter) put(f *rolloutFile, typ string, at time.Time, payload any) error {
 	p, err := formats.Marshal(payload)
 	if err != nil {
 		return err
 	}
 	var j formats.JSONLine
-	j.Begin().Str("timestamp", stamp(e.TimeOf())).Str("type", typ).Raw("payload", p)
+	j.Begin().Str("timestamp", stamp(at)).Str("type", typ).Raw("payload", p)
 	_, err = j.WriteTo(f.w)
 	return err
 }
@@ -149,7 +156,7 @@ func (w *rolloutWriter) line(typ string, e *formats.Event, payload any) error {
 	if w.cur == nil {
 		return nil
 	}
-	return w.put(w.cur, typ, e, payload)
+	return w.put(w.cur, typ, w.stamps.Next(e), payload)
 }
 
 func (w *rolloutWriter) event(e *formats.Event, payload map[string]any) error {
