@@ -88,3 +88,54 @@ func TestRolloutTimesIncrease(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// sessionMetaProvider is the model_provider of a rollout's session_meta.
+func sessionMetaProvider(t *testing.T, out []byte) string {
+	t.Helper()
+	for _, l := range jsonLines(t, out) {
+		if m := l.(map[string]any); m["type"] == "session_meta" {
+			return m["payload"].(map[string]any)["model_provider"].(string)
+		}
+	}
+	t.Fatalf("no session_meta:\n%s", out)
+	return ""
+}
+
+// Codex 0.171 resumes a session only under the provider its session_meta
+// names: a rollout source's own, else --codex-model-provider, else openai.
+func TestRolloutModelProvider(t *testing.T) {
+	in := filepath.Join("..", "..", "testdata", "codex", "turn-failed.jsonl")
+	for want, args := range map[string][]string{
+		"openai": {"--to", "codex-rollout", in},
+		"ollama": {"--to", "codex-rollout", "--codex-model-provider", "ollama", in},
+	} {
+		code, out, stderr := converttest.Run("", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if got := sessionMetaProvider(t, []byte(out)); got != want {
+			t.Errorf("%v: model_provider %q, want %q", args, got, want)
+		}
+	}
+	// The events of a rollout, written again (not copied): its provider
+	// stays, whatever the setting.
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s", Provider: "azure"}, Source: formats.Source{Dialect: codex.Rollout.Name}},
+		{Kind: formats.UserMessage, Text: "go"},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	for _, set := range []string{"", "ollama"} {
+		var out strings.Builder
+		w := codex.Rollout.NewWriter(&out, formats.WriteOptions{Dialect: codex.Rollout.Name, Report: formats.NewReport(io.Discard),
+			Params: map[string]string{codex.ParamModelProvider: set}})
+		for _, e := range evs {
+			if err := w.Write(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+		if got := sessionMetaProvider(t, []byte(out.String())); got != "azure" {
+			t.Errorf("a rollout's own provider, with the setting %q: %q", set, got)
+		}
+	}
+}

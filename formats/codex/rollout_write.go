@@ -118,9 +118,7 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		// first as the session's and passes over the others), so that a
 		// run without a prompt still starts where it did.
 		m := map[string]any{"id": id, "timestamp": stamp(at), "cwd": e.Run.Cwd, "originator": "agentconv",
-			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": "openai"}
-		// model_provider stays openai, the provider Codex continues a
-		// session with (newer Codex lists sessions by it).
+			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": w.modelProvider(e)}
 		if e.Run.AgentName == AgentName {
 			// Another agent's version is not Codex's.
 			m["cli_version"] = e.Run.AgentVersion
@@ -136,6 +134,17 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		}
 	}
 	return f, nil
+}
+
+// modelProvider is the provider Codex continues the session with (Codex
+// 0.171 resumes a session only under the provider its session_meta names,
+// and lists sessions by it): a rollout source's own, else the
+// --codex-model-provider setting, else openai.
+func (w *rolloutWriter) modelProvider(e *formats.Event) string {
+	if e.Source.Dialect == Rollout.Name && e.Run.Provider != "" {
+		return e.Run.Provider
+	}
+	return w.opts.Param(ParamModelProvider, DefaultModelProvider)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
