@@ -139,3 +139,44 @@ func TestRolloutModelProvider(t *testing.T) {
 		}
 	}
 }
+
+// A call the source never gave a result is written as Codex writes a call
+// its interrupted turn cut, with the output "aborted", before the task
+// ends, and reported; without it, Codex 0.45 put an "aborted" output of
+// its own first in the history it sent.
+func TestRolloutAbortsCallsWithoutResult(t *testing.T) {
+	lost := `tool calls without a result (written with Codex's "aborted" output)`
+	if !slices.Contains(codex.Rollout.Quirks, lost) {
+		t.Errorf("codex-rollout does not declare %q", lost)
+	}
+	for _, end := range []formats.Status{formats.Completed, formats.Cancelled} {
+		evs := []*formats.Event{
+			{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+			{Kind: formats.UserMessage, Text: "go"},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "shell", Args: []byte(`{"command":"sleep 99"}`)}},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "c2", Name: "shell", Args: []byte(`{"command":"ls"}`)}},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Status: formats.Completed, Output: "a\n"}},
+			{Kind: formats.Message, Text: "done"},
+			{Kind: formats.RunEnd, Status: end},
+		}
+		out, losses := formatstest.WriteReport(t, codex.Rollout, evs)
+		var outputs []string
+		last := ""
+		for _, l := range jsonLines(t, []byte(out)) {
+			p := l.(map[string]any)["payload"].(map[string]any)
+			if p["type"] == "function_call_output" {
+				outputs = append(outputs, p["call_id"].(string)+"="+p["output"].(string))
+			}
+			last, _ = p["type"].(string)
+		}
+		if want := []string{"c2=a\n", "c1=aborted"}; !slices.Equal(outputs, want) {
+			t.Errorf("%v: outputs %q, want %q\n%s", end, outputs, want, out)
+		}
+		if want := map[formats.Status]string{formats.Completed: "task_complete", formats.Cancelled: "turn_aborted"}[end]; last != want {
+			t.Errorf("%v: the rollout ends with %s, want %s\n%s", end, last, want, out)
+		}
+		if !strings.Contains(losses, "lost: 1 × "+lost) {
+			t.Errorf("%v: losses %s", end, losses)
+		}
+	}
+}

@@ -39,6 +39,7 @@ var Rollout = formats.Dialect{
 		"token usage of runs beyond the sum of their requests",
 		"exit codes other than 0 and 1",
 		lossNoPrompt,
+		lossAborted,
 	},
 	DirFiles: "rollout-*.jsonl",
 	Files:    true,

@@ -3,6 +3,7 @@ package codex
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +58,7 @@ type writeRun struct {
 	model    string
 	cwd      string
 	calls    map[string]bool   // the calls written (function_call)
+	pending  []string          // the calls written without their output, in order
 	usage    bool              // a token_count was written
 	sum      formats.UsageInfo // the usage written
 	errored  bool              // an error was written since the last output
@@ -319,6 +321,7 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 			}
 		}
 		w.run.errored = false
+		w.run.pending = slices.DeleteFunc(w.run.pending, func(id string) bool { return id == e.Call.ID })
 		return w.item(e, map[string]any{"type": "function_call_output", "call_id": e.Call.ID, "output": outputText(e)})
 	case formats.Usage:
 		if err := w.begin(e); err != nil {
@@ -450,6 +453,7 @@ func (w *rolloutWriter) call(e *formats.Event, c formats.Call) error {
 		w.run.calls = map[string]bool{}
 	}
 	w.run.calls[c.ID] = true
+	w.run.pending = append(w.run.pending, c.ID)
 	args := string(c.Args)
 	if args == "" || args == "null" {
 		args = "{}"
@@ -532,6 +536,9 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	if err := w.flushText(e); err != nil {
 		return err
 	}
+	if err := w.abortPending(e); err != nil {
+		return err
+	}
 	if !w.run.usage && !v.Usage.Empty() && v.Requests == 0 && (v.Usage.InputTokens.OK || v.Usage.OutputTokens.OK) {
 		// Run totals from a source without per-request usage: one count.
 		if err := w.begin(e); err != nil {
@@ -583,6 +590,26 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	err := w.endTask(e, v)
 	w.run = writeRun{}
 	return err
+}
+
+// lossAborted: a call the source never gave a result, written as Codex
+// writes a call its interrupted turn cut.
+const lossAborted = "tool calls without a result (written with Codex's \"aborted\" output)"
+
+// abortPending ends the run's calls that had no result as Codex ends the
+// calls of an interrupted turn: a function_call_output of "aborted".
+// Without it, Codex puts that output in the history itself when it
+// resumes (0.45 at the start of the next request, newer ones after the
+// call, with an error).
+func (w *rolloutWriter) abortPending(e *formats.Event) error {
+	for _, id := range w.run.pending {
+		w.opts.Report.Lose(lossAborted)
+		if err := w.item(e, map[string]any{"type": "function_call_output", "call_id": id, "output": "aborted"}); err != nil {
+			return err
+		}
+	}
+	w.run.pending = nil
+	return nil
 }
 
 // Close closes every session's file.
