@@ -213,6 +213,13 @@ type Event struct {
 
 	Text     string
 	Thinking string
+	// Thoughts are a Message's thinking blocks one by one, as Anthropic's
+	// API gives them (Claude Code's sources): each block's text and the
+	// signature the API gave it, which the API wants back unchanged when
+	// the conversation goes on. Thinking joins their texts. Empty when the
+	// source gives no blocks (a signature is not a Gemini thought
+	// signature, nor anything of another provider).
+	Thoughts []Thought
 	// Code is a low-cardinality code of an error (an error Notice, the
 	// RunEnd of a run that failed): the provider's where the source gives
 	// it (overloaded_error), else empty.
@@ -246,6 +253,48 @@ func (e *Event) TimeOf() time.Time {
 		return e.Time
 	}
 	return e.Arrived
+}
+
+// Stamps gives the records a writer makes their times, for a target
+// whose reader orders its records by time (Claude Code resumes a session
+// from its latest record, and mixes up records that share a time): the
+// source's time where the event has one, as it is. An event without one
+// gets the last record's time plus a millisecond; in a source without
+// any times, the arrival time (to the millisecond) when that is later.
+// So the times of a source without any strictly increase (a file read at
+// once arrives within a millisecond), the events a timed source leaves
+// without a time follow its times rather than jump to the day the file
+// was read, and no record has the zero time: with no time to follow, the
+// first is FixedEpoch's next millisecond.
+type Stamps struct {
+	last time.Time
+	// timed: the source gave a time.
+	timed bool
+}
+
+// Next is the time of the next record, made from event e.
+func (s *Stamps) Next(e *Event) time.Time {
+	if !e.Time.IsZero() {
+		s.last, s.timed = e.Time, true
+		return e.Time
+	}
+	if s.last.IsZero() {
+		s.last = FixedEpoch
+	}
+	t := e.Arrived.Truncate(time.Millisecond)
+	if s.timed || !t.After(s.last) {
+		t = s.last.Truncate(time.Millisecond).Add(time.Millisecond)
+	}
+	s.last = t
+	return t
+}
+
+// Thought is one thinking block of an Anthropic message.
+type Thought struct {
+	Text string
+	// Signature is the API's signature of the block; empty when the
+	// source did not keep it (a stream cut before the whole message).
+	Signature string
 }
 
 // Source keeps the input that an Event came from, so that a writer of the

@@ -94,6 +94,7 @@ type block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
 	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
@@ -241,6 +242,14 @@ type pendingMsg struct {
 	time     time.Time
 	text     string
 	thinking string
+	// thoughts are the thinking blocks, with their signatures.
+	thoughts []formats.Thought
+}
+
+// think gathers a thinking block.
+func (m *pendingMsg) think(b *block) {
+	m.thinking = join(m.thinking, b.Thinking)
+	m.thoughts = append(m.thoughts, formats.Thought{Text: b.Thinking, Signature: b.Signature})
 }
 
 // decoder turns Claude Code messages into events. Both readers feed it, one
@@ -637,7 +646,7 @@ func (d *decoder) assistant(r *record) {
 				d.msg.text = join(d.msg.text, b.Text)
 			}
 		case "thinking":
-			d.msg.thinking = join(d.msg.thinking, b.Thinking)
+			d.msg.think(&b)
 		case "tool_use", "server_tool_use":
 			d.flushContent()
 			d.toolUse(agent, &b)
@@ -693,13 +702,13 @@ func (d *decoder) flushContent() {
 		return
 	}
 	d.heldOnly = m.line != d.src.Line
-	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: m.text, Thinking: m.thinking, Time: m.time,
-		Source: formats.Source{Type: "assistant", LineNo: m.line}})
+	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: m.text, Thinking: m.thinking, Thoughts: m.thoughts,
+		Time: m.time, Source: formats.Source{Type: "assistant", LineNo: m.line}})
 	d.heldOnly = false
 	if m.agent == "" && m.text != "" {
 		d.lastText = m.text
 	}
-	m.text, m.thinking = "", ""
+	m.text, m.thinking, m.thoughts = "", "", nil
 }
 
 // flushMsg ends the message being gathered.

@@ -49,10 +49,15 @@ const (
 	lossSessionErrors    = "tool error texts (merged into the output)"
 	lossSessionExitCodes = "exit codes other than 0 and 1"
 	lossRunUsage         = "token usage of a run beyond what its responses carry"
+	lossUnsignedThinking = "thinking text without an Anthropic signature (left out: the API refuses it)"
+	// lossNoPrompt: a run whose source never gave its prompt (a stream
+	// does not print it), so that the agent resuming the session never
+	// sees its task.
+	lossNoPrompt = "user prompts the source never gave (a resumed agent does not see its task)"
 )
 
 var sessionQuirks = []string{lossFailedRuns, lossPromptlessRuns, lossSessionErrors,
-	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage}
+	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage, lossUnsignedThinking, lossNoPrompt}
 
 // sessionPlaces: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
 func sessionPlaces(getenv func(string) string) []string {

@@ -968,15 +968,15 @@ func (b *sessBuild) flushText(agent string, m *pendingMsg) {
 	if m.text == "" && m.thinking == "" {
 		return
 	}
-	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: m.text, Thinking: m.thinking, Time: m.time,
-		Source: formats.Source{Type: "assistant", LineNo: m.line}}
+	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: m.text, Thinking: m.thinking, Thoughts: m.thoughts,
+		Time: m.time, Source: formats.Source{Type: "assistant", LineNo: m.line}}
 	if line := b.takeHeld(b.fileOf(agent)); line != nil {
 		ev.Source.Line = line
 	} else {
 		ev.Source.Continued = true
 	}
 	b.emit(nil, ev)
-	m.text, m.thinking = "", ""
+	m.text, m.thinking, m.thoughts = "", "", nil
 }
 
 func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
@@ -1046,7 +1046,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		case bl.Type == "text":
 			p.text = join(p.text, bl.Text)
 		case bl.Type == "thinking":
-			p.thinking = join(p.thinking, bl.Thinking)
+			p.think(&bl)
 		case bl.Type == "tool_use" || bl.Type == "server_tool_use":
 			evs = append(evs, b.callEvents(agent, bl)...)
 		case strings.HasSuffix(bl.Type, "_tool_result") && bl.ToolUseID != "":

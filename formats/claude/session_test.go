@@ -519,13 +519,20 @@ func itoa(o formats.Opt[int64]) string {
 	return string(b)
 }
 
-// texts is the messages' text and thinking, by agent, in order (a
-// streamed message counts once, whole).
+// texts is the messages' text and signed thinking (a session file keeps
+// no other), by agent, in order (a streamed message counts once, whole).
 func texts(evs []*formats.Event) []string {
 	var out []string
 	for _, e := range evs {
-		if e.Kind == formats.Message && (e.Text != "" || e.Thinking != "") {
-			out = append(out, e.Agent+": "+e.Thinking+"|"+e.Text)
+		var signed []string
+		for _, th := range e.Thoughts {
+			if th.Signature != "" {
+				signed = append(signed, th.Text)
+			}
+		}
+		thinking := strings.Join(signed, "\n\n")
+		if e.Kind == formats.Message && (e.Text != "" || thinking != "") {
+			out = append(out, e.Agent+": "+thinking+"|"+e.Text)
 		}
 	}
 	return out

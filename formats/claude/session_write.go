@@ -133,6 +133,10 @@ type sessionWriter struct {
 	compactedOK bool
 	// copyTo is where the record of the event observed last goes.
 	copyTo io.Writer
+	// stamps times the records: Claude Code resumes from the leaf record
+	// with the latest time, so times that a source without them shares
+	// must strictly increase.
+	stamps formats.Stamps
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -344,10 +348,9 @@ func (s *sessionWriter) Write(e *formats.Event) error {
 		}
 		delete(s.thinking, a)
 		delete(s.deltas, a)
-		if e.Text == "" && thinking == "" {
-			break
+		if blocks := s.content(e.Text, thinking, e.Thoughts); len(blocks) > 0 {
+			s.assistant(e, v, s.response(e, v, true), blocks)
 		}
-		s.assistant(e, v, s.response(e, v, true), content(e.Text, thinking))
 	case formats.ToolCall:
 		s.called[e.Call.ID] = true
 		s.assistant(e, v, s.response(e, v, false), []any{toolUseOut{"tool_use", e.Call.ID, e.Call.Name, args(e.Call.Args)}})
@@ -396,11 +399,21 @@ func (s *sessionWriter) flushText(a string, v *formats.RunView) {
 		delete(s.thinking, a)
 	}
 	text := s.text.Flush(a)
-	if text == "" && thinking == "" {
+	blocks := s.content(text, thinking, nil)
+	if len(blocks) == 0 {
 		return
 	}
 	e := &formats.Event{Kind: formats.Message, Agent: a, Text: text, Time: v.Last}
-	s.assistant(e, v, s.response(e, v, true), content(text, thinking))
+	s.assistant(e, v, s.response(e, v, true), blocks)
+}
+
+// content is a message's blocks as a session file holds them: thinking
+// only with its signature (Claude Code sends it back to the API, which
+// refuses it unsigned: another model's reasoning, or a cut stream's).
+func (s *sessionWriter) content(text, thinking string, thoughts []formats.Thought) []any {
+	blocks, dropped := content(text, thinking, thoughts, true)
+	s.rep.LoseN(lossUnsignedThinking, dropped)
+	return blocks
 }
 
 func (s *sessionWriter) flushAllText(v *formats.RunView) {
@@ -466,8 +479,11 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 		e.Status == formats.Cancelled && v.ExitCode != 1 {
 		s.rep.Lose(lossSessionExitCodes)
 	}
-	if !s.prompted && s.runs > 1 && !s.prevMarked {
-		s.rep.Lose(lossPromptlessRuns)
+	if !s.prompted {
+		s.rep.Lose(lossNoPrompt)
+		if s.runs > 1 && !s.prevMarked {
+			s.rep.Lose(lossPromptlessRuns)
+		}
 	}
 	s.prevMarked = marked
 	u := v.Usage
@@ -648,7 +664,7 @@ func (s *sessionWriter) record(e *formats.Event, v *formats.RunView, rec *sessOu
 		rec.Version = v.Info.AgentVersion
 	}
 	rec.UUID = s.ids.uuid()
-	rec.Timestamp = e.TimeOf().UTC().Format("2006-01-02T15:04:05.000Z")
+	rec.Timestamp = s.stamps.Next(e).UTC().Format("2006-01-02T15:04:05.000Z")
 	last := &f.last
 	if a := s.agents[e.Agent]; a != nil && e.Agent != "" {
 		rec.IsSidechain = true

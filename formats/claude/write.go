@@ -480,7 +480,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	case formats.Message:
 		// The whole message replaces the deltas that streamed it.
 		s.text.Whole(a)
-		thinking := e.Thinking
+		thinking, thoughts := e.Thinking, e.Thoughts
 		if b := s.thinking[a]; b != nil {
 			if thinking == "" {
 				thinking = b.String()
@@ -488,7 +488,8 @@ func (s *streamWriter) Write(e *formats.Event) error {
 			delete(s.thinking, a)
 		}
 		delete(s.deltas, a)
-		s.assistant(a, true, content(e.Text, thinking)...)
+		blocks, _ := content(e.Text, thinking, thoughts, false)
+		s.assistant(a, true, blocks...)
 	case formats.ToolCall:
 		s.flushText(a)
 		s.assistant(a, false, toolUseOut{"tool_use", e.Call.ID, e.Call.Name, args(e.Call.Args)})
@@ -558,15 +559,27 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	return s.err
 }
 
-func content(text, thinking string) []any {
-	var c []any
-	if thinking != "" {
-		c = append(c, thinkingOut{"thinking", thinking, ""})
+// content is a message's blocks: its thinking, then its text. Thinking
+// that the source gave as Anthropic blocks (thoughts) goes out as those
+// blocks, each with its signature; other thinking is one block without a
+// signature. signedOnly (a session file, whose messages Claude Code sends
+// back to the API, which refuses a thinking block without its signature)
+// leaves out every block without one, and says how many it dropped.
+func content(text, thinking string, thoughts []formats.Thought, signedOnly bool) (c []any, dropped int) {
+	if len(thoughts) == 0 && thinking != "" {
+		thoughts = []formats.Thought{{Text: thinking}}
+	}
+	for _, t := range thoughts {
+		if signedOnly && t.Signature == "" {
+			dropped++
+			continue
+		}
+		c = append(c, thinkingOut{"thinking", t.Text, t.Signature})
 	}
 	if text != "" {
 		c = append(c, textOut{"text", text})
 	}
-	return c
+	return c, dropped
 }
 
 // flushText writes an agent's streamed text that no Message completed.
@@ -580,7 +593,8 @@ func (s *streamWriter) flushText(a string) {
 		thinking = b.String()
 		delete(s.thinking, a)
 	}
-	s.assistant(a, true, content(s.text.Flush(a), thinking)...)
+	blocks, _ := content(s.text.Flush(a), thinking, nil, false)
+	s.assistant(a, true, blocks...)
 }
 
 // assistant writes an assistant message line; fresh starts a new message

@@ -38,11 +38,29 @@ var Rollout = formats.Dialect{
 		"token counts the source did not give (written as 0)",
 		"token usage of runs beyond the sum of their requests",
 		"exit codes other than 0 and 1",
+		lossNoPrompt,
+		lossAborted,
 	},
 	DirFiles: "rollout-*.jsonl",
 	Files:    true,
 	Places:   rolloutPlaces,
+	Params: []formats.Param{{Key: ParamModelProvider, Flag: "codex-model-provider", Default: DefaultModelProvider,
+		Usage: "codex-rollout names `PROVIDER` as the session's model_provider, the one Codex resumes it with (its model_providers key in config.toml); a rollout source keeps its own"}},
 }
+
+// ParamModelProvider is the writer parameter that names the session's
+// model provider: Codex resumes a session only under the provider its
+// session_meta names, and newer Codex lists sessions by it.
+const ParamModelProvider = "codex.model-provider"
+
+// DefaultModelProvider is the provider a rollout names when neither its
+// source nor the parameter names one: Codex's built-in OpenAI provider.
+const DefaultModelProvider = "openai"
+
+// lossNoPrompt: a run whose source never gave its prompt (a stream does
+// not print it), so that the agent resuming the session never sees its
+// task.
+const lossNoPrompt = "user prompts the source never gave (a resumed agent does not see its task)"
 
 // rolloutPlaces is where Codex keeps its sessions: $CODEX_HOME/sessions,
 // else ~/.codex/sessions.

@@ -3,6 +3,7 @@ package codex
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,9 @@ type rolloutWriter struct {
 	run    writeRun
 	err    error
 	last   formats.Event // the time of the last event written, for what Close writes
+	// stamps times the lines written: where the source has no times,
+	// they strictly increase, and none is the zero time.
+	stamps formats.Stamps
 }
 
 // rolloutFile is one session's rollout.
@@ -54,6 +58,7 @@ type writeRun struct {
 	model    string
 	cwd      string
 	calls    map[string]bool   // the calls written (function_call)
+	pending  []string          // the calls written without their output, in order
 	usage    bool              // a token_count was written
 	sum      formats.UsageInfo // the usage written
 	errored  bool              // an error was written since the last output
@@ -87,17 +92,21 @@ func (w *rolloutWriter) CopyTo() io.Writer {
 // file returns the rollout of the run's session, made if new; meta writes
 // its session_meta (a copy has its own).
 func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) {
+	at := e.TimeOf()
+	if meta || at.IsZero() {
+		at = w.stamps.Next(e)
+	}
 	sid := e.Run.SessionID
 	if sid == "" {
 		w.runs++
-		sid = fmt.Sprintf("agentconv:%s:run-%d", e.TimeOf().UTC().Format(time.RFC3339Nano), w.runs)
+		sid = fmt.Sprintf("agentconv:%s:run-%d", at.UTC().Format(time.RFC3339Nano), w.runs)
 	}
 	id := sessionUUID(sid)
 	f := w.files[id]
 	if f == nil {
 		f = &rolloutFile{id: id, w: w.stream}
 		if w.opts.Create != nil {
-			c, err := w.opts.Create(rolloutPath(e.TimeOf(), id))
+			c, err := w.opts.Create(rolloutPath(at, id))
 			if err != nil {
 				return nil, err
 			}
@@ -110,10 +119,8 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		// Each run of the session opens with its meta (Codex takes the
 		// first as the session's and passes over the others), so that a
 		// run without a prompt still starts where it did.
-		m := map[string]any{"id": id, "timestamp": stamp(e.TimeOf()), "cwd": e.Run.Cwd, "originator": "agentconv",
-			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": "openai"}
-		// model_provider stays openai, the provider Codex continues a
-		// session with (newer Codex lists sessions by it).
+		m := map[string]any{"id": id, "timestamp": stamp(at), "cwd": e.Run.Cwd, "originator": "agentconv",
+			"cli_version": "", "instructions": nil, "source": "cli", "model_provider": w.modelProvider(e)}
 		if e.Run.AgentName == AgentName {
 			// Another agent's version is not Codex's.
 			m["cli_version"] = e.Run.AgentVersion
@@ -124,23 +131,34 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		if s := e.Run.SystemInstructions; s != "" {
 			m["base_instructions"] = map[string]string{"text": s}
 		}
-		if err := w.put(f, "session_meta", e, m); err != nil {
+		if err := w.put(f, "session_meta", at, m); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
 }
 
+// modelProvider is the provider Codex continues the session with (Codex
+// 0.171 resumes a session only under the provider its session_meta names,
+// and lists sessions by it): a rollout source's own, else the
+// --codex-model-provider setting, else openai.
+func (w *rolloutWriter) modelProvider(e *formats.Event) string {
+	if e.Source.Dialect == Rollout.Name && e.Run.Provider != "" {
+		return e.Run.Provider
+	}
+	return w.opts.Param(ParamModelProvider, DefaultModelProvider)
+}
+
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // put writes one rollout line.
-func (w *rolloutWriter) put(f *rolloutFile, typ string, e *formats.Event, payload any) error {
+func (w *rolloutWriter) put(f *rolloutFile, typ string, at time.Time, payload any) error {
 	p, err := formats.Marshal(payload)
 	if err != nil {
 		return err
 	}
 	var j formats.JSONLine
-	j.Begin().Str("timestamp", stamp(e.TimeOf())).Str("type", typ).Raw("payload", p)
+	j.Begin().Str("timestamp", stamp(at)).Str("type", typ).Raw("payload", p)
 	_, err = j.WriteTo(f.w)
 	return err
 }
@@ -149,7 +167,7 @@ func (w *rolloutWriter) line(typ string, e *formats.Event, payload any) error {
 	if w.cur == nil {
 		return nil
 	}
-	return w.put(w.cur, typ, e, payload)
+	return w.put(w.cur, typ, w.stamps.Next(e), payload)
 }
 
 func (w *rolloutWriter) event(e *formats.Event, payload map[string]any) error {
@@ -303,6 +321,7 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 			}
 		}
 		w.run.errored = false
+		w.run.pending = slices.DeleteFunc(w.run.pending, func(id string) bool { return id == e.Call.ID })
 		return w.item(e, map[string]any{"type": "function_call_output", "call_id": e.Call.ID, "output": outputText(e)})
 	case formats.Usage:
 		if err := w.begin(e); err != nil {
@@ -434,6 +453,7 @@ func (w *rolloutWriter) call(e *formats.Event, c formats.Call) error {
 		w.run.calls = map[string]bool{}
 	}
 	w.run.calls[c.ID] = true
+	w.run.pending = append(w.run.pending, c.ID)
 	args := string(c.Args)
 	if args == "" || args == "null" {
 		args = "{}"
@@ -516,6 +536,9 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	if err := w.flushText(e); err != nil {
 		return err
 	}
+	if err := w.abortPending(e); err != nil {
+		return err
+	}
 	if !w.run.usage && !v.Usage.Empty() && v.Requests == 0 && (v.Usage.InputTokens.OK || v.Usage.OutputTokens.OK) {
 		// Run totals from a source without per-request usage: one count.
 		if err := w.begin(e); err != nil {
@@ -531,6 +554,9 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	}
 	if v.ExitCode != 0 && v.ExitCode != 1 {
 		w.opts.Report.Lose("exit codes other than 0 and 1")
+	}
+	if v.Prompts == 0 {
+		w.opts.Report.Lose(lossNoPrompt)
 	}
 	switch v.Status {
 	case formats.Completed:
@@ -564,6 +590,26 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	err := w.endTask(e, v)
 	w.run = writeRun{}
 	return err
+}
+
+// lossAborted: a call the source never gave a result, written as Codex
+// writes a call its interrupted turn cut.
+const lossAborted = "tool calls without a result (written with Codex's \"aborted\" output)"
+
+// abortPending ends the run's calls that had no result as Codex ends the
+// calls of an interrupted turn: a function_call_output of "aborted".
+// Without it, Codex puts that output in the history itself when it
+// resumes (0.45 at the start of the next request, newer ones after the
+// call, with an error).
+func (w *rolloutWriter) abortPending(e *formats.Event) error {
+	for _, id := range w.run.pending {
+		w.opts.Report.Lose(lossAborted)
+		if err := w.item(e, map[string]any{"type": "function_call_output", "call_id": id, "output": "aborted"}); err != nil {
+			return err
+		}
+	}
+	w.run.pending = nil
+	return nil
 }
 
 // Close closes every session's file.
