@@ -1,0 +1,109 @@
+package agenttest
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Resumer is a Family whose agent resumes a session that another tool
+// wrote into its store.
+type Resumer interface {
+	// Place is the folder under home where a session goes for the agent,
+	// run in work, to resume it by id, and the dialect agentconv writes
+	// there.
+	Place(pin Pin, home, work string) (dir, dialect string)
+}
+
+// Place implements Resumer: Claude Code keeps a folder's sessions in
+// ~/.claude/projects/<the folder, each character not a letter or a digit
+// a dash>/.
+func (claudeFamily) Place(_ Pin, home, work string) (string, string) {
+	return filepath.Join(home, ".claude", "projects", nonAlnum.ReplaceAllString(work, "-")), "claude-session"
+}
+
+var nonAlnum = regexp.MustCompile(`[^a-zA-Z0-9]`)
+
+// Place implements Resumer: Codex finds a rollout by its thread id under
+// ~/.codex/sessions/YYYY/MM/DD/.
+func (codexFamily) Place(_ Pin, home, _ string) (string, string) {
+	return filepath.Join(home, ".codex", "sessions"), "codex-rollout"
+}
+
+// Item is one element of a conversation as the model sees it, reduced to
+// what every agent and dialect keeps: a prompt, an answer's text, a call
+// or a call's result, by id.
+type Item struct {
+	Kind string // prompt, text, call, result
+	Text string // a prompt's or a text's words; a call's or a result's id
+}
+
+func (i Item) String() string { return i.Kind + " " + i.Text }
+
+var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// Conversation reduces a request's history to its items. The context an
+// agent adds of its own (a message that is one tag, such as Codex's
+// <environment_context>; Claude's <system-reminder> blocks) is left out,
+// and so is reasoning, which a target may drop and report.
+func Conversation(h []Msg) []Item {
+	var out []Item
+	for _, m := range h {
+		switch m.Role {
+		case "user":
+			if t := userText(m.Text); t != "" {
+				out = append(out, Item{"prompt", t})
+			}
+		case "assistant":
+			if t := strings.TrimSpace(m.Text); t != "" {
+				out = append(out, Item{"text", t})
+			}
+			for _, c := range m.Calls {
+				out = append(out, Item{"call", c.ID})
+			}
+		}
+		for _, r := range m.Results {
+			out = append(out, Item{"result", r.ID})
+		}
+	}
+	return out
+}
+
+// userText is a user message's words without the context the agent adds.
+func userText(s string) string {
+	s = strings.TrimSpace(reminder.ReplaceAllString(s, ""))
+	if strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">") {
+		return "" // one tag: context, a command, a task notification
+	}
+	return s
+}
+
+// Paired checks that each call of a history has exactly one result after
+// it, and each result a call before it; it returns what is wrong.
+func Paired(h []Msg) []string {
+	var bad []string
+	called := map[string]int{}
+	answered := map[string]int{}
+	for _, m := range h {
+		for _, c := range m.Calls {
+			called[c.ID]++
+		}
+		for _, r := range m.Results {
+			if called[r.ID] == 0 {
+				bad = append(bad, "result "+r.ID+" has no call before it")
+			}
+			answered[r.ID]++
+		}
+	}
+	for id, n := range called {
+		switch {
+		case n > 1:
+			bad = append(bad, "call "+id+" is sent more than once")
+		case answered[id] == 0:
+			bad = append(bad, "call "+id+" has no result")
+		case answered[id] > 1:
+			bad = append(bad, "call "+id+" has more than one result")
+		}
+	}
+	return bad
+}

@@ -1,0 +1,287 @@
+package agenttest
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// resumeScenarios are the captures whose sessions the agents resume: one
+// of each shape of conversation.
+var resumeScenarios = []string{"parallel", "subagent", "refused", "thinking", "resume"}
+
+// resumeFixtures are sources of other tools, with no server log: what they
+// say is read through their ATIF conversion.
+var resumeFixtures = []struct{ file, dialect string }{
+	{"atif/rfc-0001-example.json", "atif"},
+	{"malac/subagents.jsonl", "malac"},
+	{"malac/denied.jsonl", "malac"},
+	{"adal/seed-stream.ndjson", "adal-stream"},
+	{"adal/refused-stream.ndjson", "adal-stream"},
+}
+
+// source is a file to convert into a session and resume.
+type source struct {
+	name    string // a test name
+	file    string
+	dialect string
+	truth   *Capture // the capture it came from, nil for a fixture
+	stream  bool     // an agent's stdout, which never prints the prompt
+}
+
+func resumeSources(t *testing.T) []source {
+	var out []source
+	dirs, err := Captures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(Root(), "testdata")
+	for _, dir := range dirs {
+		c, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(resumeScenarios, c.Meta.Scenario) || len(c.Meta.Runs) == 0 || c.Meta.Runs[len(c.Meta.Runs)-1].Exit != 0 {
+			continue
+		}
+		rel, _ := filepath.Rel(filepath.Join(root, "agents"), dir)
+		if !c.Mode().Totals && c.Scenario.Resume == "" {
+			out = append(out, source{rel + "/stdout", filepath.Join(dir, c.Meta.Runs[0].Stdout), c.Meta.Dialect, c, true})
+		}
+		if fam, ok := Families[c.Meta.Agent]; ok && c.Meta.StoreDialect != "" && fam.Modes(Pin{Agent: c.Meta.Agent, Version: c.Meta.Version})[0].Name == c.Meta.Mode {
+			k := &checker{c: c}
+			for _, f := range c.StoreFiles() {
+				if k.mainSession(f) {
+					out = append(out, source{rel + "/session", f, c.Meta.StoreDialect, c, false})
+				}
+			}
+		}
+	}
+	for _, f := range resumeFixtures {
+		out = append(out, source{"fixtures/" + f.file, filepath.Join(root, f.file), f.dialect, nil, false})
+	}
+	return out
+}
+
+// TestResume is the resume matrix: each source is written with -o into the
+// store of each agent that resumes sessions, and the agent resumes it with a
+// new prompt; the first request it sends must hold the source's
+// conversation: its prompts, texts and calls, each call paired with its
+// result, in order, and nothing else.
+func TestResume(t *testing.T) {
+	pins, err := Pins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := resumeSources(t)
+	sem := make(chan struct{}, parallelAgents)
+	for _, pin := range pins {
+		fam, ok := Families[pin.Agent]
+		res, resumes := fam.(Resumer)
+		if !ok || !resumes || (*only != "" && pin.Agent != *only) {
+			continue
+		}
+		t.Run(pin.String(), func(t *testing.T) {
+			t.Parallel()
+			if pin.Path() == "" {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("%s is not installed in %s: .ci/agents must install every pin", pin, Cache())
+				}
+				t.Skipf("%s is not installed: run .ci/agents", pin)
+			}
+			for _, src := range sources {
+				t.Run(src.name, func(t *testing.T) {
+					t.Parallel()
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					resume(t, pin, fam, res, src)
+				})
+			}
+		})
+	}
+}
+
+// resumeScenario answers whatever history the agent sends.
+var resumeScenario = Scenario{Name: "resume-matrix", Threads: []Thread{{Name: "main", Repeat: true,
+	Replies: []Reply{{Text: "Resumed.", Usage: Usage{Input: 10, Output: 2}}}}}, Side: Reply{Text: "agentconv side answer"}}
+
+const resumePrompt = MainMark + ": go on from where you stopped"
+
+func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
+	tmp := t.TempDir()
+	home, work := filepath.Join(tmp, "home"), filepath.Join(tmp, "work")
+	for _, d := range []string{home, work, filepath.Join(home, "tmp")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := Start(resumeScenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	env, err := fam.Setup(pin, home, work, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &checker{t: t, id: "resume/" + pin.Agent + "/" + pin.Version + "/" + src.name, failed: map[string]bool{}, ran: map[string]bool{}}
+	defer k.gapsHeld()
+	dir, dialect := res.Place(pin, home, work)
+	code, _, errs := agentconv(nil, "--from", src.dialect, "--to", dialect, "-o", dir+"/", src.file)
+	if code != 0 {
+		t.Fatalf("--from %s --to %s -o %s/ exits %d: %s", src.dialect, dialect, dir, code, errs)
+	}
+	t.Logf("conversion's report:\n%s", errs)
+	k.ran["resume/prompt-reported"] = true
+	if src.stream && !strings.Contains(errs, "prompt") {
+		k.fail("resume/prompt-reported", "the source has no prompt, and the conversion does not say so:\n%s", errs)
+	}
+	id := convertedSession(t, dir)
+	out, err := Exec(context.Background(), pin.Path(), fam.ResumeArgs(pin, fam.Modes(pin)[0], id, resumePrompt), env, work, Limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *Request
+	for _, r := range srv.Log() {
+		if r.Thread == "main" {
+			first = &r
+			break
+		}
+	}
+	k.ran["resume/runs"] = true
+	if out.Exit != 0 || first == nil {
+		k.fail("resume/runs", "%s resuming %s exits %d after %d requests; stdout: %s\nstderr: %s", pin, id, out.Exit, len(srv.Log()), tail(out.Stdout), tail(out.Stderr))
+		return
+	}
+	got := Conversation(first.History)
+	k.ran["resume/new-prompt"] = true
+	if len(got) == 0 || got[len(got)-1] != (Item{"prompt", resumePrompt}) {
+		k.fail("resume/new-prompt", "the request does not end with the new prompt: %v", got)
+	} else {
+		got = got[:len(got)-1]
+	}
+	k.ran["resume/paired"] = true
+	if bad := Paired(first.History); len(bad) > 0 {
+		k.fail("resume/paired", "%s", strings.Join(bad, "; "))
+	}
+	want := expected(t, src)
+	if src.stream {
+		// A stream names calls by its own ids (Codex's item_N) and prints
+		// each with its result: its words, and how many calls, are what
+		// it keeps of the conversation.
+		got, want = streamKept(got), streamKept(want)
+	}
+	k.ran["resume/history"] = true
+	if !slices.Equal(got, want) {
+		k.fail("resume/history", "the resumed history is\n  %v\nthe source's is\n  %v", got, want)
+	}
+}
+
+// convertedSession is the id of the session agentconv wrote under dir.
+func convertedSession(t *testing.T, dir string) string {
+	code, out, errs := agentconv(nil, "sessions", "--json", dir)
+	vals, err := jsonValues([]byte(out))
+	if code != 0 || err != nil || len(vals) == 0 {
+		t.Fatalf("sessions --json %s: exit %d, %d sessions, %v: %s", dir, code, len(vals), err, errs)
+	}
+	m, _ := vals[0].(map[string]any)
+	id, _ := m["session_id"].(string)
+	if id == "" {
+		t.Fatalf("sessions --json %s lists no session id: %s", dir, out)
+	}
+	return id
+}
+
+// expected is the source's conversation: for a capture, the last request
+// the agent sent and the server's answer to it; for a fixture, its ATIF
+// trajectory's steps.
+func expected(t *testing.T, src source) []Item {
+	if c := src.truth; c != nil {
+		var last *Request
+		for i := range c.Log {
+			if r := &c.Log[i]; r.Thread == "main" && r.Status == 200 {
+				last = r
+			}
+		}
+		if last == nil {
+			t.Fatalf("%s: no request of the main thread", src.name)
+		}
+		items := Conversation(last.History)
+		th := (&checker{c: c}).thread("main")
+		if last.Turn < len(th.Replies) {
+			rep := th.Replies[last.Turn]
+			items = append(items, Conversation([]Msg{{Role: "assistant", Text: rep.Text, Calls: rep.Calls}})...)
+		}
+		if src.stream {
+			items = slices.DeleteFunc(items, func(i Item) bool { return i.Kind == "prompt" })
+		}
+		return items
+	}
+	code, out, errs := agentconv(nil, "--from", src.dialect, "--to", "atif", src.file)
+	if code != 0 {
+		t.Fatalf("%s → atif exits %d: %s", src.file, code, errs)
+	}
+	var doc struct {
+		Steps []struct {
+			Source    string `json:"source"`
+			Message   any    `json:"message"`
+			ToolCalls []struct {
+				ID string `json:"tool_call_id"`
+			} `json:"tool_calls"`
+			Observation *struct {
+				Results []struct {
+					ID string `json:"source_call_id"`
+				} `json:"results"`
+			} `json:"observation"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%s → atif: %v", src.file, err)
+	}
+	var items []Item
+	for _, s := range doc.Steps {
+		text, _ := s.Message.(string)
+		switch s.Source {
+		case "user":
+			if t := userText(text); t != "" {
+				items = append(items, Item{"prompt", t})
+			}
+		case "agent":
+			if t := strings.TrimSpace(text); t != "" {
+				items = append(items, Item{"text", t})
+			}
+			for _, c := range s.ToolCalls {
+				items = append(items, Item{"call", c.ID})
+			}
+		}
+		if s.Observation != nil {
+			for _, r := range s.Observation.Results {
+				items = append(items, Item{"result", r.ID})
+			}
+		}
+	}
+	return items
+}
+
+// streamKept is what a stream keeps of a conversation: its prompts and
+// texts in order, then the number of calls and of results.
+func streamKept(items []Item) []Item {
+	var out []Item
+	calls, results := 0, 0
+	for _, i := range items {
+		switch i.Kind {
+		case "call":
+			calls++
+		case "result":
+			results++
+		default:
+			out = append(out, i)
+		}
+	}
+	return append(out, Item{"calls", strconv.Itoa(calls)}, Item{"results", strconv.Itoa(results)})
+}
