@@ -90,6 +90,10 @@ const (
 	// SystemPrompts: the system instructions a run starts with
 	// (RunInfo.SystemInstructions).
 	SystemPrompts
+	// SubagentToolCalls: a subagent's tool calls and their results (a
+	// target of one conversation that a model resumes cannot hold calls
+	// its model never made).
+	SubagentToolCalls
 
 	featureCount = iota
 )
@@ -111,6 +115,7 @@ var featureNames = [featureCount]string{
 	"cache write token counts", "reasoning token counts", "costs", "run durations",
 	"outcomes of runs that did not succeed", "unknown events of other dialects",
 	"runs of several prompts (each prompt starts a run of its own)", "system instructions",
+	"subagent tool calls",
 }
 
 // Name is the feature's name as losses and the docs give it: a noun
@@ -241,9 +246,9 @@ func Needs(e *Event) Feature {
 			f |= Thinking
 		}
 	case ToolCall:
-		f |= ToolCalls
+		f |= callNeed(sub)
 	case ToolResult:
-		f |= ToolCalls
+		f |= callNeed(sub)
 		if e.Duration > 0 {
 			f |= ToolDurations
 		}
@@ -285,6 +290,13 @@ func Needs(e *Event) Feature {
 		f |= RawEvents
 	}
 	return f
+}
+
+func callNeed(sub bool) Feature {
+	if sub {
+		return SubagentToolCalls
+	}
+	return ToolCalls
 }
 
 func textNeed(sub bool) Feature {

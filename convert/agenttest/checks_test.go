@@ -206,11 +206,10 @@ func (k *checker) exitStatus(file string, data []byte, dialect string, exit int)
 // name.
 func (k *checker) mainSession(file string) bool {
 	id := k.c.Meta.Session
-	if len(id) < 8 {
+	if id == "" {
 		return false
 	}
-	base := filepath.Base(file)
-	return strings.Contains(base, id) || strings.Contains(base, id[:8])
+	return strings.Contains(filepath.Base(file), id)
 }
 
 // storeOutcome: the session file has a run for each process of the agent,

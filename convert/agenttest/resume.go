@@ -13,7 +13,17 @@ type Resumer interface {
 	// run in work, to resume it by id, and the dialect agentconv writes
 	// there.
 	Place(pin Pin, home, work string) (dir, dialect string)
+	// Flags are what agentconv needs to write a session this agent, as
+	// Setup configured it, resumes.
+	Flags(pin Pin) []string
 }
+
+// Flags implements Resumer.
+func (claudeFamily) Flags(Pin) []string { return nil }
+
+// Flags implements Resumer: Codex resumes a thread only under the
+// provider that started it, and Setup names its own.
+func (codexFamily) Flags(Pin) []string { return []string{"--codex-model-provider", "agentconv"} }
 
 // Place implements Resumer: Claude Code keeps a folder's sessions in
 // ~/.claude/projects/<the folder, each character not a letter or a digit

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +108,7 @@ func TestResume(t *testing.T) {
 }
 
 // resumeScenario answers whatever history the agent sends.
-var resumeScenario = Scenario{Name: "resume-matrix", Threads: []Thread{{Name: "main", Repeat: true,
+var resumeScenario = Scenario{Name: "resume-matrix", Threads: []Thread{{Name: "main", Match: resumePrompt, Last: true, Repeat: true,
 	Replies: []Reply{{Text: "Resumed.", Usage: Usage{Input: 10, Output: 2}}}}}, Side: Reply{Text: "agentconv side answer"}}
 
 const resumePrompt = MainMark + ": go on from where you stopped"
@@ -132,7 +133,7 @@ func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
 	k := &checker{t: t, id: "resume/" + pin.Agent + "/" + pin.Version + "/" + src.name, failed: map[string]bool{}, ran: map[string]bool{}}
 	defer k.gapsHeld()
 	dir, dialect := res.Place(pin, home, work)
-	code, _, errs := agentconv(nil, "--from", src.dialect, "--to", dialect, "-o", dir+"/", src.file)
+	code, _, errs := agentconv(nil, append(append([]string{"--from", src.dialect, "--to", dialect}, res.Flags(pin)...), "-o", dir+"/", src.file)...)
 	if code != 0 {
 		t.Fatalf("--from %s --to %s -o %s/ exits %d: %s", src.dialect, dialect, dir, code, errs)
 	}
@@ -169,7 +170,7 @@ func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
 	if bad := Paired(first.History); len(bad) > 0 {
 		k.fail("resume/paired", "%s", strings.Join(bad, "; "))
 	}
-	want := expected(t, src)
+	got, want := canonical(got), canonical(expected(t, src))
 	if src.stream {
 		// A stream names calls by its own ids (Codex's item_N) and prints
 		// each with its result: its words, and how many calls, are what
@@ -191,11 +192,20 @@ func convertedSession(t *testing.T, dir string) string {
 	}
 	m, _ := vals[0].(map[string]any)
 	id, _ := m["session_id"].(string)
+	path, _ := m["path"].(string)
+	if u := uuidIn.FindString(filepath.Base(path)); u != "" && (id == "" || !strings.Contains(path, id)) {
+		// The listing gives the source's session id, kept in the file;
+		// the agent finds the session by the id in the file's name.
+		t.Logf("sessions lists %q for %s; the agent resumes it as %s", id, path, u)
+		id = u
+	}
 	if id == "" {
 		t.Fatalf("sessions --json %s lists no session id: %s", dir, out)
 	}
 	return id
 }
+
+var uuidIn = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
 
 // expected is the source's conversation: for a capture, the last request
 // the agent sent and the server's answer to it; for a fixture, its ATIF
@@ -240,6 +250,12 @@ func expected(t *testing.T, src source) []Item {
 			} `json:"observation"`
 		} `json:"steps"`
 	}
+	var extra struct {
+		Extra struct {
+			Answer string `json:"agentconv_answer"`
+		} `json:"extra"`
+	}
+	json.Unmarshal([]byte(out), &extra) //nolint:errcheck // checked below
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%s → atif: %v", src.file, err)
 	}
@@ -265,7 +281,51 @@ func expected(t *testing.T, src source) []Item {
 			}
 		}
 	}
+	if a := strings.TrimSpace(extra.Extra.Answer); a != "" && (len(items) == 0 || items[len(items)-1] != Item{"text", a}) {
+		items = append(items, Item{"text", a}) // an answer ATIF keeps apart from the steps
+	}
 	return items
+}
+
+// canonical orders each run of calls and results, which agents interleave
+// differently (Codex 0.45 runs parallel calls one by one), as the calls in
+// their order, then their results in the calls' order. Anything else
+// keeps its place.
+func canonical(items []Item) []Item {
+	out := make([]Item, 0, len(items))
+	for i := 0; i < len(items); {
+		j := i
+		for j < len(items) && (items[j].Kind == "call" || items[j].Kind == "result") {
+			j++
+		}
+		if j == i {
+			out = append(out, items[i])
+			i++
+			continue
+		}
+		run := items[i:j]
+		order := map[string]int{}
+		var calls, results []Item
+		for _, it := range run {
+			if it.Kind == "call" {
+				order[it.Text] = len(calls)
+				calls = append(calls, it)
+			} else {
+				results = append(results, it)
+			}
+		}
+		slices.SortStableFunc(results, func(a, b Item) int { return rank(order, a.Text) - rank(order, b.Text) })
+		out = append(append(out, calls...), results...)
+		i = j
+	}
+	return out
+}
+
+func rank(order map[string]int, id string) int {
+	if n, ok := order[id]; ok {
+		return n
+	}
+	return len(order) // a result of no call in this run stays last
 }
 
 // streamKept is what a stream keeps of a conversation: its prompts and

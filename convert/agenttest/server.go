@@ -74,6 +74,9 @@ type Thread struct {
 	Name    string  `json:"name"` // "main", "subagent", …
 	Match   string  `json:"match"`
 	Replies []Reply `json:"replies"`
+	// Last looks for Match in the last user message instead of the first
+	// (a resume, whose first message is the session's own).
+	Last bool `json:"last,omitempty"`
 	// Repeat answers past the last reply with the last reply again,
 	// instead of an error (a resume of a session the scenario did not
 	// write, whose history is any length).
@@ -130,6 +133,16 @@ type Request struct {
 func (r Request) FirstUser() string {
 	for _, m := range r.History {
 		if m.Role == "user" && m.Text != "" {
+			return m.Text
+		}
+	}
+	return ""
+}
+
+// LastUser is the text of the request's last user message.
+func (r Request) LastUser() string {
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if m := r.History[i]; m.Role == "user" && m.Text != "" {
 			return m.Text
 		}
 	}
@@ -325,10 +338,14 @@ func (s *Server) threadOf(req *Request) *Thread {
 	if len(req.Tools) == 0 {
 		return nil
 	}
-	first := req.FirstUser()
+	first, last := req.FirstUser(), req.LastUser()
 	for i := range s.scenario.Threads {
 		th := &s.scenario.Threads[i]
-		if th.Match == "" || strings.Contains(first, th.Match) {
+		text := first
+		if th.Last {
+			text = last
+		}
+		if th.Match == "" || strings.Contains(text, th.Match) {
 			return th
 		}
 	}

@@ -23,7 +23,7 @@ var Dialect = formats.Dialect{
 	NewReader: newReader,
 	NewWriter: newWriter,
 	Detect:    detect,
-	Carries: formats.UserPrompts | formats.FollowUpPrompts | formats.AssistantText | formats.Thinking | formats.ToolCalls |
+	Carries: formats.UserPrompts | formats.FollowUpPrompts | formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.SubagentToolCalls |
 		formats.CancelledCalls | formats.Refusals | formats.ToolDurations | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites |
 		formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,

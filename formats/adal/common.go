@@ -8,7 +8,7 @@ import (
 // carries is what every AdaL writer that lists tool calls can carry: the
 // run's model, its answer, its tool calls with their statuses (refusals
 // included) and its outcome with its exit code.
-const carries = formats.ModelNames | formats.AssistantText | formats.ToolCalls | formats.CancelledCalls |
+const carries = formats.ModelNames | formats.AssistantText | formats.ToolCalls | formats.SubagentToolCalls | formats.CancelledCalls |
 	formats.Refusals | formats.RunOutcomes
 
 // The losses of AdaL's own encodings, as the writers report them and the

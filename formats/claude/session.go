@@ -37,7 +37,7 @@ var Session = formats.Dialect{
 // cancellation (it has no result record), no turn boundaries, notices,
 // permission prompts or refusals (a refused call is a failed one there).
 const sessionCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
-	formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.Subagents | formats.SubagentCalls |
+	formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.SubagentToolCalls | formats.Subagents | formats.SubagentCalls |
 	formats.SubagentText | formats.SubagentReports | formats.TodoLists | formats.Compactions |
 	formats.CompactionSummaries | formats.ModelChanges | formats.TokenUsage | formats.PerRequestUsage |
 	formats.CacheWrites | formats.RunOutcomes | formats.RunDurations

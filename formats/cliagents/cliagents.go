@@ -21,7 +21,7 @@ var Dialect = formats.Dialect{
 	Detect:        detect,
 	// One flat stream of text, thinking, tool calls, turn ends, warnings
 	// and errors, and a result with the run's totals.
-	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.ToolCalls |
+	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.ToolCalls | formats.SubagentToolCalls |
 		formats.WarningNotices | formats.TokenUsage | formats.Costs | formats.RunDurations | formats.RunOutcomes,
 	Quirks: Quirks,
 }

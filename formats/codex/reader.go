@@ -26,7 +26,7 @@ var Dialect = formats.Dialect{
 	// whether the run failed; a subagent's calls, notices and usage are
 	// flattened into it.
 	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
-		formats.ToolCalls | formats.Refusals | formats.SubagentNotices | formats.TodoLists |
+		formats.ToolCalls | formats.SubagentToolCalls | formats.Refusals | formats.SubagentNotices | formats.TodoLists |
 		formats.InfoNotices | formats.WarningNotices | formats.TokenUsage | formats.ReasoningTokens | formats.RunOutcomes,
 	Quirks: []string{
 		"tool error texts (merged into the output)",

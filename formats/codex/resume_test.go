@@ -180,3 +180,37 @@ func TestRolloutAbortsCallsWithoutResult(t *testing.T) {
 		}
 	}
 }
+
+// A subagent's calls are left out of the rollout, and reported: the main
+// model never made them, and Codex resuming the session would send them
+// as its own. The call that spawned the subagent, and its result, stay.
+func TestRolloutLeavesOutSubagentCalls(t *testing.T) {
+	if codex.Rollout.Carries&formats.SubagentToolCalls != 0 {
+		t.Errorf("codex-rollout declares that it carries a subagent's tool calls")
+	}
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.UserMessage, Text: "go"},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "spawn", Name: "Task"}},
+		{Kind: formats.AgentStart, Agent: "sub", AgentInfo: formats.AgentInfo{ParentCall: "spawn"}},
+		{Kind: formats.ToolCall, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash"}},
+		{Kind: formats.ToolResult, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash", Output: "x"}, Status: formats.Completed},
+		{Kind: formats.AgentEnd, Agent: "sub", Status: formats.Completed},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "spawn", Name: "Task", Output: "found"}, Status: formats.Completed},
+		{Kind: formats.Message, Text: "done"},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, _ := formatstest.WriteReport(t, codex.Rollout, evs)
+	if strings.Contains(out, `"inner"`) {
+		t.Errorf("the subagent's call is in the rollout:\n%s", out)
+	}
+	if !strings.Contains(out, `"call_id":"spawn"`) {
+		t.Errorf("the spawning call is not in the rollout:\n%s", out)
+	}
+	// Through the pipeline, which reports what the target does not carry.
+	in := filepath.Join("..", "..", "testdata", "malac", "subagents.jsonl")
+	code, out, stderr := converttest.Run("", "--deterministic", "--to", "codex-rollout", in)
+	if code != 0 || strings.Contains(out, `"call_s1"`) || !strings.Contains(stderr, " × subagent tool calls (codex-rollout cannot carry them)") {
+		t.Errorf("exit %d; a subagent's call in the rollout: %v; stderr:\n%s", code, strings.Contains(out, `"call_s1"`), stderr)
+	}
+}

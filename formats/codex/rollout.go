@@ -28,7 +28,8 @@ var Rollout = formats.Dialect{
 	// (tasks) that completed, failed or were aborted, tool calls with their
 	// outputs, exit codes and durations, plans, compactions, the model of
 	// each turn, notices, per-request token counts and the run's outcome;
-	// a subagent's calls and usage are flattened into it.
+	// a subagent's usage is counted in it, but not its calls, which the
+	// main model never made.
 	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts | formats.SystemPrompts |
 		formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolCalls | formats.ToolDurations | formats.TodoLists | formats.Compactions |

@@ -300,14 +300,18 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 			return w.message(e, e.Text)
 		}
 		return nil
-	case formats.ToolCall:
+	case formats.ToolCall, formats.ToolResult:
+		if sub {
+			// The main model never made a subagent's calls: in its
+			// history they would be calls it did not ask for. The
+			// pipeline reports them (Carries has no SubagentToolCalls).
+			return nil
+		}
 		if err := w.begin(e); err != nil {
 			return err
 		}
-		return w.call(e, e.Call)
-	case formats.ToolResult:
-		if err := w.begin(e); err != nil {
-			return err
+		if e.Kind == formats.ToolCall {
+			return w.call(e, e.Call)
 		}
 		if !w.run.calls[e.Call.ID] {
 			c := e.Call
