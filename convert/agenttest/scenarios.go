@@ -78,6 +78,10 @@ func NewScenario(name string, ts Toolset) (sc Scenario, ok bool) {
 			reply(Reply{Text: "The subagent found agentconv-from-subagent."}),
 		}
 		sc.Threads[0].Replies = append(sc.Threads[0].Replies, reply(Reply{Text: "The subagent is done."}))
+		// An agent whose subagent runs in the background (Claude Code
+		// 2.1) ends its turn at once, and tells the model of the
+		// subagent's end in a turn of its own.
+		sc.Threads[0].Replies = append(sc.Threads[0].Replies, reply(Reply{Text: "The subagent reported agentconv-from-subagent."}))
 		sc.Threads = append([]Thread{sub}, sc.Threads...) // the subagent's mark is the more specific
 	case "api-error":
 		sc.Threads = main(Reply{Fail: []Failure{{Status: 500, Type: "api_error"}, {Status: 529, Type: "overloaded_error", Message: "Overloaded"}}, FailAlways: true})
