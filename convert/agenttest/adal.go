@@ -182,7 +182,7 @@ func (adalProxy) Parse(r *http.Request, body []byte, req *Request) error {
 		}
 		body = b
 	}
-	return adalAnthropic().Parse(r, body, req)
+	return adalAnthropic().ParseBody(body, req)
 }
 
 func (adalProxy) WriteReply(w http.ResponseWriter, req *Request, rep Reply) {
@@ -204,30 +204,8 @@ func (adalProxy) WriteSide(w http.ResponseWriter, req *Request, rep Reply) {
 	adalAnthropic().WriteSide(w, req, rep)
 }
 
-// adalAnthropic is the Anthropic Messages API another file registers.
-func adalAnthropic() API {
-	routesMu.Lock()
-	defer routesMu.Unlock()
-	for _, rt := range routes {
-		if _, self := rt.api.(adalProxy); !self && rt.api.Name() == "anthropic" {
-			return rt.api
-		}
-	}
-	return noAPI{}
-}
-
-// noAPI stands for an API that is not registered.
-type noAPI struct{}
-
-func (noAPI) Name() string { return "none" }
-func (noAPI) Parse(*http.Request, []byte, *Request) error {
-	return errors.New("no Anthropic Messages API is registered")
-}
-func (noAPI) WriteReply(w http.ResponseWriter, _ *Request, _ Reply) { http.Error(w, "no API", 500) }
-func (noAPI) WriteFailure(w http.ResponseWriter, _ *Request, f Failure) {
-	http.Error(w, f.Message, f.Status)
-}
-func (noAPI) WriteSide(w http.ResponseWriter, _ *Request, _ Reply) { http.Error(w, "no API", 500) }
+// adalAnthropic is the Anthropic Messages API (anthropic.go).
+func adalAnthropic() Anthropic { return Anthropic{} }
 
 // adalPlatform answers the platform's other paths: the model catalog, the
 // user, the session registry. It refuses CONNECT (the proxy's tunnels to
