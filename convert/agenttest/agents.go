@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +99,13 @@ type Family interface {
 	Store(pin Pin) (dir, dialect string)
 	// Tools makes calls of the agent's own tools.
 	Tools(pin Pin) Toolset
+}
+
+// Platform is a Family whose agent asks the server for more than model
+// calls (a model catalog, a user): its handler answers the paths no API
+// claims, as the server's Other.
+type Platform interface {
+	Platform(pin Pin) http.Handler
 }
 
 // Mode is one output mode of an agent.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,11 @@ func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, 
 	home := filepath.Join(tmp, "home")
 	work := filepath.Join(tmp, "work")
 	sc = sc.In(work)
-	srv, err := Start(sc)
+	var other http.Handler
+	if p, ok := fam.(Platform); ok {
+		other = p.Platform(pin)
+	}
+	srv, err := StartWith(sc, other)
 	if err != nil {
 		return nil, err
 	}

@@ -208,12 +208,15 @@ type Server struct {
 }
 
 // Start starts a server on a free port of 127.0.0.1.
-func Start(sc Scenario) (*Server, error) {
+func Start(sc Scenario) (*Server, error) { return StartWith(sc, nil) }
+
+// StartWith starts a server whose Other handler is other.
+func StartWith(sc Scenario, other http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), scenario: sc, attempts: map[string]int{}, ln: ln}
+	s := &Server{URL: "http://" + ln.Addr().String(), scenario: sc, attempts: map[string]int{}, ln: ln, Other: other}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln) //nolint:errcheck // ends with Close
 	return s, nil
