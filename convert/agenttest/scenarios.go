@@ -26,6 +26,13 @@ type SubagentWaiter interface {
 	WaitSubagent(id string) Call
 }
 
+// SubagentEnder is a Toolset whose subagents end by calling a tool with
+// their result (Gemini CLI's complete_task) rather than with text alone:
+// the subagent's last reply makes that call.
+type SubagentEnder interface {
+	SubagentEnd(id, result string) Call
+}
+
 // The marks the server tells threads apart by.
 const (
 	MainMark = "agentconv-task"
@@ -81,9 +88,13 @@ func NewScenario(name string, ts Toolset) (sc Scenario, ok bool) {
 		}
 		sub := Thread{Name: "subagent", Match: SubMark}
 		sc.Threads = main(reply(Reply{Text: "A subagent will look.", Calls: []Call{call}}))
+		end := Reply{Text: "The subagent found agentconv-from-subagent."}
+		if e, ok := ts.(SubagentEnder); ok {
+			end.Calls = []Call{e.SubagentEnd("call_sub_end_1", end.Text)}
+		}
 		sub.Replies = []Reply{
 			reply(Reply{Text: "Listing.", Calls: []Call{ts.Shell("call_sub_shell_1", "echo agentconv-from-subagent")}}),
-			reply(Reply{Text: "The subagent found agentconv-from-subagent."}),
+			reply(end),
 		}
 		if w, ok := ts.(SubagentWaiter); ok {
 			sc.Threads[0].Replies = append(sc.Threads[0].Replies, reply(Reply{Text: "Waiting for the subagent.", Calls: []Call{w.WaitSubagent("call_sub_wait_1")}}))
