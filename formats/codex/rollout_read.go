@@ -68,8 +68,11 @@ type payload struct {
 		Tool      string          `json:"tool"`
 		Arguments json.RawMessage `json:"arguments"`
 	} `json:"invocation"`
-	Result      json.RawMessage `json:"result"`
-	Plan        []planStep      `json:"plan"`
+	Result json.RawMessage `json:"result"`
+	Plan   []planStep      `json:"plan"`
+	// task_complete's error, in newer Codex the only record of a failed
+	// turn: {"message", "codex_error_info"}
+	Error       json.RawMessage `json:"error"`
 	Explanation *string         `json:"explanation"`
 }
 
@@ -163,6 +166,7 @@ type rolloutRun struct {
 	completed  bool // the last task ended (task_complete or turn_aborted)
 	aborted    bool
 	errText    string // an error after the last output
+	errCode    string // its code, where Codex gives one
 	lastWasMsg bool   // the last output was an assistant message
 	calls      map[string]*rolloutCall
 	open0      int // calls started and not ended
@@ -297,7 +301,7 @@ func (r *rolloutReader) endRun(carry bool) {
 		case r.run.aborted:
 			end.Status = formats.Cancelled
 		case r.run.errText != "":
-			end.Status, end.Text = formats.Failed, r.run.errText
+			end.Status, end.Text, end.Code = formats.Failed, r.run.errText, r.run.errCode
 		}
 		if carry && len(r.src.Held) > 0 {
 			r.q = append(r.q, r.stamp(end))
@@ -559,7 +563,7 @@ func (r *rolloutReader) turnContext(p *payload) {
 // and an error before it did not end the run.
 func (r *rolloutReader) output() {
 	r.begun()
-	r.run.errText = ""
+	r.run.errText, r.run.errCode = "", ""
 	r.run.lastWasMsg = false
 }
 
@@ -966,6 +970,11 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		}
 	case "task_complete", "turn_complete":
 		r.begun()
+		if msg, code, ok := taskError(p.Error); ok {
+			// Newer Codex writes a failed turn's error only here.
+			r.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg, Code: code})
+			r.run.errText, r.run.errCode = msg, code
+		}
 		st := formats.Completed
 		if r.run.errText != "" {
 			st = formats.Failed
@@ -985,7 +994,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		r.run.started, r.run.completed, r.run.aborted, r.run.turnOpen = true, true, true, false
 	case "error":
 		r.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg})
-		r.run.errText = msg
+		r.run.errText, r.run.errCode = msg, ""
 		if msg == "" {
 			r.run.errText = "error"
 		}
@@ -1067,6 +1076,35 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 	default:
 		r.emit(&formats.Event{Kind: formats.Raw})
 	}
+}
+
+// taskError reads the error of a task_complete: {"message",
+// "codex_error_info"}, whose info is a word (context_window_exceeded) or
+// an object named by its one key ({"http_connection_failed": {…}}), the
+// error's code.
+func taskError(raw json.RawMessage) (msg, code string, ok bool) {
+	var e struct {
+		Message string          `json:"message"`
+		Info    json.RawMessage `json:"codex_error_info"`
+	}
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &e) != nil {
+		return "", "", false
+	}
+	msg = e.Message
+	if msg == "" {
+		msg = "error"
+	}
+	var word string
+	var named map[string]json.RawMessage
+	switch {
+	case json.Unmarshal(e.Info, &word) == nil:
+		code = word
+	case json.Unmarshal(e.Info, &named) == nil && len(named) == 1:
+		for k := range named {
+			code = k
+		}
+	}
+	return msg, code, true
 }
 
 // mcpResultText reads an MCP call's result: {"Ok": CallToolResult} or

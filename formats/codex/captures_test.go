@@ -1,0 +1,76 @@
+package codex_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/codex"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+// captureDir is a capture of the real Codex (convert/agenttest): its
+// stdout files and its rollouts under home/.codex/sessions.
+func captureDir(version, scenario string) string {
+	return filepath.Join("..", "..", "testdata", "agents", "codex", version, scenario, "json")
+}
+
+// captureFile reads a file of a capture.
+func captureFile(t *testing.T, version, scenario, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(captureDir(version, scenario), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// captureRollouts reads a capture's rollouts, in the order of their names.
+func captureRollouts(t *testing.T, version, scenario string) [][]byte {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(captureDir(version, scenario), "home", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	sort.Strings(names)
+	if len(names) == 0 {
+		t.Fatalf("no rollout in the capture %s/%s", version, scenario)
+	}
+	var out [][]byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestCaptureFailedTask: Codex 0.171 records a failed turn only in its
+// task_complete, whose error has the message and codex_error_info: the run
+// failed with that message, exit 1, as Codex did (it printed turn.failed
+// and exited 1); the info's key is the error's code.
+func TestCaptureFailedTask(t *testing.T) {
+	cases := []struct{ scenario, msg, code string }{
+		{"api-error", "unexpected status 529 <unknown status code>: Overloaded, url: http://127.0.0.1:41443/v1/responses", "http_connection_failed"},
+		{"rate-limit", "exceeded retry limit, last status: 429 Too Many Requests", "response_too_many_failed_attempts"},
+	}
+	for _, c := range cases {
+		evs := formatstest.Read(t, codex.Rollout, captureRollouts(t, "0.171.0", c.scenario)[0])
+		ends := formatstest.OfKind(evs, formats.RunEnd)
+		if len(ends) != 1 {
+			t.Fatalf("%s: %d runs", c.scenario, len(ends))
+		}
+		var v formats.RunView
+		for _, e := range evs {
+			v.Observe(e)
+		}
+		if e := ends[0]; e.Status != formats.Failed || e.Text != c.msg || e.Code != c.code || v.ExitCode != 1 {
+			t.Errorf("%s: run end %v %q code %q, exit %d", c.scenario, e.Status, e.Text, e.Code, v.ExitCode)
+		}
+		turns := formatstest.OfKind(evs, formats.TurnEnd)
+		if len(turns) != 1 || turns[0].Status != formats.Failed {
+			t.Errorf("%s: turns %d", c.scenario, len(turns))
+		}
+	}
+}
