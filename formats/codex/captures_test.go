@@ -1,9 +1,12 @@
 package codex_test
 
 import (
+	"encoding/json"
+	"github.com/agentconv/agentconv/convert/converttest"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/agentconv/agentconv/formats"
@@ -71,6 +74,86 @@ func TestCaptureFailedTask(t *testing.T) {
 		turns := formatstest.OfKind(evs, formats.TurnEnd)
 		if len(turns) != 1 || turns[0].Status != formats.Failed {
 			t.Errorf("%s: turns %d", c.scenario, len(turns))
+		}
+	}
+}
+
+// otlpSpan is a span of otlp-json output, with its attributes as strings.
+type otlpSpan struct {
+	Name, Parent string
+	Attrs        map[string]string
+}
+
+// spansOf converts a file to otlp-json and reads its spans back.
+func spansOf(t *testing.T, in []byte, from string) []otlpSpan {
+	t.Helper()
+	code, out, stderr := converttest.Run(string(in), "--deterministic", "--from", from, "--to", "otlp-json")
+	if code != 0 {
+		t.Fatalf("otlp-json exits %d: %s", code, stderr)
+	}
+	var spans []otlpSpan
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var req struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []struct {
+						Name         string `json:"name"`
+						ParentSpanID string `json:"parentSpanId"`
+						Attributes   []struct {
+							Key   string                     `json:"key"`
+							Value map[string]json.RawMessage `json:"value"`
+						} `json:"attributes"`
+					} `json:"spans"`
+				} `json:"scopeSpans"`
+			} `json:"resourceSpans"`
+		}
+		if err := json.Unmarshal([]byte(line), &req); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					sp := otlpSpan{Name: s.Name, Parent: s.ParentSpanID, Attrs: map[string]string{}}
+					for _, a := range s.Attributes {
+						for _, v := range a.Value {
+							var str string
+							if json.Unmarshal(v, &str) != nil {
+								str = string(v)
+							}
+							sp.Attrs[a.Key] = str
+						}
+					}
+					spans = append(spans, sp)
+				}
+			}
+		}
+	}
+	return spans
+}
+
+// roots are the spans without a parent: the runs.
+func roots(spans []otlpSpan) []otlpSpan {
+	var out []otlpSpan
+	for _, s := range spans {
+		if s.Parent == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestCaptureExitCode: codex exec exits 0 when its run completed, as the
+// captures' meta.json say, and 1 when it failed: the root span of every
+// run of its stdout says so (issue 24 #6).
+func TestCaptureExitCode(t *testing.T) {
+	cases := []struct{ version, scenario, want string }{
+		{"0.171.0", "text-shell", "0"}, {"0.45.0", "text-shell", "0"},
+		{"0.171.0", "api-error", "1"}, {"0.45.0", "api-error", "1"},
+	}
+	for _, c := range cases {
+		rs := roots(spansOf(t, captureFile(t, c.version, c.scenario, "stdout.jsonl"), "codex"))
+		if len(rs) != 1 || rs[0].Attrs["process.exit.code"] != c.want {
+			t.Errorf("%s %s: roots %+v, want process.exit.code %s", c.version, c.scenario, rs, c.want)
 		}
 	}
 }
