@@ -157,3 +157,50 @@ func TestCaptureExitCode(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureNamespacedCalls: Codex 0.171 writes a namespace's tool apart
+// from its name. The subagent capture's spawn_agent and wait_agent are
+// collaboration's; an MCP server's tool (as 0.171 writes it: namespace
+// mcp__fakemcp, name echo) is mcp__fakemcp__echo, as exec --json names it,
+// with the MCP attributes on its span (issue 24 #3).
+func TestCaptureNamespacedCalls(t *testing.T) {
+	evs := formatstest.Read(t, codex.Rollout, captureRollouts(t, "0.171.0", "subagent")[0])
+	var names []string
+	for _, e := range formatstest.OfKind(evs, formats.ToolCall) {
+		names = append(names, e.Call.Name)
+	}
+	if strings.Join(names, " ") != "collaboration.spawn_agent collaboration.wait_agent" {
+		t.Errorf("calls %q", names)
+	}
+
+	mcp := `{"timestamp":"2026-12-02T01:30:00Z","type":"session_meta","payload":{"id":"01a2345f-0000-7000-8000-000000000001","cwd":"/w","cli_version":"0.171.0"}}
+{"timestamp":"2026-12-02T01:30:01Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}
+{"timestamp":"2026-12-02T01:30:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"echo it"}]}}
+{"timestamp":"2026-12-02T01:30:01Z","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5.5"}}
+{"timestamp":"2026-12-02T01:30:02Z","type":"response_item","payload":{"type":"function_call","status":"completed","name":"echo","namespace":"mcp__fakemcp","arguments":"{\"text\":\"hi\"}","call_id":"call_1"}}
+{"timestamp":"2026-12-02T01:30:03Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"hi"}}
+{"timestamp":"2026-12-02T01:30:04Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}
+{"timestamp":"2026-12-02T01:30:04Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"done"}}
+`
+	calls := formatstest.OfKind(formatstest.Read(t, codex.Rollout, mcp), formats.ToolCall)
+	if len(calls) != 1 || calls[0].Call.Name != "mcp__fakemcp__echo" || string(calls[0].Call.Args) != `{"text":"hi"}` {
+		t.Fatalf("mcp calls %+v", calls)
+	}
+	found := false
+	for _, s := range spansOf(t, []byte(mcp), "codex-rollout") {
+		if s.Name == "execute_tool mcp__fakemcp__echo" {
+			found = true
+			if s.Attrs["mcp.method.name"] != "tools/call" || s.Attrs["agentconv.mcp.server.name"] != "fakemcp" {
+				t.Errorf("mcp span %+v", s.Attrs)
+			}
+		}
+	}
+	if !found {
+		t.Error("no span of mcp__fakemcp__echo")
+	}
+	// claude-stream gets the full name, with nothing lost.
+	code, out, stderr := converttest.Run(mcp, "--from", "codex-rollout", "--to", "claude-stream")
+	if code != 0 || !strings.Contains(out, `"name":"mcp__fakemcp__echo"`) {
+		t.Errorf("claude-stream (exit %d): %s %s", code, out, stderr)
+	}
+}

@@ -42,6 +42,7 @@ type payload struct {
 	Content   json.RawMessage `json:"content"`
 	Summary   json.RawMessage `json:"summary"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
 	Arguments json.RawMessage `json:"arguments"`
 	Input     json.RawMessage `json:"input"`
 	CallID    string          `json:"call_id"`
@@ -681,7 +682,7 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 	case "function_call", "custom_tool_call", "local_shell_call":
 		r.output()
 		id := p.CallID
-		c := formats.Call{ID: id, Name: p.Name}
+		c := formats.Call{ID: id, Name: namespaced(p.Namespace, p.Name)}
 		switch p.Type {
 		case "function_call":
 			c.Args = argsObject(p.Arguments)
@@ -734,6 +735,21 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 	default:
 		r.emit(&formats.Event{Kind: formats.Raw})
 	}
+}
+
+// namespaced is the full name of a tool of a namespace, which newer Codex
+// (0.171) writes apart from the tool's name: an MCP server's namespace is
+// mcp__<server>, and its tools mcp__<server>__<tool>, as Codex named them
+// before and as exec --json and Claude Code name them; another namespace's
+// tool (collaboration's spawn_agent) is <namespace>.<tool>.
+func namespaced(namespace, name string) string {
+	switch {
+	case namespace == "":
+		return name
+	case strings.HasPrefix(namespace, "mcp__"):
+		return strings.TrimSuffix(namespace, "__") + "__" + name
+	}
+	return namespace + "." + name
 }
 
 // argsObject is a function call's arguments: the JSON object in the
