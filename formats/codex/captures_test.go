@@ -204,3 +204,21 @@ func TestCaptureNamespacedCalls(t *testing.T) {
 		t.Errorf("claude-stream (exit %d): %s %s", code, out, stderr)
 	}
 }
+
+// TestCaptureLossCounts: a loss counts the things it names: the one
+// command of 0.171's text-shell is one tool call lost (not its start and
+// end), and its one request one count of token usage (not the request and
+// the run's total again) (issue 24 #7).
+func TestCaptureLossCounts(t *testing.T) {
+	in := string(captureFile(t, "0.171.0", "text-shell", "stdout.jsonl"))
+	for _, c := range []struct{ to, want string }{
+		{"gemini-json", "lost: 1 × tool calls (gemini-json cannot carry them)"},
+		{"gemini-stream", "lost: 1 × per-request token usage"},
+		{"adal-text", "lost: 1 × tool calls (adal-text cannot carry them)"},
+		{"adal-text", "lost: 1 × token usage (adal-text cannot carry them)"},
+	} {
+		if code, _, stderr := converttest.Run(in, "--from", "codex", "--to", c.to); code != 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("--to %s (exit %d): no %q in\n%s", c.to, code, c.want, stderr)
+		}
+	}
+}
