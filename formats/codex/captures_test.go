@@ -222,3 +222,42 @@ func TestCaptureLossCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureResumedConverted: a session agentconv wrote from a stream
+// without prompts (0.171's first exec of the resume capture), resumed by
+// Codex, which appends the task of its new prompt as 0.171's rollout has
+// it: the new prompt after the first task's task_complete starts a run of
+// its own, with its own call and usage (issue 24 #4).
+func TestCaptureResumedConverted(t *testing.T) {
+	written := converttest.Convert(t, captureFile(t, "0.171.0", "resume", "stdout.jsonl"), "codex", "codex-rollout")
+	rollout := captureRollouts(t, "0.171.0", "resume")[0]
+	lines := strings.SplitAfter(string(rollout), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"type":"task_complete"`) {
+			cut = i + 1 // after the first task
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatal("no task_complete in the capture")
+	}
+	evs := formatstest.Read(t, codex.Rollout, string(written)+strings.Join(lines[cut:], ""))
+	starts := formatstest.OfKind(evs, formats.RunStart)
+	ends := formatstest.OfKind(evs, formats.RunEnd)
+	prompts := formatstest.OfKind(evs, formats.UserMessage)
+	if len(starts) != 2 || len(ends) != 2 || len(prompts) != 1 || prompts[0].Text != "agentconv-task: resume the work" {
+		t.Fatalf("runs %d/%d, prompts %d: %s", len(starts), len(ends), len(prompts), formatstest.Kinds(evs))
+	}
+	// The second run has the prompt, the call and the resumed requests.
+	var second []*formats.Event
+	for i, e := range evs {
+		if e == starts[1] {
+			second = evs[i:]
+		}
+	}
+	c := count(second)
+	if c.prompts != 1 || c.calls != 1 || c.in != 2844 || c.out != 81 {
+		t.Errorf("the resumed run: %+v", c)
+	}
+}

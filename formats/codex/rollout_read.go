@@ -34,6 +34,8 @@ type payload struct {
 	// agentconv's: the session id of a session it wrote from another
 	// dialect, whose thread id is derived from it
 	SourceSession *string `json:"agentconv_session_id"`
+	// agentconv's, on the session_meta of a rollout it wrote
+	Originator string `json:"originator"`
 	// turn_context
 	Model  string `json:"model"`
 	TurnID string `json:"turn_id"`
@@ -153,6 +155,11 @@ type rolloutReader struct {
 	meta       bool   // a session_meta was read
 	searchSeen int
 	everRun    bool
+	// ownTurns: the turn ids agentconv gives the tasks it writes
+	// (<id>-turn-N), in a rollout it wrote; ownTask: the task that started
+	// last, and has not completed, is one of them.
+	ownTurns string
+	ownTask  bool
 
 	run rolloutRun
 }
@@ -364,7 +371,12 @@ func (r *rolloutReader) resolve() {
 // prompt starts the prompt's run (a new one if the open run had a prompt)
 // with the events before it, and queues it.
 func (r *rolloutReader) prompt(before []pre, ev *formats.Event, fromEvent bool) {
-	if r.run.prompted {
+	if r.run.prompted || r.run.started && r.run.completed && !r.ownTask {
+		// A prompt after a task ended starts a run, even after a run
+		// without a prompt (one agentconv wrote, which Codex resumed);
+		// but in a rollout agentconv wrote, a run of its own tasks ends at
+		// the next session_meta, as it writes runs, and a task of it
+		// without a prompt may come before one with a prompt.
 		r.endRun(false)
 	}
 	if !r.run.open {
@@ -390,7 +402,9 @@ func (r *rolloutReader) toPreface(e *formats.Event, cand bool) {
 }
 
 // inPreface says whether a preface record's events wait.
-func (r *rolloutReader) inPreface() bool { return r.run.prompted || len(r.preface) > 0 }
+func (r *rolloutReader) inPreface() bool {
+	return r.run.prompted || len(r.preface) > 0 || r.run.started && r.run.completed
+}
 
 func (r *rolloutReader) record(b []byte, n int) error {
 	var l rolloutLine
@@ -487,6 +501,10 @@ func (r *rolloutReader) sessionMeta(p *payload) {
 	}
 	r.meta = true
 	r.session, r.cwd, r.version = id, p.Cwd, p.CLIVersion
+	r.ownTurns, r.ownTask = "", false
+	if p.Originator == "agentconv" {
+		r.ownTurns = p.ID + "-turn-"
+	}
 	r.system = systemPrompt(p)
 	r.provider = ""
 	if p.ModelProvider != "" && p.ModelProvider != "openai" {
@@ -978,6 +996,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		r.begun()
 		r.emit(&formats.Event{Kind: formats.Usage, Usage: p.Info.Last.info(), Response: formats.Response{Model: r.model}})
 	case "task_started", "turn_started":
+		r.ownTask = r.ownTurns != "" && strings.HasPrefix(p.TurnID, r.ownTurns)
 		e := &formats.Event{Kind: formats.TurnStart}
 		if r.inPreface() {
 			r.toPreface(e, false)
@@ -986,6 +1005,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		}
 	case "task_complete", "turn_complete":
 		r.begun()
+		r.ownTask = false
 		if msg, code, ok := taskError(p.Error); ok {
 			// Newer Codex writes a failed turn's error only here.
 			r.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg, Code: code})
