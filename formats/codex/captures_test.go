@@ -261,3 +261,31 @@ func TestCaptureResumedConverted(t *testing.T) {
 		t.Errorf("the resumed run: %+v", c)
 	}
 }
+
+// TestCaptureTurnUsage: exec --json gives one usage per turn for all the
+// turn's model requests (0.171's edit capture: 3 requests), and marks
+// none: no chat span claims them for one request; the turn's span carries
+// the turn's usage and the root the run's totals as agentconv.usage.*, so
+// that the gen_ai.usage.* of the trace add up to them once (issue 24 #5).
+func TestCaptureTurnUsage(t *testing.T) {
+	for _, version := range []string{"0.171.0", "0.45.0"} {
+		spans := spansOf(t, captureFile(t, version, "edit", "stdout.jsonl"), "codex")
+		var turnIn, rootIn string
+		for _, s := range spans {
+			switch {
+			case strings.HasPrefix(s.Name, "chat"):
+				t.Errorf("%s: a chat span %+v", version, s)
+			case s.Name == "turn 1":
+				turnIn = s.Attrs["gen_ai.usage.input_tokens"]
+			case s.Parent == "":
+				rootIn = s.Attrs["agentconv.usage.input_tokens"]
+				if _, ok := s.Attrs["gen_ai.usage.input_tokens"]; ok {
+					t.Errorf("%s: the root repeats the turn's usage", version)
+				}
+			}
+		}
+		if turnIn == "" || turnIn != rootIn {
+			t.Errorf("%s: the turn's input tokens %q, the run's %q", version, turnIn, rootIn)
+		}
+	}
+}

@@ -414,7 +414,9 @@ func (r *reader) usage(u *usage, emit func(*formats.Event)) {
 	}
 	ev := u.info()
 	r.run.usage.Add(ev)
-	emit(&formats.Event{Kind: formats.Usage, Usage: ev})
+	// A turn's usage, of every request it made: exec --json marks no
+	// request of its own.
+	emit(&formats.Event{Kind: formats.Usage, Usage: ev, Aggregate: true})
 }
 
 func (r *reader) endTurn(s formats.Status) {
