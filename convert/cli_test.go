@@ -72,7 +72,7 @@ func TestCommandLine(t *testing.T) {
 		{
 			name:  "losses are reported",
 			stdin: seed,
-			args:  []string{"--to", "adal-text"}, code: ExitOK, stdoutHas: []string{"Fixed 3 lint errors"}, stderrHas: []string{"lost: 4 × tool calls (adal-text cannot carry them)"}, stdoutLine: 1,
+			args:  []string{"--to", "adal-text"}, code: ExitOK, stdoutHas: []string{"Fixed 3 lint errors"}, stderrHas: []string{"lost: 2 × tool calls (adal-text cannot carry them)"}, stdoutLine: 1,
 		},
 		{
 			name:  "from names the wrong dialect",

@@ -22,7 +22,8 @@ type runFacts struct {
 	usage   formats.UsageInfo
 	calls   int
 	cut     bool
-	// requests counts the run's model requests (Usage events).
+	// requests counts the run's model requests (Usage events, less those
+	// that count a whole turn)
 	requests int
 }
 
@@ -35,7 +36,7 @@ type captureWriter struct {
 func (c *captureWriter) Write(e *formats.Event) error {
 	if e.Kind == formats.RunEnd {
 		v := c.view
-		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All()), cut: v.Cut, requests: v.Requests})
+		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All()), cut: v.Cut, requests: v.Requests - v.Aggregates})
 	}
 	return nil
 }

@@ -103,6 +103,8 @@ type Pipeline struct {
 	target string
 	res    Result
 	view   *formats.RunView
+	// counter counts losses by the things they name.
+	counter formats.LossCounter
 	// unknown holds the source event types already warned about, so that
 	// each is reported once.
 	unknown map[string]bool
@@ -533,6 +535,7 @@ func (p *Pipeline) lose(ev *formats.Event) error {
 		// The view has seen this prompt: it is not the run's first.
 		needs |= formats.FollowUpPrompts
 	}
+	counted := p.counter.Count(ev, needs)
 	missing := formats.Missing(needs, p.to.Carries)
 	if missing == 0 {
 		return nil
@@ -546,7 +549,8 @@ func (p *Pipeline) lose(ev *formats.Event) error {
 		})
 		return &LossError{What: formats.LossName(first, ev), Target: p.target}
 	}
-	missing.Each(func(f formats.Feature) { p.opts.Report.Lose(formats.LossName(f, ev)) })
+	// Counted by the things named (calls, messages, runs), not by events.
+	(missing & counted).Each(func(f formats.Feature) { p.opts.Report.Lose(formats.LossName(f, ev)) })
 	return nil
 }
 

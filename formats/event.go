@@ -232,6 +232,10 @@ type Event struct {
 	// Cut marks a RunEnd that the source never gave: the stream stopped
 	// before the run ended.
 	Cut bool
+	// Aggregate marks a Usage event that counts a whole turn, whose model
+	// requests the source does not tell apart (Codex's exec --json): its
+	// counts are several requests', and no writer takes it for one.
+	Aggregate bool
 	// Synthetic marks an event that the pipeline made, not the reader: the
 	// RunStart of a stream without one, and the events that close a cut or
 	// interrupted run. A writer copying its own dialect verbatim only

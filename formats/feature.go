@@ -348,3 +348,84 @@ func LossName(f Feature, e *Event) string {
 	}
 	return f.Name()
 }
+
+// usageFeatures are the features of token counts and costs, which a run's
+// totals (RunEnd) repeat of its requests (Usage events).
+const usageFeatures = TokenUsage | CacheWrites | ReasoningTokens | Costs
+
+// LossCounter counts losses by the things they name, not by the events
+// that carry them: a tool call is its start and its end, a streamed
+// message many deltas and often the whole message again, a subagent its
+// start and end, and a run's totals repeat its requests' counts. Count is
+// called with every event, in order, whatever the target carries.
+type LossCounter struct {
+	calls     map[string]bool // the run's calls that started
+	agents    map[string]bool // the run's subagents that started
+	text      map[string]bool // agents whose streamed text is open
+	thinking  map[string]bool // agents whose streamed thinking is open
+	runNeeded Feature         // the usage features the run's events needed
+}
+
+// Count returns the features of needs (Needs of e, and what the pipeline
+// adds) that e adds one more of: the rest are things an earlier event of
+// the run already counted.
+func (c *LossCounter) Count(e *Event, needs Feature) Feature {
+	if c.calls == nil {
+		c.calls, c.agents, c.text, c.thinking = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	}
+	counted := needs
+	switch e.Kind {
+	case RunStart:
+		clear(c.calls)
+		clear(c.agents)
+		c.runNeeded = 0
+	case RunEnd:
+		// The run's totals: lost with its requests, they count once.
+		counted &^= c.runNeeded & usageFeatures
+	case ToolCall:
+		c.calls[e.Agent+"\x00"+e.Call.ID] = true
+	case ToolResult:
+		key := e.Agent + "\x00" + e.Call.ID
+		if c.calls[key] {
+			counted &^= ToolCalls // its call counted
+		}
+		delete(c.calls, key)
+	case AgentStart:
+		c.agents[e.Agent] = true
+	case AgentEnd:
+		if c.agents[e.Agent] {
+			counted &^= Subagents
+		}
+	case TextDelta:
+		if c.text[e.Agent] {
+			counted &^= AssistantText | SubagentText // the message counted
+		}
+		c.text[e.Agent] = true
+	case ThinkingDelta:
+		if c.thinking[e.Agent] {
+			counted &^= Thinking
+		}
+		c.thinking[e.Agent] = true
+	case Message:
+		// The whole message after its deltas is the same message.
+		if c.text[e.Agent] {
+			counted &^= AssistantText | SubagentText
+		}
+		if c.thinking[e.Agent] {
+			counted &^= Thinking
+		}
+	}
+	switch e.Kind {
+	case TextDelta, ThinkingDelta, Usage, Notice:
+	default:
+		// Anything else of the agent ends what it was streaming.
+		delete(c.text, e.Agent)
+		delete(c.thinking, e.Agent)
+	}
+	if e.Kind == RunEnd {
+		clear(c.text)
+		clear(c.thinking)
+	}
+	c.runNeeded |= needs & usageFeatures
+	return counted
+}

@@ -55,6 +55,9 @@ type RunView struct {
 	Usage UsageInfo
 	// Requests counts the Usage events (model requests) of the run.
 	Requests int
+	// Aggregates counts those of them that count a whole turn's requests
+	// (Event.Aggregate), which the source does not tell apart.
+	Aggregates int
 	// Models are the models used, in the order first seen.
 	Models []string
 
@@ -203,6 +206,9 @@ func (v *RunView) Observe(e *Event) {
 		}
 	case Usage:
 		v.Requests++
+		if e.Aggregate {
+			v.Aggregates++
+		}
 		v.reqUsage.Add(e.Usage)
 		if a := v.agents[e.Agent]; a != nil {
 			a.Usage.Add(e.Usage)

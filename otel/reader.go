@@ -487,6 +487,11 @@ func (r *reader) span(n, parent *node, agent string) {
 	case n.isTurn():
 		r.emit(n, formats.TurnStart, start, agent)
 		r.body(n, agent)
+		if u := usageOf(a, false); !u.Empty() {
+			// A turn's usage, of requests its source did not tell apart.
+			ev := r.emit(n, formats.Usage, end, agent)
+			ev.Usage, ev.Aggregate = u, true
+		}
 		ev := r.emit(n, formats.TurnEnd, end, agent)
 		ev.Status, _ = statusOf(n)
 	default:
@@ -496,10 +501,10 @@ func (r *reader) span(n, parent *node, agent string) {
 }
 
 // hasChats: an agent's span holds chat spans of its own (not of its
-// subagents).
+// subagents), or turns that carry their usage.
 func hasChats(n *node) bool {
 	for _, c := range n.children {
-		if c.op() == opChat || c.op() != opInvokeAgent && hasChats(c) {
+		if c.op() == opChat || c.isTurn() && !usageOf(c.attrs, false).Empty() || c.op() != opInvokeAgent && hasChats(c) {
 			return true
 		}
 	}

@@ -120,16 +120,20 @@ type agent struct {
 	turn    *span
 	turns   int
 	usage   formats.UsageInfo
-	model   string       // the model it uses now
-	seen    string       // the model of its first request
-	prompts []string     // its prompts, with --otlp-content
-	answer  string       // its answer, with --otlp-content
-	chats   int          // its model requests so far
-	conv    conversation // what its model was given and answered, with --otlp-content
-	last    time.Time    // when its latest event came
-	idle    time.Time    // when its first event since its last turn came
-	hasIdle bool
-	done    bool
+	model   string   // the model it uses now
+	seen    string   // the model of its first request
+	prompts []string // its prompts, with --otlp-content
+	answer  string   // its answer, with --otlp-content
+	chats   int      // its model requests so far
+	// turnUse is the usage of its open turn that the source gives for the
+	// whole turn (Aggregate), which the turn's span carries.
+	turnUse    formats.UsageInfo
+	turnUseSet bool
+	conv       conversation // what its model was given and answered, with --otlp-content
+	last       time.Time    // when its latest event came
+	idle       time.Time    // when its first event since its last turn came
+	hasIdle    bool
+	done       bool
 }
 
 // builder turns the events of runs into spans, and hands each span to emit
@@ -158,8 +162,10 @@ type builder struct {
 	provider   string            // the run's provider, as the source names it
 	system     string            // the system instructions, with --otlp-content
 	sysGiven   bool              // the first chat span of the main agent took them
-	reqUsage   formats.UsageInfo // the sum of the run's requests (chat spans)
+	reqUsage   formats.UsageInfo // the sum of the run's requests (Usage events)
+	placed     formats.UsageInfo // what spans under the root carry of it
 	chats      int               // the run's chat spans
+	turnUsed   int               // the run's turn spans that carry a turn's usage
 	timed      bool              // the source gives times
 	last       time.Time         // the latest source time
 	turnsSeen  bool              // the source ends turns, so content opens one
@@ -281,7 +287,11 @@ func (b *builder) write(e *formats.Event) {
 	case formats.Usage:
 		a.usage.Add(e.Usage)
 		b.content(e.Agent, a, t)
-		b.chat(e, a, t)
+		if e.Aggregate {
+			b.turnUsage(e, a)
+		} else {
+			b.chat(e, a, t)
+		}
 	case formats.TextDelta, formats.Message, formats.ThinkingDelta:
 		b.content(e.Agent, a, t)
 		b.message(e, a)
@@ -316,6 +326,7 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 	a.chats++
 	b.chats++
 	b.reqUsage.Add(e.Usage)
+	b.placed.Add(e.Usage)
 	model := a.model
 	if model == "" {
 		model = e.Response.Model
@@ -356,6 +367,27 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 		return
 	}
 	b.end(s, t)
+}
+
+// turnUsage counts the usage a source gives for a whole turn, of requests
+// it does not tell apart (Aggregate): the turn's span carries it, and no
+// chat span claims it for one request. Outside a turn, only the run's
+// totals count it.
+func (b *builder) turnUsage(e *formats.Event, a *agent) {
+	b.reqUsage.Add(e.Usage)
+	model := a.model
+	if model == "" {
+		model = e.Response.Model
+	}
+	if a.seen == "" {
+		a.seen = model
+	}
+	b.used(model)
+	if a.turn == nil {
+		return
+	}
+	a.turnUse.Add(e.Usage)
+	a.turnUseSet = true
 }
 
 // used notes a model the run used.
@@ -687,6 +719,12 @@ func (b *builder) endTurn(a *agent, t time.Time, status formats.Status) {
 	if status == formats.Failed || status == formats.Cancelled {
 		a.turn.fail(status, "")
 	}
+	if a.turnUseSet {
+		b.setUsage(a.turn, a.turnUse)
+		b.placed.Add(a.turnUse)
+		b.turnUsed++
+		a.turnUse, a.turnUseSet = formats.UsageInfo{}, false
+	}
 	b.end(a.turn, t)
 	a.turn = nil
 }
@@ -915,11 +953,11 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	// gen_ai.usage.* only what the requests leave out, so that the
 	// gen_ai.usage.* of the trace's spans add up to the totals.
 	totals := formats.RunTotals(e.Usage, b.reqUsage)
-	if b.chats == 0 {
+	if b.chats == 0 && b.turnUsed == 0 {
 		b.setUsage(root, totals)
 	} else {
 		b.setTotals(root, totals)
-		b.setUsage(root, remainder(totals, b.reqUsage))
+		b.setUsage(root, remainder(totals, b.placed))
 	}
 	if e.Run.ExitCode.OK {
 		root.set(attribute.Int(keyExitCode, e.Run.ExitCode.V))

@@ -116,6 +116,9 @@ type Mode struct {
 	// Totals: the output is one final object with the run's totals, and
 	// no tool calls or model calls of its own (Claude's json).
 	Totals bool
+	// PerTurn: the output gives usage per turn and marks no model request
+	// (Codex's exec --json), so no chat span may claim one.
+	PerTurn bool
 }
 
 // Families are the registered families, by agent name.

@@ -304,6 +304,14 @@ func (k *checker) usage(file string, data []byte, dialect string, run int) {
 		return
 	}
 	k.ran[check] = true
+	if k.c.Mode().PerTurn {
+		// The requests are not marked: a chat span would claim a turn's
+		// requests for one.
+		if len(calls) > 0 {
+			k.fail(check, "%s: %d chat spans, where the output marks no model request (the server answered %d)", filepath.Base(file), len(calls), len(perCall))
+		}
+		return
+	}
 	if !sameMultiset(calls, perCall) {
 		k.fail(check, "%s: the chat spans' tokens are %v; the server sent %v", filepath.Base(file), calls, perCall)
 	}

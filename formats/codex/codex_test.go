@@ -30,7 +30,7 @@ func TestReadCapture(t *testing.T) {
 	}
 	end := evs[10]
 	if end.Status != formats.Completed || end.Run.SessionID != start.Run.SessionID || end.Usage.InputTokens.V != 6086 ||
-		end.Usage.CacheReadTokens.V != 2944 || end.Usage.OutputTokens.V != 223 || end.Run.ExitCode.OK {
+		end.Usage.CacheReadTokens.V != 2944 || end.Usage.OutputTokens.V != 223 || end.Run.ExitCode != formats.Some(0) {
 		t.Errorf("run end %+v", end)
 	}
 	if a := evs[9]; !strings.HasPrefix(a.Text, "Found 1 text file") || a.Agent != "" {

@@ -414,7 +414,9 @@ func (r *reader) usage(u *usage, emit func(*formats.Event)) {
 	}
 	ev := u.info()
 	r.run.usage.Add(ev)
-	emit(&formats.Event{Kind: formats.Usage, Usage: ev})
+	// A turn's usage, of every request it made: exec --json marks no
+	// request of its own.
+	emit(&formats.Event{Kind: formats.Usage, Usage: ev, Aggregate: true})
 }
 
 func (r *reader) endTurn(s formats.Status) {
@@ -433,10 +435,11 @@ func (r *reader) endRun(src formats.Source) {
 	if s.answered {
 		r.queue.Push(&formats.Event{Kind: formats.Answer, Text: s.answer, Source: src})
 	}
+	// codex exec exits 0 when its run completed and 1 when it failed; it
+	// knows no other code.
 	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Source: src, Usage: s.usage,
-		Run: formats.RunInfo{SessionID: s.sessionID, Provider: Provider, AgentName: AgentName}}
+		Run: formats.RunInfo{SessionID: s.sessionID, Provider: Provider, AgentName: AgentName, ExitCode: formats.Some(0)}}
 	if s.failed {
-		// codex exec exits 1 when its run failed; it knows no other code.
 		end.Status, end.Text, end.Run.ExitCode = formats.Failed, s.fatal, formats.Some(1)
 	}
 	r.queue.Push(end)

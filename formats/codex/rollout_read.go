@@ -34,6 +34,8 @@ type payload struct {
 	// agentconv's: the session id of a session it wrote from another
 	// dialect, whose thread id is derived from it
 	SourceSession *string `json:"agentconv_session_id"`
+	// agentconv's, on the session_meta of a rollout it wrote
+	Originator string `json:"originator"`
 	// turn_context
 	Model  string `json:"model"`
 	TurnID string `json:"turn_id"`
@@ -42,6 +44,7 @@ type payload struct {
 	Content   json.RawMessage `json:"content"`
 	Summary   json.RawMessage `json:"summary"`
 	Name      string          `json:"name"`
+	Namespace string          `json:"namespace"`
 	Arguments json.RawMessage `json:"arguments"`
 	Input     json.RawMessage `json:"input"`
 	CallID    string          `json:"call_id"`
@@ -68,8 +71,11 @@ type payload struct {
 		Tool      string          `json:"tool"`
 		Arguments json.RawMessage `json:"arguments"`
 	} `json:"invocation"`
-	Result      json.RawMessage `json:"result"`
-	Plan        []planStep      `json:"plan"`
+	Result json.RawMessage `json:"result"`
+	Plan   []planStep      `json:"plan"`
+	// task_complete's error, in newer Codex the only record of a failed
+	// turn: {"message", "codex_error_info"}
+	Error       json.RawMessage `json:"error"`
 	Explanation *string         `json:"explanation"`
 }
 
@@ -149,6 +155,11 @@ type rolloutReader struct {
 	meta       bool   // a session_meta was read
 	searchSeen int
 	everRun    bool
+	// ownTurns: the turn ids agentconv gives the tasks it writes
+	// (<id>-turn-N), in a rollout it wrote; ownTask: the task that started
+	// last, and has not completed, is one of them.
+	ownTurns string
+	ownTask  bool
 
 	run rolloutRun
 }
@@ -163,6 +174,7 @@ type rolloutRun struct {
 	completed  bool // the last task ended (task_complete or turn_aborted)
 	aborted    bool
 	errText    string // an error after the last output
+	errCode    string // its code, where Codex gives one
 	lastWasMsg bool   // the last output was an assistant message
 	calls      map[string]*rolloutCall
 	open0      int // calls started and not ended
@@ -297,7 +309,7 @@ func (r *rolloutReader) endRun(carry bool) {
 		case r.run.aborted:
 			end.Status = formats.Cancelled
 		case r.run.errText != "":
-			end.Status, end.Text = formats.Failed, r.run.errText
+			end.Status, end.Text, end.Code = formats.Failed, r.run.errText, r.run.errCode
 		}
 		if carry && len(r.src.Held) > 0 {
 			r.q = append(r.q, r.stamp(end))
@@ -359,7 +371,12 @@ func (r *rolloutReader) resolve() {
 // prompt starts the prompt's run (a new one if the open run had a prompt)
 // with the events before it, and queues it.
 func (r *rolloutReader) prompt(before []pre, ev *formats.Event, fromEvent bool) {
-	if r.run.prompted {
+	if r.run.prompted || r.run.started && r.run.completed && !r.ownTask {
+		// A prompt after a task ended starts a run, even after a run
+		// without a prompt (one agentconv wrote, which Codex resumed);
+		// but in a rollout agentconv wrote, a run of its own tasks ends at
+		// the next session_meta, as it writes runs, and a task of it
+		// without a prompt may come before one with a prompt.
 		r.endRun(false)
 	}
 	if !r.run.open {
@@ -385,7 +402,9 @@ func (r *rolloutReader) toPreface(e *formats.Event, cand bool) {
 }
 
 // inPreface says whether a preface record's events wait.
-func (r *rolloutReader) inPreface() bool { return r.run.prompted || len(r.preface) > 0 }
+func (r *rolloutReader) inPreface() bool {
+	return r.run.prompted || len(r.preface) > 0 || r.run.started && r.run.completed
+}
 
 func (r *rolloutReader) record(b []byte, n int) error {
 	var l rolloutLine
@@ -482,6 +501,10 @@ func (r *rolloutReader) sessionMeta(p *payload) {
 	}
 	r.meta = true
 	r.session, r.cwd, r.version = id, p.Cwd, p.CLIVersion
+	r.ownTurns, r.ownTask = "", false
+	if p.Originator == "agentconv" {
+		r.ownTurns = p.ID + "-turn-"
+	}
 	r.system = systemPrompt(p)
 	r.provider = ""
 	if p.ModelProvider != "" && p.ModelProvider != "openai" {
@@ -559,7 +582,7 @@ func (r *rolloutReader) turnContext(p *payload) {
 // and an error before it did not end the run.
 func (r *rolloutReader) output() {
 	r.begun()
-	r.run.errText = ""
+	r.run.errText, r.run.errCode = "", ""
 	r.run.lastWasMsg = false
 }
 
@@ -677,7 +700,7 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 	case "function_call", "custom_tool_call", "local_shell_call":
 		r.output()
 		id := p.CallID
-		c := formats.Call{ID: id, Name: p.Name}
+		c := formats.Call{ID: id, Name: namespaced(p.Namespace, p.Name)}
 		switch p.Type {
 		case "function_call":
 			c.Args = argsObject(p.Arguments)
@@ -730,6 +753,21 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 	default:
 		r.emit(&formats.Event{Kind: formats.Raw})
 	}
+}
+
+// namespaced is the full name of a tool of a namespace, which newer Codex
+// (0.171) writes apart from the tool's name: an MCP server's namespace is
+// mcp__<server>, and its tools mcp__<server>__<tool>, as Codex named them
+// before and as exec --json and Claude Code name them; another namespace's
+// tool (collaboration's spawn_agent) is <namespace>.<tool>.
+func namespaced(namespace, name string) string {
+	switch {
+	case namespace == "":
+		return name
+	case strings.HasPrefix(namespace, "mcp__"):
+		return strings.TrimSuffix(namespace, "__") + "__" + name
+	}
+	return namespace + "." + name
 }
 
 // argsObject is a function call's arguments: the JSON object in the
@@ -958,6 +996,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		r.begun()
 		r.emit(&formats.Event{Kind: formats.Usage, Usage: p.Info.Last.info(), Response: formats.Response{Model: r.model}})
 	case "task_started", "turn_started":
+		r.ownTask = r.ownTurns != "" && strings.HasPrefix(p.TurnID, r.ownTurns)
 		e := &formats.Event{Kind: formats.TurnStart}
 		if r.inPreface() {
 			r.toPreface(e, false)
@@ -966,6 +1005,12 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		}
 	case "task_complete", "turn_complete":
 		r.begun()
+		r.ownTask = false
+		if msg, code, ok := taskError(p.Error); ok {
+			// Newer Codex writes a failed turn's error only here.
+			r.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg, Code: code})
+			r.run.errText, r.run.errCode = msg, code
+		}
 		st := formats.Completed
 		if r.run.errText != "" {
 			st = formats.Failed
@@ -985,7 +1030,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		r.run.started, r.run.completed, r.run.aborted, r.run.turnOpen = true, true, true, false
 	case "error":
 		r.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: msg})
-		r.run.errText = msg
+		r.run.errText, r.run.errCode = msg, ""
 		if msg == "" {
 			r.run.errText = "error"
 		}
@@ -1067,6 +1112,35 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 	default:
 		r.emit(&formats.Event{Kind: formats.Raw})
 	}
+}
+
+// taskError reads the error of a task_complete: {"message",
+// "codex_error_info"}, whose info is a word (context_window_exceeded) or
+// an object named by its one key ({"http_connection_failed": {…}}), the
+// error's code.
+func taskError(raw json.RawMessage) (msg, code string, ok bool) {
+	var e struct {
+		Message string          `json:"message"`
+		Info    json.RawMessage `json:"codex_error_info"`
+	}
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &e) != nil {
+		return "", "", false
+	}
+	msg = e.Message
+	if msg == "" {
+		msg = "error"
+	}
+	var word string
+	var named map[string]json.RawMessage
+	switch {
+	case json.Unmarshal(e.Info, &word) == nil:
+		code = word
+	case json.Unmarshal(e.Info, &named) == nil && len(named) == 1:
+		for k := range named {
+			code = k
+		}
+	}
+	return msg, code, true
 }
 
 // mcpResultText reads an MCP call's result: {"Ok": CallToolResult} or

@@ -1,0 +1,291 @@
+package codex_test
+
+import (
+	"encoding/json"
+	"github.com/agentconv/agentconv/convert/converttest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/codex"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+// captureDir is a capture of the real Codex (convert/agenttest): its
+// stdout files and its rollouts under home/.codex/sessions.
+func captureDir(version, scenario string) string {
+	return filepath.Join("..", "..", "testdata", "agents", "codex", version, scenario, "json")
+}
+
+// captureFile reads a file of a capture.
+func captureFile(t *testing.T, version, scenario, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(captureDir(version, scenario), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// captureRollouts reads a capture's rollouts, in the order of their names.
+func captureRollouts(t *testing.T, version, scenario string) [][]byte {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(captureDir(version, scenario), "home", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	sort.Strings(names)
+	if len(names) == 0 {
+		t.Fatalf("no rollout in the capture %s/%s", version, scenario)
+	}
+	var out [][]byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// TestCaptureFailedTask: Codex 0.171 records a failed turn only in its
+// task_complete, whose error has the message and codex_error_info: the run
+// failed with that message, exit 1, as Codex did (it printed turn.failed
+// and exited 1); the info's key is the error's code.
+func TestCaptureFailedTask(t *testing.T) {
+	cases := []struct{ scenario, msg, code string }{
+		{"api-error", "unexpected status 529 <unknown status code>: Overloaded, url: http://127.0.0.1:41443/v1/responses", "http_connection_failed"},
+		{"rate-limit", "exceeded retry limit, last status: 429 Too Many Requests", "response_too_many_failed_attempts"},
+	}
+	for _, c := range cases {
+		evs := formatstest.Read(t, codex.Rollout, captureRollouts(t, "0.171.0", c.scenario)[0])
+		ends := formatstest.OfKind(evs, formats.RunEnd)
+		if len(ends) != 1 {
+			t.Fatalf("%s: %d runs", c.scenario, len(ends))
+		}
+		var v formats.RunView
+		for _, e := range evs {
+			v.Observe(e)
+		}
+		if e := ends[0]; e.Status != formats.Failed || e.Text != c.msg || e.Code != c.code || v.ExitCode != 1 {
+			t.Errorf("%s: run end %v %q code %q, exit %d", c.scenario, e.Status, e.Text, e.Code, v.ExitCode)
+		}
+		turns := formatstest.OfKind(evs, formats.TurnEnd)
+		if len(turns) != 1 || turns[0].Status != formats.Failed {
+			t.Errorf("%s: turns %d", c.scenario, len(turns))
+		}
+	}
+}
+
+// otlpSpan is a span of otlp-json output, with its attributes as strings.
+type otlpSpan struct {
+	Name, Parent string
+	Attrs        map[string]string
+}
+
+// spansOf converts a file to otlp-json and reads its spans back.
+func spansOf(t *testing.T, in []byte, from string) []otlpSpan {
+	t.Helper()
+	code, out, stderr := converttest.Run(string(in), "--deterministic", "--from", from, "--to", "otlp-json")
+	if code != 0 {
+		t.Fatalf("otlp-json exits %d: %s", code, stderr)
+	}
+	var spans []otlpSpan
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var req struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []struct {
+						Name         string `json:"name"`
+						ParentSpanID string `json:"parentSpanId"`
+						Attributes   []struct {
+							Key   string                     `json:"key"`
+							Value map[string]json.RawMessage `json:"value"`
+						} `json:"attributes"`
+					} `json:"spans"`
+				} `json:"scopeSpans"`
+			} `json:"resourceSpans"`
+		}
+		if err := json.Unmarshal([]byte(line), &req); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					sp := otlpSpan{Name: s.Name, Parent: s.ParentSpanID, Attrs: map[string]string{}}
+					for _, a := range s.Attributes {
+						for _, v := range a.Value {
+							var str string
+							if json.Unmarshal(v, &str) != nil {
+								str = string(v)
+							}
+							sp.Attrs[a.Key] = str
+						}
+					}
+					spans = append(spans, sp)
+				}
+			}
+		}
+	}
+	return spans
+}
+
+// roots are the spans without a parent: the runs.
+func roots(spans []otlpSpan) []otlpSpan {
+	var out []otlpSpan
+	for _, s := range spans {
+		if s.Parent == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestCaptureExitCode: codex exec exits 0 when its run completed, as the
+// captures' meta.json say, and 1 when it failed: the root span of every
+// run of its stdout says so (issue 24 #6).
+func TestCaptureExitCode(t *testing.T) {
+	cases := []struct{ version, scenario, want string }{
+		{"0.171.0", "text-shell", "0"}, {"0.45.0", "text-shell", "0"},
+		{"0.171.0", "api-error", "1"}, {"0.45.0", "api-error", "1"},
+	}
+	for _, c := range cases {
+		rs := roots(spansOf(t, captureFile(t, c.version, c.scenario, "stdout.jsonl"), "codex"))
+		if len(rs) != 1 || rs[0].Attrs["process.exit.code"] != c.want {
+			t.Errorf("%s %s: roots %+v, want process.exit.code %s", c.version, c.scenario, rs, c.want)
+		}
+	}
+}
+
+// TestCaptureNamespacedCalls: Codex 0.171 writes a namespace's tool apart
+// from its name. The subagent capture's spawn_agent and wait_agent are
+// collaboration's; an MCP server's tool (as 0.171 writes it: namespace
+// mcp__fakemcp, name echo) is mcp__fakemcp__echo, as exec --json names it,
+// with the MCP attributes on its span (issue 24 #3).
+func TestCaptureNamespacedCalls(t *testing.T) {
+	evs := formatstest.Read(t, codex.Rollout, captureRollouts(t, "0.171.0", "subagent")[0])
+	var names []string
+	for _, e := range formatstest.OfKind(evs, formats.ToolCall) {
+		names = append(names, e.Call.Name)
+	}
+	if strings.Join(names, " ") != "collaboration.spawn_agent collaboration.wait_agent" {
+		t.Errorf("calls %q", names)
+	}
+
+	mcp := `{"timestamp":"2026-12-02T01:30:00Z","type":"session_meta","payload":{"id":"01a2345f-0000-7000-8000-000000000001","cwd":"/w","cli_version":"0.171.0"}}
+{"timestamp":"2026-12-02T01:30:01Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}
+{"timestamp":"2026-12-02T01:30:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"echo it"}]}}
+{"timestamp":"2026-12-02T01:30:01Z","type":"turn_context","payload":{"cwd":"/w","model":"gpt-5.5"}}
+{"timestamp":"2026-12-02T01:30:02Z","type":"response_item","payload":{"type":"function_call","status":"completed","name":"echo","namespace":"mcp__fakemcp","arguments":"{\"text\":\"hi\"}","call_id":"call_1"}}
+{"timestamp":"2026-12-02T01:30:03Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_1","output":"hi"}}
+{"timestamp":"2026-12-02T01:30:04Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}
+{"timestamp":"2026-12-02T01:30:04Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"done"}}
+`
+	calls := formatstest.OfKind(formatstest.Read(t, codex.Rollout, mcp), formats.ToolCall)
+	if len(calls) != 1 || calls[0].Call.Name != "mcp__fakemcp__echo" || string(calls[0].Call.Args) != `{"text":"hi"}` {
+		t.Fatalf("mcp calls %+v", calls)
+	}
+	found := false
+	for _, s := range spansOf(t, []byte(mcp), "codex-rollout") {
+		if s.Name == "execute_tool mcp__fakemcp__echo" {
+			found = true
+			if s.Attrs["mcp.method.name"] != "tools/call" || s.Attrs["agentconv.mcp.server.name"] != "fakemcp" {
+				t.Errorf("mcp span %+v", s.Attrs)
+			}
+		}
+	}
+	if !found {
+		t.Error("no span of mcp__fakemcp__echo")
+	}
+	// claude-stream gets the full name, with nothing lost.
+	code, out, stderr := converttest.Run(mcp, "--from", "codex-rollout", "--to", "claude-stream")
+	if code != 0 || !strings.Contains(out, `"name":"mcp__fakemcp__echo"`) {
+		t.Errorf("claude-stream (exit %d): %s %s", code, out, stderr)
+	}
+}
+
+// TestCaptureLossCounts: a loss counts the things it names: the one
+// command of 0.171's text-shell is one tool call lost (not its start and
+// end), and its one request one count of token usage (not the request and
+// the run's total again) (issue 24 #7).
+func TestCaptureLossCounts(t *testing.T) {
+	in := string(captureFile(t, "0.171.0", "text-shell", "stdout.jsonl"))
+	for _, c := range []struct{ to, want string }{
+		{"gemini-json", "lost: 1 × tool calls (gemini-json cannot carry them)"},
+		{"gemini-stream", "lost: 1 × per-request token usage"},
+		{"adal-text", "lost: 1 × tool calls (adal-text cannot carry them)"},
+		{"adal-text", "lost: 1 × token usage (adal-text cannot carry them)"},
+	} {
+		if code, _, stderr := converttest.Run(in, "--from", "codex", "--to", c.to); code != 0 || !strings.Contains(stderr, c.want) {
+			t.Errorf("--to %s (exit %d): no %q in\n%s", c.to, code, c.want, stderr)
+		}
+	}
+}
+
+// TestCaptureResumedConverted: a session agentconv wrote from a stream
+// without prompts (0.171's first exec of the resume capture), resumed by
+// Codex, which appends the task of its new prompt as 0.171's rollout has
+// it: the new prompt after the first task's task_complete starts a run of
+// its own, with its own call and usage (issue 24 #4).
+func TestCaptureResumedConverted(t *testing.T) {
+	written := converttest.Convert(t, captureFile(t, "0.171.0", "resume", "stdout.jsonl"), "codex", "codex-rollout")
+	rollout := captureRollouts(t, "0.171.0", "resume")[0]
+	lines := strings.SplitAfter(string(rollout), "\n")
+	cut := -1
+	for i, l := range lines {
+		if strings.Contains(l, `"type":"task_complete"`) {
+			cut = i + 1 // after the first task
+			break
+		}
+	}
+	if cut < 0 {
+		t.Fatal("no task_complete in the capture")
+	}
+	evs := formatstest.Read(t, codex.Rollout, string(written)+strings.Join(lines[cut:], ""))
+	starts := formatstest.OfKind(evs, formats.RunStart)
+	ends := formatstest.OfKind(evs, formats.RunEnd)
+	prompts := formatstest.OfKind(evs, formats.UserMessage)
+	if len(starts) != 2 || len(ends) != 2 || len(prompts) != 1 || prompts[0].Text != "agentconv-task: resume the work" {
+		t.Fatalf("runs %d/%d, prompts %d: %s", len(starts), len(ends), len(prompts), formatstest.Kinds(evs))
+	}
+	// The second run has the prompt, the call and the resumed requests.
+	var second []*formats.Event
+	for i, e := range evs {
+		if e == starts[1] {
+			second = evs[i:]
+		}
+	}
+	c := count(second)
+	if c.prompts != 1 || c.calls != 1 || c.in != 2844 || c.out != 81 {
+		t.Errorf("the resumed run: %+v", c)
+	}
+}
+
+// TestCaptureTurnUsage: exec --json gives one usage per turn for all the
+// turn's model requests (0.171's edit capture: 3 requests), and marks
+// none: no chat span claims them for one request; the turn's span carries
+// the turn's usage and the root the run's totals as agentconv.usage.*, so
+// that the gen_ai.usage.* of the trace add up to them once (issue 24 #5).
+func TestCaptureTurnUsage(t *testing.T) {
+	for _, version := range []string{"0.171.0", "0.45.0"} {
+		spans := spansOf(t, captureFile(t, version, "edit", "stdout.jsonl"), "codex")
+		var turnIn, rootIn string
+		for _, s := range spans {
+			switch {
+			case strings.HasPrefix(s.Name, "chat"):
+				t.Errorf("%s: a chat span %+v", version, s)
+			case s.Name == "turn 1":
+				turnIn = s.Attrs["gen_ai.usage.input_tokens"]
+			case s.Parent == "":
+				rootIn = s.Attrs["agentconv.usage.input_tokens"]
+				if _, ok := s.Attrs["gen_ai.usage.input_tokens"]; ok {
+					t.Errorf("%s: the root repeats the turn's usage", version)
+				}
+			}
+		}
+		if turnIn == "" || turnIn != rootIn {
+			t.Errorf("%s: the turn's input tokens %q, the run's %q", version, turnIn, rootIn)
+		}
+	}
+}
