@@ -98,9 +98,9 @@ func (adal) Setup(pin Pin, home, work, serverURL string) ([]string, error) {
 
 func (adal) Modes(Pin) []Mode {
 	return []Mode{
-		{Name: "stream-json", Dialect: "adal-stream", Ext: "ndjson"},
-		{Name: "json", Dialect: "adal-json", Ext: "json"},
-		{Name: "text", Dialect: "adal-text", Ext: "txt"},
+		{Name: "stream-json", Dialect: "adal-stream", Ext: "ndjson", NoUsage: true},
+		{Name: "json", Dialect: "adal-json", Ext: "json", NoUsage: true},
+		{Name: "text", Dialect: "adal-text", Ext: "txt", NoUsage: true, Text: true},
 	}
 }
 

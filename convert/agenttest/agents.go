@@ -119,6 +119,18 @@ type Mode struct {
 	// PerTurn: the output gives usage per turn and marks no model request
 	// (Codex's exec --json), so no chat span may claim one.
 	PerTurn bool
+	// NoUsage: the agent prints no token counts in this mode (AdaL), so
+	// none may be claimed.
+	NoUsage bool
+	// Text: the output is text, not JSON (AdaL's -o text): it gives the
+	// answer, errors and refusals, and no calls.
+	Text bool
+}
+
+// SideCounter is a Family whose agent counts its side requests (a model
+// router's, a title's) in the totals it prints, as billed model calls.
+type SideCounter interface {
+	CountsSide(pin Pin) bool
 }
 
 // Families are the registered families, by agent name.

@@ -137,11 +137,20 @@ func (k *checker) detect(kind, file string, data []byte, dialect string) {
 
 // identity: the same dialect gives back the same JSON.
 func (k *checker) identity(kind, file string, data []byte, dialect string) {
+	if d, ok := convert.Lookup(dialect); !ok || d.NewWriter == nil {
+		return // read only
+	}
 	check := kind + "/identity"
 	k.ran[check] = true
 	code, out, errs := agentconv(data, "--from", dialect, "--to", dialect)
 	if code != 0 {
 		k.fail(check, "--from %s --to %s exits %d: %s", dialect, dialect, code, firstLine(errs))
+		return
+	}
+	if k.c.Mode().Text {
+		if out != string(data) {
+			k.fail(check, "%s → %s differs from its input:\n  in:  %.300q\n  out: %.300q", dialect, dialect, data, out)
+		}
 		return
 	}
 	want, err1 := jsonValues(data)
@@ -241,15 +250,37 @@ func (k *checker) storeOutcome(file string, data []byte, dialect string) {
 func (k *checker) runRequests(run int) []Request {
 	var out []Request
 	for _, r := range k.c.Log {
-		if r.Thread == "side" || r.Status != 200 {
+		u, ok := k.billed(r, true)
+		if !ok {
 			continue
 		}
+		r.Sent = &u
 		resumed := k.c.Scenario.Resume != "" && hasText(r.History, k.c.Scenario.Resume)
 		if resumed == (run == 1) {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// billed is the usage the server sent in answer to r, and whether the agent
+// counts it: a thread's request answered, or, in what the agent prints
+// (stdout), a side request of an agent that counts its side requests in
+// its totals (SideCounter); its session files do not record them.
+func (k *checker) billed(r Request, stdout bool) (Usage, bool) {
+	switch {
+	case r.Status != 200:
+		return Usage{}, false
+	case r.Thread != "side":
+		return *r.Sent, r.Sent != nil
+	case !stdout:
+		return Usage{}, false
+	}
+	sc, ok := Families[k.c.Meta.Agent].(SideCounter)
+	if ok && sc.CountsSide(Pin{Agent: k.c.Meta.Agent, Version: k.c.Meta.Version}) {
+		return k.c.Scenario.Side.Usage, true
+	}
+	return Usage{}, false
 }
 
 // convention is the input tokens the API's reply counts by the OpenTelemetry
@@ -296,6 +327,10 @@ func (k *checker) usage(file string, data []byte, dialect string, run int) {
 			calls = append(calls, [2]int{s.num("gen_ai.usage.input_tokens"), s.num("gen_ai.usage.output_tokens")})
 		}
 	}
+	if k.c.Mode().NoUsage {
+		// The agent printed none: agentconv must claim none.
+		in, out, perCall = 0, 0, nil
+	}
 	if gotIn != in || gotOut != out {
 		k.fail(check, "%s: the run's tokens are %d in, %d out; the server sent %d in, %d out", filepath.Base(file), gotIn, gotOut, in, out)
 	}
@@ -312,14 +347,14 @@ func (k *checker) usage(file string, data []byte, dialect string, run int) {
 		}
 		return
 	}
-	if !sameMultiset(calls, perCall) {
+	if !sameMultiset(calls, perCall) && !(k.c.Mode().NoUsage && len(calls) == 0) {
 		k.fail(check, "%s: the chat spans' tokens are %v; the server sent %v", filepath.Base(file), calls, perCall)
 	}
 }
 
 // calls: the tool calls are those the server asked for, with their results.
 func (k *checker) calls(file string, data []byte, dialect string, run int) {
-	if k.c.Mode().Totals {
+	if k.c.Mode().Totals || k.c.Mode().Text {
 		return // the output has none
 	}
 	check := "stdout/calls"
@@ -412,8 +447,8 @@ func (k *checker) sessions() {
 	}
 	var in, out2, prompts int
 	for _, r := range k.c.Log {
-		if r.Sent != nil && r.Thread != "side" {
-			i, o := convention(r.API, *r.Sent)
+		if u, ok := k.billed(r, false); ok {
+			i, o := convention(r.API, u)
 			in, out2 = in+i, out2+o
 		}
 	}

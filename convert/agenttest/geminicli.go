@@ -57,7 +57,7 @@ func (geminiCLI) Setup(pin Pin, home, work, url string) ([]string, error) {
 func (geminiCLI) Modes(pin Pin) []Mode {
 	return []Mode{
 		{Name: "stream-json", Dialect: "gemini-stream", Ext: "jsonl"},
-		{Name: "json", Dialect: "gemini-json", Ext: "json"},
+		{Name: "json", Dialect: "gemini-json", Ext: "json", Totals: true},
 	}
 }
 
@@ -146,3 +146,7 @@ func (t geminiTools) SubagentEnd(id, result string) Call {
 	}
 	return Call{ID: id, Name: "complete_task", Args: map[string]any{"result": map[string]any{"response": result}}}
 }
+
+// CountsSide implements SideCounter: Gemini CLI's stats count its model
+// router's classifier requests with the rest.
+func (geminiCLI) CountsSide(Pin) bool { return true }

@@ -57,7 +57,7 @@ func (qwenCode) Setup(pin Pin, home, work, url string) ([]string, error) {
 func (qwenCode) Modes(pin Pin) []Mode {
 	return []Mode{
 		{Name: "stream-json", Dialect: "qwen-code", Ext: "jsonl"},
-		{Name: "json", Dialect: "claude-json", Ext: "json"},
+		{Name: "json", Dialect: "claude-json", Ext: "json", Totals: true},
 	}
 }
 
