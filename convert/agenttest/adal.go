@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -289,22 +288,14 @@ var adalBPE struct {
 // adalTokenizer rebuilds cl100k_base.tiktoken ("<base64 token> <rank>"
 // lines) from the npm tiktoken package's encoders/cl100k_base.json, whose
 // bpe_ranks are lines of "<prefix> <first rank> <token> <token> …". The
-// package is installed with npm into the agents' cache the first time.
+// package is pinned in testdata/agents/pins.tsv, and .ci/agents installs it.
 func adalTokenizer() ([]byte, error) {
 	adalBPE.once.Do(func() {
 		dir := filepath.Join(Cache(), strings.ReplaceAll(adalTiktoken, "@", "-"))
 		name := filepath.Join(dir, "node_modules", "tiktoken", "encoders", "cl100k_base.json")
 		if _, err := os.Stat(name); err != nil {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				adalBPE.err = err
-				return
-			}
-			cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", ".", adalTiktoken)
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				adalBPE.err = fmt.Errorf("npm install %s: %v: %s", adalTiktoken, err, tail(out))
-				return
-			}
+			adalBPE.err = fmt.Errorf("%s is not installed (run .ci/agents): %w", adalTiktoken, err)
+			return
 		}
 		adalBPE.b, adalBPE.err = adalBPEFrom(name)
 	})

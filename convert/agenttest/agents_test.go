@@ -16,7 +16,7 @@ var (
 
 // parallelAgents is how many agent processes run at once: each is a Node
 // process that mostly waits for the server.
-const parallelAgents = 4
+const parallelAgents = 6
 
 // TestAgents runs every scenario with every pinned agent that is installed,
 // in every output mode, and checks each capture. In CI an agent that is
