@@ -50,7 +50,11 @@ type Item struct {
 
 func (i Item) String() string { return i.Kind + " " + i.Text }
 
-var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+// reminder matches the context blocks agents add to a user message:
+// Claude's system reminders, Gemini's session context, Codex's
+// environment and instructions.
+var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>|<session_context>.*?</session_context>|` +
+	`<environment_context>.*?</environment_context>|<user_instructions>.*?</user_instructions>`)
 
 // Conversation reduces a request's history to its items. The context an
 // agent adds of its own (a message that is one tag, such as Codex's

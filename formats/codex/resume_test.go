@@ -214,3 +214,17 @@ func TestRolloutLeavesOutSubagentCalls(t *testing.T) {
 		t.Errorf("exit %d; a subagent's call in the rollout: %v; stderr:\n%s", code, strings.Contains(out, `"call_s1"`), stderr)
 	}
 }
+
+// The answer of a run that printed no message (AdaL's stream gives its
+// answer alone) is the model's last response in the rollout, which Codex
+// resuming it sends; the task's end names it too.
+func TestRolloutWritesAnswerAlone(t *testing.T) {
+	in := filepath.Join("..", "..", "testdata", "adal", "seed-stream.ndjson")
+	code, out, stderr := converttest.Run("", "--deterministic", "--to", "codex-rollout", in)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, `{"content":[{"type":"output_text","text":"Fixed 3 lint errors in src/app.ts..."}],"role":"assistant","type":"message"}`) {
+		t.Errorf("the answer is not the run's last response:\n%s", out)
+	}
+}

@@ -569,8 +569,16 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 				return err
 			}
 		}
-		if a := v.Answer(); a != "" {
-			w.run.lastText = a
+		if a := v.Answer(); a != "" && w.run.lastText == "" {
+			// An answer of a run that wrote no message (AdaL's answer
+			// event, a result line alone): the model's last response,
+			// which Codex resuming the session sends as such.
+			if err := w.begin(e); err != nil {
+				return err
+			}
+			if err := w.message(e, a); err != nil {
+				return err
+			}
 		}
 	case formats.Cancelled:
 		id := w.run.turnID
