@@ -44,6 +44,8 @@ const sessionCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelN
 
 const (
 	lossFailedRuns       = "outcomes of failed runs (a session file has no result record)"
+	lossCutRuns          = "cut runs that stopped after a response (a session file reads them as ended)"
+	lossSessionIDs       = "session ids that are not UUIDs (written as UUIDs derived from them)"
 	lossPromptlessRuns   = "boundaries of runs without a prompt (they join the run before)"
 	lossSessionAnswers   = "answers that are not the last message of their run"
 	lossSessionErrors    = "tool error texts (merged into the output)"
@@ -51,7 +53,7 @@ const (
 	lossRunUsage         = "token usage of a run beyond what its responses carry"
 )
 
-var sessionQuirks = []string{lossFailedRuns, lossPromptlessRuns, lossSessionErrors,
+var sessionQuirks = []string{lossFailedRuns, lossCutRuns, lossSessionIDs, lossPromptlessRuns, lossSessionErrors,
 	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage}
 
 // sessionPlaces: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.

@@ -75,7 +75,9 @@ type sessRec struct {
 	r    sessRecord
 	err  *formats.LineError
 	// kept raw: valid JSON of an unexpected shape.
-	odd       bool
+	odd bool
+	// broken: not valid JSON (err says why), a cut line if it is the last.
+	broken    bool
 	t         time.Time
 	abandoned bool
 	agent     string // the inline subagent a sidechain record belongs to
@@ -132,21 +134,28 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 	return it.ev, it.err
 }
 
-// readRecords reads the records of one file.
-func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) ([]*sessRec, error) {
+// readRecords reads the records of one file. cut: its last line was cut
+// in the middle, and is left out.
+func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*sessRec, cut bool, err error) {
 	lines := formats.NewLineReader(r)
-	var recs []*sessRec
 	for {
 		b, err := lines.Next()
 		if err == io.EOF {
-			return recs, nil
+			if n := len(recs); n > 0 && recs[n-1].broken {
+				// A last line cut in the middle: the session is being
+				// written (or its writer was killed). What came before
+				// stands; the run it was part of is cut.
+				rep.Warn(recs[n-1].line, "the last line is cut in the middle (%s): the session is being written, or its writer stopped; it is left out, and its run is cut", recs[n-1].err.Msg)
+				return recs[:n-1], true, nil
+			}
+			return recs, false, nil
 		}
 		var le *formats.LineError
 		if err != nil {
 			if e, ok := err.(*formats.LineError); ok {
 				le = e
 			} else {
-				return recs, err
+				return recs, false, err
 			}
 		}
 		rec := &sessRec{line: lines.Line()}
@@ -156,7 +165,7 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) ([]*sessRe
 			rec.raw = append([]byte(nil), b...)
 			if e := formats.Unmarshal(rec.line, b, &rec.r); e != nil {
 				if !json.Valid(b) {
-					rec.err = e
+					rec.err, rec.broken = e, true
 				} else {
 					rec.odd = true
 					rec.r = sessRecord{Type: formats.TypeOf(b)}
@@ -187,13 +196,13 @@ type agentMeta struct {
 
 func (s *sessionReader) load() error {
 	rep := s.opts.Report
-	recs, err := readRecords(s.in, rep, "")
+	recs, cut, err := readRecords(s.in, rep, "")
 	if err != nil {
 		return err
 	}
 	b := &sessBuild{opts: s.opts, rep: rep, agents: map[string]*subagent{}, callAgent: map[string]*subagent{},
 		agentCall: map[string]string{}, lastUsage: map[string]*apiUsage{}, lastStop: map[string]string{},
-		calls: map[string]*call{}}
+		calls: map[string]*call{}, cut: cut}
 	b.main = recs
 	b.chain()
 	b.scan(recs)
@@ -228,6 +237,8 @@ type sessBuild struct {
 	calls     map[string]*call
 	// alone: the file is a subagent's, read without its session.
 	alone bool
+	// cut: the file's last line was cut in the middle.
+	cut bool
 
 	// the run
 	open      bool
@@ -252,6 +263,8 @@ type sessBuild struct {
 	lastTime    time.Time
 	lastAsst    *sessRec // the main agent's last conversation record
 	lastWasAsst bool
+	// localDone: the last record is a slash command's output.
+	localDone bool
 
 	// held: records of one file that gave no event yet; the next event of
 	// that file carries them.
@@ -266,15 +279,27 @@ type sessBuild struct {
 	summaryOf map[string]bool // uuids of summary records a boundary took
 }
 
-// chain marks the records of abandoned branches: the conversation is the
+// chain marks the records of abandoned branches, following the
+// conversation as Claude Code rebuilds it when it resumes the file: the
 // chain of parents that ends at the last user or assistant record of the
-// main agent; other user and assistant records of the main agent are on
-// branches left by a rewind or an edited prompt.
+// main agent,
+//   - where a parent missing from the file (a compaction whose logical
+//     parent Claude Code did not write) goes on from the record before it
+//     in the file, for the requests before it were made and billed;
+//   - with the records that a parallel call puts on sibling branches: the
+//     other records of an assistant message on the chain (same
+//     message.id), and the tool results of its calls, each of which
+//     Claude Code chains to its own tool_use record (or to a progress
+//     record of it).
+//
+// Other user and assistant records of the main agent are on branches left
+// by a rewind or an edited prompt.
 func (b *sessBuild) chain() {
 	byUUID := map[string]*sessRec{}
+	pos := map[*sessRec]int{}
 	var leaf *sessRec
 	sidechains, mainRecs := 0, 0
-	for _, r := range b.main {
+	for i, r := range b.main {
 		if r.err != nil || r.odd {
 			continue
 		}
@@ -282,6 +307,7 @@ func (b *sessBuild) chain() {
 			sidechains++
 			continue
 		}
+		pos[r] = i
 		if r.r.UUID != "" {
 			byUUID[r.r.UUID] = r
 		}
@@ -296,9 +322,61 @@ func (b *sessBuild) chain() {
 	if leaf == nil {
 		return
 	}
+	// before is the main agent's record before r in the file.
+	before := func(r *sessRec) *sessRec {
+		for i := pos[r] - 1; i >= 0; i-- {
+			if p := b.main[i]; p.err == nil && !p.odd && !flag(p.r.IsSidechain) && p.r.UUID != "" {
+				return p
+			}
+		}
+		return nil
+	}
 	on := map[*sessRec]bool{}
-	for r := leaf; r != nil && !on[r]; r = byUUID[r.r.parent()] {
+	for r := leaf; r != nil && !on[r]; {
 		on[r] = true
+		p := r.r.parent()
+		next := byUUID[p]
+		if next == nil && p != "" {
+			next = before(r)
+		}
+		r = next
+	}
+	// The sibling branches of parallel calls.
+	msgs, calls := map[string]bool{}, map[string]bool{}
+	note := func(r *sessRec) {
+		if r.r.Type != "assistant" || r.r.Message == nil {
+			return
+		}
+		if r.r.Message.ID != "" {
+			msgs[r.r.Message.ID] = true
+		}
+		for _, bl := range blocks(r.r.Message.Content) {
+			if bl.Type == "tool_use" && bl.ID != "" {
+				calls[bl.ID] = true
+			}
+		}
+	}
+	for r := range on {
+		note(r)
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, r := range b.main {
+			if on[r] || r.err != nil || r.odd || flag(r.r.IsSidechain) || r.r.UUID == "" {
+				continue
+			}
+			if p := byUUID[r.r.parent()]; p == nil || !on[p] {
+				continue
+			}
+			// A progress record between a call and the next block of its
+			// message is on the way to it.
+			if !r.conversation() || r.r.Message != nil && (r.r.Type == "assistant" && r.r.Message.ID != "" && msgs[r.r.Message.ID] ||
+				r.r.Type == "user" && answers(r, calls)) {
+				on[r] = true
+				note(r)
+				grew = true
+			}
+		}
 	}
 	for _, r := range b.main {
 		if r.err == nil && !r.odd && !flag(r.r.IsSidechain) && r.conversation() && r.r.UUID != "" && !on[r] {
@@ -309,6 +387,17 @@ func (b *sessBuild) chain() {
 	if b.abandoned > 0 {
 		b.rep.Warn(0, "%d records are on abandoned branches of the session (a rewind or an edited prompt): only the conversation that ends at the last record is converted; they are lost, except to claude-session, which copies them", b.abandoned)
 	}
+}
+
+// answers: a user record holds only results of the calls given.
+func answers(r *sessRec, calls map[string]bool) bool {
+	bs := blocks(r.r.Message.Content)
+	for _, bl := range bs {
+		if bl.Type != "tool_result" || !calls[bl.ToolUseID] {
+			return false
+		}
+	}
+	return len(bs) > 0
 }
 
 // scan notes, over every record, what later records say of earlier ones:
@@ -424,7 +513,7 @@ func (b *sessBuild) agentFiles(p string) {
 			b.rep.Warn(0, "cannot read the subagent's file %s (%v); its events are left out", name, err)
 			continue
 		}
-		recs, err := readRecords(f, b.rep, name+": ")
+		recs, _, err := readRecords(f, b.rep, name+": ")
 		f.Close()
 		if err != nil {
 			b.rep.Warn(0, "reading the subagent's file %s failed (%v); the records before are kept", name, err)
@@ -700,7 +789,7 @@ func (b *sessBuild) startRun(at int) {
 	b.open, b.prompted, b.cancelled, b.failed, b.failCode, b.ended = true, false, false, "", "", false
 	b.turnEnded, b.turnMS = false, 0
 	b.session, b.model = info.SessionID, info.Model
-	b.lastAsst, b.lastWasAsst = nil, false
+	b.lastAsst, b.lastWasAsst, b.localDone = nil, false, false
 	clear(b.calls)
 	var t time.Time
 	if at < len(b.main) {
@@ -764,8 +853,15 @@ func (b *sessBuild) endRun(final bool) {
 
 // finished: Claude Code said the turn ended (turn_duration, an
 // interruption, an API error), even with a call left without its result;
-// or the last response ended its turn and no call is open.
+// or every call has its result and the last record is a response that
+// calls nothing more. Session files carry no stop reason on most records
+// (stop_reason is null but on a few), so a missing one says nothing. Only a
+// call left without its result, or a last line cut in the middle, leaves
+// the run cut.
 func (b *sessBuild) finished() bool {
+	if b.cut {
+		return false
+	}
 	if b.cancelled || b.failed != "" || b.turnEnded {
 		return true
 	}
@@ -773,6 +869,9 @@ func (b *sessBuild) finished() bool {
 		if !c.ended {
 			return false
 		}
+	}
+	if b.localDone {
+		return true
 	}
 	if b.lastAsst == nil || !b.lastWasAsst {
 		return false
@@ -782,12 +881,7 @@ func (b *sessBuild) finished() bool {
 	if stop == "" {
 		stop = m.StopReason
 	}
-	switch {
-	case stop == "tool_use":
-		return false
-	case stop == "" && !legacyVersion(b.lastAsst.r.Version):
-		// Claude Code marks a finished turn (turn_duration, a stop
-		// reason); only versions before 2.1 wrote neither.
+	if stop == "tool_use" {
 		return false
 	}
 	for _, bl := range blocks(m.Content) {
@@ -990,7 +1084,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 	apiError := flag(r.r.IsAPIError) || (len(r.r.Error) > 0 && string(r.r.Error) != "null")
 	if agent == "" || b.alone {
 		b.prompted = true
-		b.lastAsst, b.lastWasAsst = r, true
+		b.lastAsst, b.lastWasAsst, b.localDone = r, true, false
 		stop := m.StopReason
 		if s := b.lastStop[m.ID]; s != "" && m.ID != "" {
 			stop = s
@@ -1146,7 +1240,7 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		return
 	}
 	if agent == "" || b.alone {
-		b.lastWasAsst, b.ended, b.failed, b.turnEnded = false, false, "", false
+		b.lastWasAsst, b.ended, b.failed, b.turnEnded, b.localDone = false, false, "", false, false
 	}
 	if flag(r.r.IsCompactSummary) {
 		b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: userText(m.Content)}, carried)
@@ -1165,6 +1259,9 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		b.carry(r, &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}, carried)
 		return
 	case agent == "" && strings.HasPrefix(text, "<local-command-"):
+		// A slash command's output: the command ran, Claude Code's turn
+		// has nothing more to do.
+		b.localDone = true
 		b.carry(r, &formats.Event{Kind: formats.Raw, Source: formats.Source{Type: "user/local-command"}}, carried)
 		return
 	}
@@ -1198,12 +1295,6 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 	if !gave {
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
 	}
-}
-
-// legacyVersion: a Claude Code version before 2.1, whose transcripts
-// carry no stop reason and no turn_duration.
-func legacyVersion(v string) bool {
-	return strings.HasPrefix(v, "0.") || strings.HasPrefix(v, "1.") || strings.HasPrefix(v, "2.0.")
 }
 
 // images counts the image blocks of the conversation's user records, and

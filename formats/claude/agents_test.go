@@ -1,0 +1,160 @@
+package claude_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/convert/converttest"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+// Tests on what Claude Code itself wrote: the captures of the agents'
+// tests (testdata/agents/claude-code/<version>/<scenario>/<mode>), and
+// real sessions copied into testdata/sessions.
+
+// captureDir is a capture's directory.
+func captureDir(version, scenario, mode string) string {
+	return filepath.Join("..", "..", "testdata", "agents", "claude-code", version, scenario, mode)
+}
+
+// captureMeta is what the tests use of a capture's meta.json.
+type captureMeta struct {
+	Session string `json:"session"`
+	Work    string `json:"work"`
+	Runs    []struct {
+		Exit   int    `json:"exit"`
+		Stdout string `json:"stdout"`
+	} `json:"runs"`
+}
+
+func readMeta(t *testing.T, dir string) captureMeta {
+	t.Helper()
+	var m captureMeta
+	if err := json.Unmarshal(mustRead(t, filepath.Join(dir, "meta.json")), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// captureSession is the main session file of a capture.
+func captureSession(t *testing.T, dir string) string {
+	t.Helper()
+	m := readMeta(t, dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "home", ".claude", "projects", "*", m.Session+".jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("%s: %d session files of %s", dir, len(files), m.Session)
+	}
+	return files[0]
+}
+
+func runEnds(evs []*formats.Event) []*formats.Event { return formatstest.OfKind(evs, formats.RunEnd) }
+
+// Parallel calls (issue 23 #1): Claude Code 2.x chains each result to its
+// own tool_use record, so the results sit on sibling branches; the run is
+// one, it ended, and both calls have their results, as when Claude Code
+// resumes the file.
+func TestAgentParallelResultsOnSiblingBranches(t *testing.T) {
+	for _, v := range []string{"2.0.77", "2.1.332", "1.0.128"} {
+		for _, mode := range []string{"json", "stream-json"} {
+			evs, warn := readSession(t, captureSession(t, captureDir(v, "parallel", mode)))
+			if strings.Contains(warn, "abandoned") {
+				t.Errorf("%s %s: %s", v, mode, warn)
+			}
+			ends := runEnds(evs)
+			if len(ends) != 1 || ends[0].Status != formats.Completed {
+				t.Errorf("%s %s: run ends %+v, want one, completed", v, mode, ends)
+			}
+			var done int
+			for _, r := range formatstest.OfKind(evs, formats.ToolResult) {
+				if r.Call.Status == formats.Completed {
+					done++
+				}
+			}
+			if n := count(evs, formats.ToolCall, ""); n != 2 || done != 2 {
+				t.Errorf("%s %s: %d calls, %d completed results; want 2 and 2", v, mode, n, done)
+			}
+		}
+	}
+}
+
+// A rewind still leaves its branch: the records a rewound prompt left are
+// not the conversation (the parallel rule takes only a message's own
+// records and the results of its calls).
+func TestAgentRewindStillAbandons(t *testing.T) {
+	_, warn := readSession(t, filepath.Join("testdata", "sessions", "claude-code-log-dag-compact-after-rewind.jsonl"))
+	if !strings.Contains(warn, "2 records are on abandoned branches") {
+		t.Errorf("warning: %q", warn)
+	}
+}
+
+// A compaction whose logical parent is not in the file (issue 23 #2, a
+// real 2.1.39 session): the conversation goes on from the record before
+// it, so every request before the compaction counts, as ccusage counts
+// them: 152 responses (with the subagents'), 12,387,553 tokens read from
+// the cache.
+func TestAgentCompactionWithoutParent(t *testing.T) {
+	evs, warn := readSession(t, filepath.Join("testdata", "sessions", "marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"))
+	if strings.Contains(warn, "abandoned") {
+		t.Errorf("warning: %s", warn)
+	}
+	// The subagents' responses too, as ccusage counts them.
+	var reads int64
+	usage := formatstest.OfKind(evs, formats.Usage)
+	for _, u := range usage {
+		reads += u.Usage.CacheReadTokens.V
+	}
+	if len(usage) != 152 || count(evs, formats.Compaction, "") != 1 {
+		t.Errorf("%d responses, %d compactions; want 152 and 1", len(usage), count(evs, formats.Compaction, ""))
+	}
+	if reads != 12387553 {
+		t.Errorf("%d tokens read from the cache, want 12387553", reads)
+	}
+}
+
+// The last run of a session ends (issue 23 #3): a real 2.1.14 session, its
+// stop_reason null on every record, whose last record is the answer; and
+// the captures, whose last run the agent ended with exit 0.
+func TestAgentLastRunEnds(t *testing.T) {
+	evs, _ := readSession(t, filepath.Join("testdata", "sessions", "DRMacIver__claude-reliability__hello-world-script.jsonl"))
+	if ends := runEnds(evs); len(ends) != 1 || ends[0].Status != formats.Completed {
+		t.Errorf("run ends %+v: want one, completed", ends)
+	}
+	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
+		for _, sc := range []string{"text-shell", "edit", "thinking", "large-output", "parallel"} {
+			for _, mode := range []string{"json", "stream-json"} {
+				f := captureSession(t, captureDir(v, sc, mode))
+				code, out, stderr := converttest.Run("", "--from", "claude-session", "--to", "adal-json", "--exit-status", f)
+				if code != 0 || !strings.Contains(out, `"success":true`) {
+					t.Errorf("%s %s %s: exit %d: %s", v, sc, mode, code, stderr)
+				}
+			}
+		}
+	}
+}
+
+// A session file cut in the middle of its last line is being written: a
+// warning, not an error, and its last run is cut.
+func TestAgentSessionCutMidLine(t *testing.T) {
+	b := mustRead(t, captureSession(t, captureDir("2.1.332", "text-shell", "json")))
+	lines := bytes.SplitAfter(bytes.TrimSpace(b), []byte("\n"))
+	var last int
+	for i, l := range lines {
+		if bytes.Contains(l, []byte(`"type":"assistant"`)) {
+			last = i
+		}
+	}
+	cut := append(bytes.Join(lines[:last], nil), lines[last][:len(lines[last])/2]...)
+	code, out, stderr := converttest.Run(string(cut), "--from", "claude-session", "--to", "adal-json")
+	if code != 0 || !strings.Contains(stderr, "cut in the middle") || !strings.Contains(out, `"success":false`) {
+		t.Errorf("exit %d: %s\n%s", code, out, stderr)
+	}
+	// A bad line before the last is still an error.
+	bad := append(append(bytes.Join(lines[:2], nil), "{not json\n"...), bytes.Join(lines[2:], nil)...)
+	if code, _, _ := converttest.Run(string(bad), "--from", "claude-session", "--to", "adal-json"); code == 0 {
+		t.Error("a bad line in the middle exits 0")
+	}
+}
