@@ -158,3 +158,23 @@ func TestAgentSessionCutMidLine(t *testing.T) {
 		t.Error("a bad line in the middle exits 0")
 	}
 }
+
+// The first records (issue 23 #4): 2.0 and 2.1 begin with queue-operation
+// records (2.1 with attachments, last-prompt and more): the run's project,
+// model and version are each taken from the first record that has it.
+func TestAgentFirstRecords(t *testing.T) {
+	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
+		for _, mode := range []string{"json", "stream-json"} {
+			dir := captureDir(v, "text-shell", mode)
+			evs, _ := readSession(t, captureSession(t, dir))
+			starts := formatstest.OfKind(evs, formats.RunStart)
+			if len(starts) != 1 {
+				t.Fatalf("%s %s: %d runs", v, mode, len(starts))
+			}
+			info := starts[0].Run
+			if info.Cwd != readMeta(t, dir).Work || info.AgentVersion != v || info.Model == "" || info.SessionID != readMeta(t, dir).Session {
+				t.Errorf("%s %s: run %+v", v, mode, info)
+			}
+		}
+	}
+}

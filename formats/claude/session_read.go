@@ -755,34 +755,50 @@ func isPrompt(r *sessRec) bool {
 
 func interruption(t string) bool { return strings.HasPrefix(t, "[Request interrupted by user") }
 
+// firstFacts takes the session id, cwd and version a record has that info
+// does not have yet.
+func firstFacts(info *formats.RunInfo, r *sessRec) {
+	if r.err != nil || r.odd {
+		return
+	}
+	if info.SessionID == "" {
+		info.SessionID = r.r.SessionID
+	}
+	if info.Cwd == "" {
+		info.Cwd = r.r.Cwd
+	}
+	if info.AgentVersion == "" {
+		info.AgentVersion = r.r.Version
+	}
+}
+
 func (b *sessBuild) startRun(at int) {
 	info := formats.RunInfo{Provider: Provider, AgentName: AgentName}
+	prompted := false
 	for i := at; i < len(b.main); i++ {
 		r := b.main[i]
 		if r.err != nil || r.odd || flag(r.r.IsSidechain) || r.abandoned {
 			continue
 		}
-		if i > at && isPrompt(r) && info.SessionID != "" {
-			break
+		if isPrompt(r) {
+			if prompted {
+				break // the next run's
+			}
+			prompted = true
 		}
-		if info.SessionID == "" && r.r.SessionID != "" {
-			info.SessionID, info.Cwd, info.AgentVersion = r.r.SessionID, r.r.Cwd, r.r.Version
-		}
+		// Each fact from the first record that has it: 2.0 and 2.1 begin
+		// with bookkeeping (queue-operation, …) that has a session id and
+		// no cwd or version.
+		firstFacts(&info, r)
 		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
 			info.Model = m.Model
 			break
 		}
 	}
-	if info.SessionID == "" && b.alone {
+	if b.alone {
 		for _, a := range b.order {
 			for _, r := range a.recs {
-				if r.r.SessionID != "" {
-					info.SessionID, info.Cwd, info.AgentVersion = r.r.SessionID, r.r.Cwd, r.r.Version
-					break
-				}
-			}
-			if info.SessionID != "" {
-				break
+				firstFacts(&info, r)
 			}
 		}
 	}
