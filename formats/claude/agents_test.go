@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
@@ -176,5 +177,81 @@ func TestAgentFirstRecords(t *testing.T) {
 				t.Errorf("%s %s: run %+v", v, mode, info)
 			}
 		}
+	}
+}
+
+// usageOfRun is a RunEnd's token totals: input (cache included), output.
+func usageOfRun(e *formats.Event) [2]int64 {
+	return [2]int64{e.Usage.InputTokens.V, e.Usage.OutputTokens.V}
+}
+
+// A background subagent (issue 23 #5, 2.1.332's default in -p): the stream
+// prints init, the main answer, the subagent's lines, its task
+// notification, a second init, the second answer, and both results at the
+// end. It is one run, as the process was one, ended by the last result;
+// the notification ends the subagent with its report.
+func TestAgentBackgroundSubagentStream(t *testing.T) {
+	dir := captureDir("2.1.332", "subagent", "stream-json")
+	evs, warn := formatstest.ReadWarnings(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
+	if n := count(evs, formats.RunStart, ""); n != 1 {
+		t.Fatalf("%d runs, want 1: %s", n, warn)
+	}
+	ends := runEnds(evs)
+	if len(ends) != 1 || ends[0].Status != formats.Completed || ends[0].Cut {
+		t.Errorf("run ends %+v", ends)
+	}
+	answers := formatstest.OfKind(evs, formats.Answer)
+	if len(answers) != 1 || answers[0].Text != "The subagent reported agentconv-from-subagent." {
+		t.Errorf("answers %+v, want the last result's", answers)
+	}
+	var agentEnd *formats.Event
+	for _, e := range evs {
+		if e.Kind == formats.AgentEnd {
+			agentEnd = e
+		}
+	}
+	if agentEnd == nil || agentEnd.Agent != "call_sub_1" || agentEnd.Status != formats.Completed || agentEnd.Text != "The subagent found agentconv-from-subagent." {
+		t.Errorf("the subagent's end: %+v", agentEnd)
+	}
+	// The totals are modelUsage's: every request, the subagent's too, as
+	// the server sent them (6110 + 1370 + 380 in, 220 out).
+	if got := usageOfRun(ends[0]); got != [2]int64{7860, 220} {
+		t.Errorf("run totals %v, want [7860 220]", got)
+	}
+}
+
+// The session file of the same runs: the <task-notification> record
+// (origin.kind "task-notification") is no prompt and starts no run.
+func TestAgentBackgroundSubagentSession(t *testing.T) {
+	for _, mode := range []string{"json", "stream-json"} {
+		evs, _ := readSession(t, captureSession(t, captureDir("2.1.332", "subagent", mode)))
+		if n, p := count(evs, formats.RunStart, ""), count(evs, formats.UserMessage, ""); n != 1 || p != 1 {
+			t.Errorf("%s: %d runs, %d prompts; want 1 and 1", mode, n, p)
+		}
+		if ends := runEnds(evs); len(ends) != 1 || ends[0].Status != formats.Completed {
+			t.Errorf("%s: run ends %+v", mode, ends)
+		}
+	}
+}
+
+// Subagents' tokens in the run's totals (issue 23 #6): result.usage counts
+// the main agent alone; modelUsage, where subagents ran, counts them all.
+func TestAgentSubagentTotals(t *testing.T) {
+	evs := formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(captureDir("2.1.332", "subagent", "json"), "stdout.json")))
+	if ends := runEnds(evs); len(ends) != 1 || usageOfRun(ends[0]) != [2]int64{7860, 220} {
+		t.Errorf("2.1.332 json: %+v", ends)
+	}
+	// 1.0.128's stream: the subagent's messages are printed, so modelUsage
+	// is taken, over the models they named (not the haiku of a side
+	// request that titles the session).
+	evs = formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(captureDir("1.0.128", "subagent", "stream-json"), "stdout.jsonl")))
+	if ends := runEnds(evs); len(ends) != 1 || usageOfRun(ends[0]) != [2]int64{5966, 162} {
+		t.Errorf("1.0.128 stream: %+v", ends)
+	}
+	// Without subagents, result.usage stands (modelUsage would add the
+	// side requests).
+	evs = formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(captureDir("2.0.77", "text-shell", "json"), "stdout.json")))
+	if ends := runEnds(evs); len(ends) != 1 || usageOfRun(ends[0]) != [2]int64{2661, 67} {
+		t.Errorf("2.0.77 text-shell json: %+v", ends)
 	}
 }

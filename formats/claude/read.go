@@ -48,6 +48,46 @@ type record struct {
 	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
 	PermissionDenials []denial                   `json:"permission_denials"`
 	Errors            []json.RawMessage          `json:"errors"`
+	// SubagentStats (2.1) says how many subagents the process spawned.
+	SubagentStats json.RawMessage `json:"subagent_stats"`
+
+	// system/task_started, system/task_notification (2.1's background
+	// tasks): the spawning call, whether it runs in the background, how
+	// it ended and what it reported. Read by hand: other lines use the
+	// same names for other shapes.
+	ToolUseIDField json.RawMessage `json:"tool_use_id"`
+	IsBackgrounded json.RawMessage `json:"is_backgrounded"`
+	Status         json.RawMessage `json:"status"`
+	Summary        json.RawMessage `json:"summary"`
+}
+
+// str reads a raw JSON string; "" for anything else.
+func str(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// modelUsage is a model's entry in a result's modelUsage: the process's
+// running totals of every request to that model, subagents' included.
+type modelUsage struct {
+	InputTokens   int64 `json:"inputTokens"`
+	OutputTokens  int64 `json:"outputTokens"`
+	CacheRead     int64 `json:"cacheReadInputTokens"`
+	CacheCreation int64 `json:"cacheCreationInputTokens"`
+}
+
+func (m modelUsage) minus(o modelUsage) (modelUsage, bool) {
+	d := modelUsage{m.InputTokens - o.InputTokens, m.OutputTokens - o.OutputTokens, m.CacheRead - o.CacheRead, m.CacheCreation - o.CacheCreation}
+	return d, d.InputTokens >= 0 && d.OutputTokens >= 0 && d.CacheRead >= 0 && d.CacheCreation >= 0
+}
+
+func (m modelUsage) info() formats.UsageInfo {
+	in, out, read, write := m.InputTokens, m.OutputTokens, m.CacheRead, m.CacheCreation
+	u := apiUsage{InputTokens: &in, OutputTokens: &out, CacheRead: &read, CacheCreation: &write}
+	return u.info()
 }
 
 type apiMessage struct {
@@ -290,6 +330,23 @@ type decoder struct {
 	// is what it adds to it.
 	costSession string
 	costTotal   float64
+	// usageSession and usageTotal are the session and the modelUsage
+	// totals (by model) of the last result that the run's totals were
+	// taken from: modelUsage is a running total too.
+	usageSession string
+	usageTotal   map[string]modelUsage
+	// models are the models the run's messages named.
+	models map[string]bool
+	// background: a subagent of the run runs in the background (2.1's
+	// task_started with is_backgrounded, or its task_notification). Its
+	// report makes Claude Code begin a turn of the same run, with an init
+	// of its own, and print one result per turn at the end.
+	background bool
+	// turns counts the inits of the open run that a result has not yet
+	// answered, beyond its first.
+	turns int
+	// spawned: a subagent of the run said something.
+	spawned bool
 }
 
 type streamedText struct{ text, thinking strings.Builder }
@@ -464,7 +521,8 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
 	d.msg = pendingMsg{}
 	clear(d.usageIDs)
-	d.subUsage = false
+	d.subUsage, d.spawned, d.background, d.turns = false, false, false, 0
+	clear(d.models)
 	clear(d.calls)
 	d.agents = d.agents[:0]
 	info.Provider, info.AgentName = agentOf(d.opts.Dialect)
@@ -478,11 +536,41 @@ func (d *decoder) startRun(info formats.RunInfo) {
 
 func (d *decoder) system(r *record) {
 	if r.Subtype == "init" {
+		if d.open && d.background && r.SessionID != "" && r.SessionID == d.session {
+			// A background subagent's report begins a turn of the same
+			// run: the process goes on, and prints this turn's result
+			// after the first's.
+			d.turns++
+			d.emitRaw()
+			return
+		}
 		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd, AgentVersion: r.Version})
 		return
 	}
 	var ev *formats.Event
 	switch r.Subtype {
+	case "task_started":
+		if string(r.IsBackgrounded) == "true" {
+			d.background = true
+		}
+		ev = &formats.Event{Kind: formats.Raw}
+	case "task_notification":
+		// A background subagent ended: its report is its end.
+		d.background = true
+		id := str(r.ToolUseIDField)
+		if d.open && id != "" && slices.Contains(d.agents, id) {
+			d.flushMsg()
+			st := formats.Completed
+			switch str(r.Status) {
+			case "failed":
+				st = formats.Failed
+			case "killed", "stopped", "cancelled":
+				st = formats.Cancelled
+			}
+			d.endAgent(id, st, str(r.Summary))
+			return
+		}
+		ev = &formats.Event{Kind: formats.Raw}
 	case "compact_boundary":
 		d.flushMsg()
 		ev = &formats.Event{Kind: formats.Compaction}
@@ -541,6 +629,7 @@ func (d *decoder) agentOf(r *record) string {
 	}
 	id := *r.ParentToolUseID
 	d.agents = append(d.agents, id)
+	d.spawned = true
 	info := formats.AgentInfo{ParentCall: id}
 	if c := d.calls[id]; c != nil {
 		info.Parent = c.agent
@@ -621,6 +710,12 @@ func (d *decoder) assistant(r *record) {
 		}
 		d.usageIDs[m.ID] = true
 		d.emitUsage(agent, m.Usage.info(), m.response())
+	}
+	if m.Model != "" && m.Model != "<synthetic>" {
+		if d.models == nil {
+			d.models = map[string]bool{}
+		}
+		d.models[m.Model] = true
 	}
 	if agent == "" && m.Model != "" && m.Model != "<synthetic>" && m.Model != d.model {
 		if d.model != "" {
@@ -802,6 +897,17 @@ func (d *decoder) streamEvent(r *record) {
 
 func (d *decoder) result(r *record) {
 	d.flushMsg()
+	if d.open && d.turns > 0 && (r.SessionID == "" || r.SessionID == d.session) {
+		// The result of a turn before the run's last (a background
+		// subagent's report began another): the run goes on, and its last
+		// result, whose totals run over every turn, ends it.
+		d.turns--
+		for _, e := range rawStrings(r.Errors) {
+			d.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e})
+		}
+		d.emitRaw()
+		return
+	}
 	d.ensureRun(r.SessionID)
 	// The main agent's streamed text may be the answer.
 	d.wholeStreamed("")
@@ -875,7 +981,15 @@ func (d *decoder) result(r *record) {
 			end.Text = "the run failed"
 		}
 	}
-	if r.Usage != nil && !d.subUsage {
+	// The run's totals: result.usage counts the main agent's requests
+	// alone; where subagents ran, modelUsage (the process's running totals
+	// by model, as total_cost_usd is) counts theirs too. Without either,
+	// the pipeline sums the requests the stream printed.
+	totals, ok := d.modelTotals(end.Run.SessionID, r.ModelUsage)
+	switch {
+	case ok && (d.subUsage || d.spawned || statsSpawned(r.SubagentStats)):
+		end.Usage = totals
+	case r.Usage != nil && !d.subUsage:
 		end.Usage = r.Usage.info()
 	}
 	if r.TotalCostUSD != nil {
@@ -892,6 +1006,54 @@ func (d *decoder) result(r *record) {
 	d.emit(end)
 	d.open = false
 	d.msg = pendingMsg{}
+}
+
+// modelTotals is the run's part of a result's modelUsage: the running
+// totals less those of the session's last result, summed over the models
+// the run's messages named (a helper model that only titles the session or
+// warms a subagent up is left out) or over every model when no message
+// named one (--output-format json).
+func (d *decoder) modelTotals(session string, raw map[string]json.RawMessage) (formats.UsageInfo, bool) {
+	cur := map[string]modelUsage{}
+	for m, b := range raw {
+		var u modelUsage
+		if json.Unmarshal(b, &u) == nil {
+			cur[m] = u
+		}
+	}
+	if len(cur) == 0 {
+		return formats.UsageInfo{}, false
+	}
+	var base map[string]modelUsage
+	if session != "" && session == d.usageSession {
+		base = d.usageTotal
+	}
+	d.usageSession, d.usageTotal = session, cur
+	var sum modelUsage
+	named := false
+	for m := range cur {
+		named = named || d.models[m]
+	}
+	for m, u := range cur {
+		if named && !d.models[m] {
+			continue
+		}
+		if b, ok := base[m]; ok {
+			if diff, ok := u.minus(b); ok {
+				u = diff
+			}
+		}
+		sum = modelUsage{sum.InputTokens + u.InputTokens, sum.OutputTokens + u.OutputTokens, sum.CacheRead + u.CacheRead, sum.CacheCreation + u.CacheCreation}
+	}
+	return sum.info(), true
+}
+
+// statsSpawned: a result's subagent_stats (2.1) says subagents ran.
+func statsSpawned(raw json.RawMessage) bool {
+	var st struct {
+		Spawned int `json:"spawned"`
+	}
+	return json.Unmarshal(raw, &st) == nil && st.Spawned > 0
 }
 
 // errorText reads a result's error: a string, or an object with a message

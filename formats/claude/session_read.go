@@ -36,6 +36,18 @@ type sessRecord struct {
 	ToolUseResult     toolUseResult   `json:"toolUseResult"`
 	Error             json.RawMessage `json:"error"`
 	DurationMS        *float64        `json:"durationMs"`
+	// Origin says where a user record came from when no person typed it:
+	// kind "task-notification" is a background task's report (2.1).
+	Origin *struct {
+		Kind string `json:"kind"`
+	} `json:"origin"`
+}
+
+// notification: a user record that reports a background task's end to the
+// model (2.1's <task-notification>), which no person typed.
+func (r *sessRecord) notification() bool {
+	return r.Origin != nil && r.Origin.Kind == "task-notification" ||
+		r.Origin == nil && r.Message != nil && strings.HasPrefix(strings.TrimSpace(userText(r.Message.Content)), "<task-notification>")
 }
 
 // toolUseResult is what the reader uses of a record's toolUseResult (a
@@ -736,7 +748,7 @@ func recType(r *sessRec) string {
 // command's output, nor an interruption.
 func isPrompt(r *sessRec) bool {
 	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) || r.agent != "" ||
-		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.abandoned {
+		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.abandoned || r.r.notification() {
 		return false
 	}
 	text, hasText := "", false
@@ -1273,6 +1285,10 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		b.cancelled, b.outcomeLine = true, r.line
 		b.lastWasAsst = true // the turn ended there
 		b.carry(r, &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}, carried)
+		return
+	case r.r.notification():
+		// A background task's report, given to the model: the run goes on.
+		b.carry(r, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Info, Text: text}, carried)
 		return
 	case agent == "" && strings.HasPrefix(text, "<local-command-"):
 		// A slash command's output: the command ran, Claude Code's turn
