@@ -255,3 +255,34 @@ func TestAgentSubagentTotals(t *testing.T) {
 		t.Errorf("2.0.77 text-shell json: %+v", ends)
 	}
 }
+
+// A model call that never happened (issue 23 #8): Claude Code's synthetic
+// API-error message ("model": "<synthetic>", 0 tokens) is the run's
+// error, no model call; error.type is the provider's, from 2.1's
+// api_error_type (or api_error_status), else from the error's text.
+func TestAgentSyntheticAPIError(t *testing.T) {
+	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
+		for _, sc := range []struct{ name, code string }{{"api-error", "overloaded_error"}, {"rate-limit", "rate_limit_error"}} {
+			dir := captureDir(v, sc.name, "stream-json")
+			evs := formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
+			if n := count(evs, formats.Usage, "*"); n != 0 {
+				t.Errorf("%s %s: %d model calls, want none", v, sc.name, n)
+			}
+			if n := count(evs, formats.Message, "*"); n != 0 {
+				t.Errorf("%s %s: the error is %d assistant messages", v, sc.name, n)
+			}
+			ends := runEnds(evs)
+			if len(ends) != 1 || ends[0].Status != formats.Failed || ends[0].Code != sc.code {
+				t.Errorf("%s %s stream: run end %+v, want failed with %s", v, sc.name, ends, sc.code)
+			}
+			evs = formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(captureDir(v, sc.name, "json"), "stdout.json")))
+			if ends := runEnds(evs); len(ends) != 1 || ends[0].Code != sc.code {
+				t.Errorf("%s %s json: run end %+v, want %s", v, sc.name, ends, sc.code)
+			}
+			evs, _ = readSession(t, captureSession(t, dir))
+			if n := count(evs, formats.Usage, "*"); n != 0 {
+				t.Errorf("%s %s session: %d model calls, want none", v, sc.name, n)
+			}
+		}
+	}
+}

@@ -48,6 +48,13 @@ type record struct {
 	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
 	PermissionDenials []denial                   `json:"permission_denials"`
 	Errors            []json.RawMessage          `json:"errors"`
+	// The provider's error of a run (result: api_error_type and
+	// api_error_status, 2.1) or of a synthetic API-error message
+	// (apiErrorType, apiErrorStatus).
+	APIErrorType      json.RawMessage `json:"api_error_type"`
+	APIErrorStatus    json.RawMessage `json:"api_error_status"`
+	MsgAPIErrorType   json.RawMessage `json:"apiErrorType"`
+	MsgAPIErrorStatus json.RawMessage `json:"apiErrorStatus"`
 	// SubagentStats (2.1) says how many subagents the process spawned.
 	SubagentStats json.RawMessage `json:"subagent_stats"`
 
@@ -672,7 +679,18 @@ func (d *decoder) assistant(r *record) {
 		return
 	}
 	d.ensureRun(r.SessionID)
-	apiError := len(r.Error) > 0 && string(r.Error) != "null"
+	apiError := len(r.Error) > 0 && string(r.Error) != "null" || syntheticError(m)
+	code := func(text string) string {
+		if c := errorCode(r.MsgAPIErrorType, r.MsgAPIErrorStatus); c != "" {
+			return c
+		}
+		return apiErrorCode(text, r.Error)
+	}
+	if m.Model == "<synthetic>" {
+		// Claude Code's own message (an API error, …): no model call,
+		// whatever usage it carries.
+		m.Usage = nil
+	}
 	if !saysSomething(blocks(m.Content), apiError) {
 		// Nothing said: no message, and no subagent started by it. Its
 		// usage, if any, counts for an agent already known, else the run.
@@ -680,7 +698,7 @@ func (d *decoder) assistant(r *record) {
 			d.flushMsg()
 			for _, b := range blocks(m.Content) {
 				if b.Type == "text" && b.Text != "" {
-					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
+					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text, Code: code(b.Text)})
 				}
 			}
 		}
@@ -727,7 +745,7 @@ func (d *decoder) assistant(r *record) {
 		switch b.Type {
 		case "text":
 			if apiError {
-				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
+				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text, Code: code(b.Text)})
 			} else {
 				d.msg.text = join(d.msg.text, b.Text)
 			}
@@ -973,6 +991,11 @@ func (d *decoder) result(r *record) {
 		if end.Text == "" && r.Result != nil {
 			end.Text = *r.Result
 		}
+		if c := errorCode(r.APIErrorType, r.APIErrorStatus); c != "" {
+			end.Code = c
+		} else if end.Code == "" && r.Result != nil {
+			end.Code = apiErrorCode(*r.Result, nil) // "API Error: 529 {…}"
+		}
 		switch {
 		case end.Text != "":
 		case r.Subtype != "" && r.Subtype != "success":
@@ -1056,8 +1079,38 @@ func statsSpawned(raw json.RawMessage) bool {
 	return json.Unmarshal(raw, &st) == nil && st.Spawned > 0
 }
 
-// errorText reads a result's error: a string, or an object with a message
-// (and a type, said when there is no message).
+// syntheticError: a message Claude Code made itself to say that the API
+// request failed (1.0 marks it with no error field).
+func syntheticError(m *apiMessage) bool {
+	if m.Model != "<synthetic>" {
+		return false
+	}
+	for _, b := range blocks(m.Content) {
+		if b.Type == "text" && strings.HasPrefix(b.Text, "API Error") {
+			return true
+		}
+	}
+	return false
+}
+
+// errorCode is the provider's code of an error that Claude Code names
+// (2.1): its type, else the type the API gives its HTTP status.
+func errorCode(typ, status json.RawMessage) string {
+	if t := str(typ); t != "" {
+		return t
+	}
+	var n int
+	if json.Unmarshal(status, &n) == nil {
+		return apiErrorTypes[n]
+	}
+	return ""
+}
+
+// apiErrorTypes are the Messages API's error types by HTTP status.
+var apiErrorTypes = map[int]string{400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+	403: "permission_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+	500: "api_error", 504: "timeout_error", 529: "overloaded_error"}
+
 // apiErrorCode is the provider's code of an API error: the error type in
 // Claude Code's "API Error: 529 {…}" text, else the message's error word.
 func apiErrorCode(text string, raw json.RawMessage) string {
@@ -1078,6 +1131,8 @@ func apiErrorCode(text string, raw json.RawMessage) string {
 	return ""
 }
 
+// errorText reads a result's error: a string, or an object with a message
+// (and a type, said when there is no message).
 func errorText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

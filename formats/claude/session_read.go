@@ -36,6 +36,9 @@ type sessRecord struct {
 	ToolUseResult     toolUseResult   `json:"toolUseResult"`
 	Error             json.RawMessage `json:"error"`
 	DurationMS        *float64        `json:"durationMs"`
+	// A synthetic API-error message's error (2.1).
+	APIErrorType   json.RawMessage `json:"apiErrorType"`
+	APIErrorStatus json.RawMessage `json:"apiErrorStatus"`
 	// Origin says where a user record came from when no person typed it:
 	// kind "task-notification" is a background task's report (2.1).
 	Origin *struct {
@@ -1109,7 +1112,13 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
 		return
 	}
-	apiError := flag(r.r.IsAPIError) || (len(r.r.Error) > 0 && string(r.r.Error) != "null")
+	apiError := flag(r.r.IsAPIError) || (len(r.r.Error) > 0 && string(r.r.Error) != "null") || syntheticError(m)
+	code := func(text string) string {
+		if c := errorCode(r.r.APIErrorType, r.r.APIErrorStatus); c != "" {
+			return c
+		}
+		return apiErrorCode(text, r.r.Error)
+	}
 	if agent == "" || b.alone {
 		b.prompted = true
 		b.lastAsst, b.lastWasAsst, b.localDone = r, true, false
@@ -1125,7 +1134,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 			if b.failed == "" {
 				b.failed = "the API request failed"
 			}
-			b.failCode = apiErrorCode(b.failed, r.r.Error)
+			b.failCode = code(b.failed)
 			b.outcomeLine = r.line
 		}
 	}
@@ -1138,7 +1147,8 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		b.msg[agent] = p
 	}
 	var evs []*formats.Event
-	if m.ID == "" || !b.usageSeen[m.ID] {
+	// Claude Code's own message (an API error, …) is no model call.
+	if (m.ID == "" || !b.usageSeen[m.ID]) && m.Model != "<synthetic>" {
 		u := m.Usage
 		if lu := b.lastUsage[m.ID]; lu != nil && m.ID != "" {
 			u = lu
@@ -1164,7 +1174,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 	for _, bl := range blocks(m.Content) {
 		switch {
 		case bl.Type == "text" && apiError:
-			evs = append(evs, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: bl.Text, Code: apiErrorCode(bl.Text, r.r.Error)})
+			evs = append(evs, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: bl.Text, Code: code(bl.Text)})
 		case bl.Type == "text":
 			p.text = join(p.text, bl.Text)
 		case bl.Type == "thinking":
