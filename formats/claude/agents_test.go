@@ -286,3 +286,28 @@ func TestAgentSyntheticAPIError(t *testing.T) {
 		}
 	}
 }
+
+// Refusals (issue 23 #7): 2.1.332 marks a refused call with a
+// system/permission_denied line and the user line's tool_result_meta
+// (permission_decision reject), its session file with toolDenialKind and
+// permissionDecision; the call is denied, as on 2.0.77 and 1.0.128, and
+// no line is of unexpected types.
+func TestAgentRefusals(t *testing.T) {
+	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
+		dir := captureDir(v, "refused", "stream-json")
+		evs, warn := formatstest.ReadWarnings(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
+		if strings.Contains(warn, "unexpected types") {
+			t.Errorf("%s: %s", v, warn)
+		}
+		sess, _ := readSession(t, captureSession(t, dir))
+		for what, evs := range map[string][]*formats.Event{"stream": evs, "session": sess} {
+			var st []formats.Status
+			for _, r := range formatstest.OfKind(evs, formats.ToolResult) {
+				st = append(st, r.Call.Status)
+			}
+			if len(st) != 1 || st[0] != formats.Denied {
+				t.Errorf("%s %s: results %v, want one, denied", v, what, st)
+			}
+		}
+	}
+}

@@ -55,6 +55,9 @@ type record struct {
 	APIErrorStatus    json.RawMessage `json:"api_error_status"`
 	MsgAPIErrorType   json.RawMessage `json:"apiErrorType"`
 	MsgAPIErrorStatus json.RawMessage `json:"apiErrorStatus"`
+	// ToolResultMeta (2.1, user lines): how each call's permission was
+	// decided.
+	ToolResultMeta json.RawMessage `json:"tool_result_meta"`
 	// SubagentStats (2.1) says how many subagents the process spawned.
 	SubagentStats json.RawMessage `json:"subagent_stats"`
 
@@ -103,6 +106,53 @@ type apiMessage struct {
 	StopReason string          `json:"stop_reason"`
 	Content    json.RawMessage `json:"content"`
 	Usage      *apiUsage       `json:"usage"`
+	// Text is a system line's message, which is a string (2.1's
+	// system/permission_denied).
+	Text string `json:"-"`
+}
+
+// UnmarshalJSON reads a message object, or a system line's message text.
+func (m *apiMessage) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &m.Text)
+	}
+	type plain apiMessage
+	return json.Unmarshal(b, (*plain)(m))
+}
+
+// resultMeta is an entry of 2.1's tool_result_meta on a user line: how
+// the call's permission was decided.
+type resultMeta struct {
+	ID                 string `json:"id"`
+	NonExecutionKind   string `json:"non_execution_kind"`
+	PermissionDecision *struct {
+		Decision string `json:"decision"`
+	} `json:"permission_decision"`
+}
+
+// rejected: the permission decision refused the call.
+func rejected(kind string, decision string) bool {
+	return kind == "user-rejected" || decision == "reject" || decision == "deny"
+}
+
+// metaRejected are the calls that a user line's tool_result_meta says
+// were refused.
+func metaRejected(raw json.RawMessage) map[string]bool {
+	var metas []resultMeta
+	if len(raw) == 0 || json.Unmarshal(raw, &metas) != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, m := range metas {
+		d := ""
+		if m.PermissionDecision != nil {
+			d = m.PermissionDecision.Decision
+		}
+		if m.ID != "" && rejected(m.NonExecutionKind, d) {
+			out[m.ID] = true
+		}
+	}
+	return out
 }
 
 type apiUsage struct {
@@ -270,12 +320,13 @@ func rawStrings(raws []json.RawMessage) []string {
 // call is what the decoder keeps of a tool call, for its result, its
 // subagent and its denial.
 type call struct {
-	name   string
-	agent  string
-	args   json.RawMessage
-	failed string // the error text of a failed result
-	ended  bool   // its result came
-	denied bool   // its result was a refusal
+	name    string
+	agent   string
+	args    json.RawMessage
+	failed  string // the error text of a failed result
+	ended   bool   // its result came
+	denied  bool   // its result was a refusal
+	refused bool   // a system/permission_denied line refused it (2.1)
 }
 
 // pendingMsg gathers the blocks of one assistant message, which Claude Code
@@ -581,6 +632,22 @@ func (d *decoder) system(r *record) {
 	case "compact_boundary":
 		d.flushMsg()
 		ev = &formats.Event{Kind: formats.Compaction}
+	case "permission_denied":
+		// 2.1 says a call was refused before its tool_result does.
+		id := str(r.ToolUseIDField)
+		c := d.calls[id]
+		if id == "" || c == nil {
+			ev = &formats.Event{Kind: formats.Raw}
+			break
+		}
+		c.refused = true
+		reason := ""
+		if r.Message != nil {
+			reason = r.Message.Text
+		}
+		d.runEvent(r, &formats.Event{Kind: formats.PermissionAnswer, Agent: c.agent, Call: formats.Call{ID: id, Name: c.name},
+			Permission: formats.Permission{RequestID: id, Reason: reason}})
+		return
 	case "api_retry":
 		text := "the API request failed; retrying"
 		if r.Attempt != nil {
@@ -838,11 +905,17 @@ func (d *decoder) user(r *record) {
 			break
 		}
 	}
+	refused := metaRejected(r.ToolResultMeta)
 	for _, b := range bs {
 		switch b.Type {
 		case "text":
 			d.emit(&formats.Event{Kind: formats.UserMessage, Agent: agent, Text: b.Text})
 		case "tool_result":
+			if refused[b.ToolUseID] {
+				if c := d.calls[b.ToolUseID]; c != nil {
+					c.refused = true
+				}
+			}
 			d.toolResult(agent, &b)
 		}
 	}
@@ -858,7 +931,7 @@ func (d *decoder) toolResult(agent string, b *block) {
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
 	if b.IsError != nil && *b.IsError {
 		res.Status, res.Output, res.Error = formats.Failed, "", out
-		if isRefusal(out) {
+		if isRefusal(out) || c != nil && c.refused {
 			// The result's permission_denials will list it: it ends here,
 			// once, as refused.
 			res.Status = formats.Denied

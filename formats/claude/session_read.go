@@ -36,6 +36,12 @@ type sessRecord struct {
 	ToolUseResult     toolUseResult   `json:"toolUseResult"`
 	Error             json.RawMessage `json:"error"`
 	DurationMS        *float64        `json:"durationMs"`
+	// A refused call's result (2.1): toolDenialKind "user-rejected", and
+	// permissionDecision.decision "reject".
+	ToolDenialKind     string `json:"toolDenialKind"`
+	PermissionDecision *struct {
+		Decision string `json:"decision"`
+	} `json:"permissionDecision"`
 	// A synthetic API-error message's error (2.1).
 	APIErrorType   json.RawMessage `json:"apiErrorType"`
 	APIErrorStatus json.RawMessage `json:"apiErrorStatus"`
@@ -44,6 +50,16 @@ type sessRecord struct {
 	Origin *struct {
 		Kind string `json:"kind"`
 	} `json:"origin"`
+}
+
+// refused: a user record says that its call's permission was refused
+// (2.1).
+func (r *sessRecord) refused() bool {
+	d := ""
+	if r.PermissionDecision != nil {
+		d = r.PermissionDecision.Decision
+	}
+	return rejected(r.ToolDenialKind, d)
 }
 
 // notification: a user record that reports a background task's end to the
@@ -1318,6 +1334,9 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 			gave = true
 		case "tool_result":
 			ev := b.resultEvent(agent, bl)
+			if ev.Call.Status == formats.Failed && r.r.refused() {
+				ev.Call.Status = formats.Denied
+			}
 			if a := b.callAgent[bl.ToolUseID]; a != nil {
 				// The subagent it spawned: its file's events go here, before
 				// its result; an inline one ends here.
