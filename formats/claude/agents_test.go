@@ -311,3 +311,31 @@ func TestAgentRefusals(t *testing.T) {
 		}
 	}
 }
+
+// 2.1.332's stream prints each assistant message with message_start's
+// usage (output_tokens 1): the chat spans must not claim 1 output token.
+// The input counts are the request's; the output count is unknown per
+// call, and the run's is the result's.
+func TestAgentMessageStartUsage(t *testing.T) {
+	dir := captureDir("2.1.332", "text-shell", "stream-json")
+	evs := formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
+	usage := formatstest.OfKind(evs, formats.Usage)
+	if len(usage) != 2 {
+		t.Fatalf("%d requests, want 2", len(usage))
+	}
+	for _, u := range usage {
+		if u.Usage.OutputTokens.OK || !u.Usage.InputTokens.OK {
+			t.Errorf("request usage %+v: want its input, and no output count", u.Usage)
+		}
+	}
+	if ends := runEnds(evs); len(ends) != 1 || usageOfRun(ends[0]) != [2]int64{2661, 67} {
+		t.Errorf("run end %+v, want the result's 2661 in, 67 out", ends)
+	}
+	// 2.0.77 prints the final counts on each line.
+	evs = formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(captureDir("2.0.77", "text-shell", "stream-json"), "stdout.jsonl")))
+	for _, u := range formatstest.OfKind(evs, formats.Usage) {
+		if !u.Usage.OutputTokens.OK || u.Usage.OutputTokens.V < 30 {
+			t.Errorf("2.0.77 request usage %+v", u.Usage)
+		}
+	}
+}

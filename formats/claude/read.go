@@ -364,6 +364,7 @@ type decoder struct {
 	open     bool
 	session  string
 	model    string
+	version  string // the run's Claude Code version, from init
 	msg      pendingMsg
 	lastText string
 	usageIDs map[string]bool
@@ -573,9 +574,34 @@ func (d *decoder) ensureRun(session string) {
 	d.startRun(formats.RunInfo{SessionID: session})
 }
 
+// usageOf is a message's usage as the stream gives it. 2.1 (2.1.285,
+// 2.1.332) prints each message as its blocks end, with the usage of
+// message_start, where output_tokens counts the first token or so: a
+// message that does not say why it stopped has no output count then (the
+// result has the run's). 2.0 and 1.0 print the final counts on each line.
+func (d *decoder) usageOf(m *apiMessage) formats.UsageInfo {
+	u := m.Usage.info()
+	if m.StopReason == "" && atLeast(d.version, 2, 1) {
+		u.OutputTokens = formats.Opt[int64]{}
+	}
+	return u
+}
+
+// atLeast: version v (major.minor.patch) is major.minor or later.
+func atLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (ma > major || ma == major && mi >= minor)
+}
+
 func (d *decoder) startRun(info formats.RunInfo) {
 	d.flushMsg()
 	d.open = true
+	d.version = info.AgentVersion
 	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
 	d.msg = pendingMsg{}
 	clear(d.usageIDs)
@@ -774,7 +800,7 @@ func (d *decoder) assistant(r *record) {
 				d.usageIDs = map[string]bool{}
 			}
 			d.usageIDs[m.ID] = true
-			d.emitUsage(d.knownAgent(r), m.Usage.info(), m.response())
+			d.emitUsage(d.knownAgent(r), d.usageOf(m), m.response())
 		}
 		return
 	}
@@ -794,7 +820,7 @@ func (d *decoder) assistant(r *record) {
 			d.usageIDs = map[string]bool{}
 		}
 		d.usageIDs[m.ID] = true
-		d.emitUsage(agent, m.Usage.info(), m.response())
+		d.emitUsage(agent, d.usageOf(m), m.response())
 	}
 	if m.Model != "" && m.Model != "<synthetic>" {
 		if d.models == nil {
