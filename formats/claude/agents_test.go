@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/claude"
@@ -337,5 +338,20 @@ func TestAgentMessageStartUsage(t *testing.T) {
 		if !u.Usage.OutputTokens.OK || u.Usage.OutputTokens.V < 30 {
 			t.Errorf("2.0.77 request usage %+v", u.Usage)
 		}
+	}
+}
+
+// Detection (issue 23 #9): a Claude stream whose init has an apiKeySource
+// that Cursor also prints ("env") is Claude's, by what only Claude prints
+// (init's tools and mcp_servers, messages with ids and usage, a result's
+// total_cost_usd), and its tool calls are read.
+func TestAgentDetectedAsClaude(t *testing.T) {
+	b := mustRead(t, filepath.Join(captureDir("2.0.77", "text-shell", "stream-json"), "stdout.jsonl"))
+	b = bytes.Replace(b, []byte(`"apiKeySource":"ANTHROPIC_API_KEY"`), []byte(`"apiKeySource":"env"`), 1)
+	if !bytes.Contains(b, []byte(`"apiKeySource":"env"`)) {
+		t.Fatal("the capture's init has no apiKeySource")
+	}
+	if d, s := convert.Detect(b); d.Name != claude.Stream.Name {
+		t.Errorf("detected as %s (%d)", d.Name, s)
 	}
 }
