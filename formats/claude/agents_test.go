@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/convert/converttest"
@@ -353,5 +354,35 @@ func TestAgentDetectedAsClaude(t *testing.T) {
 	}
 	if d, s := convert.Detect(b); d.Name != claude.Stream.Name {
 		t.Errorf("detected as %s (%d)", d.Name, s)
+	}
+}
+
+// Lines without a timestamp (issue 23 #10): 2.1.332 stamps its messages
+// but not its system/task_* lines, nor the result; they take the time of
+// the line before them, not the time they are read. So do a session
+// file's records without one (last-prompt, cost-state).
+func TestAgentUnstampedLines(t *testing.T) {
+	dir := captureDir("2.1.332", "subagent", "stream-json")
+	evs := formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
+	var seen time.Time
+	for _, e := range evs {
+		if e.Time.IsZero() && !seen.IsZero() {
+			t.Errorf("%v of line %d has no time, after %v", e.Kind, e.Source.LineNo, seen)
+		}
+		if !e.Time.IsZero() && e.Time.Before(seen) {
+			t.Errorf("%v of line %d at %v, before %v", e.Kind, e.Source.LineNo, e.Time, seen)
+		}
+		if !e.Time.IsZero() {
+			seen = e.Time
+		}
+	}
+	if seen.IsZero() {
+		t.Fatal("no event has a time")
+	}
+	evs, _ = readSession(t, captureSession(t, dir))
+	for _, e := range evs {
+		if e.Time.IsZero() {
+			t.Errorf("session: %v of line %d (%s) has no time", e.Kind, e.Source.LineNo, e.Source.Type)
+		}
 	}
 }

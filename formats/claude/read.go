@@ -361,10 +361,12 @@ type decoder struct {
 	// records.
 	preRun []*formats.Event
 
-	open     bool
-	session  string
-	model    string
-	version  string // the run's Claude Code version, from init
+	open    bool
+	session string
+	model   string
+	version string // the run's Claude Code version, from init
+	// lastTime is the timestamp of the last line that had one.
+	lastTime time.Time
 	msg      pendingMsg
 	lastText string
 	usageIDs map[string]bool
@@ -501,8 +503,14 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 	}
 	if r.Timestamp != "" {
 		if t, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil {
-			d.src.Time = t
+			d.src.Time, d.lastTime = t, t
 		}
+	}
+	if d.src.Time.IsZero() {
+		// A line without a timestamp in a stream that has them
+		// (rate_limit_event, system/status, …) takes the time of the line
+		// before it, not the time it was read.
+		d.src.Time = d.lastTime
 	}
 	switch r.Type {
 	case "system":

@@ -169,6 +169,7 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 // in the middle, and is left out.
 func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*sessRec, cut bool, err error) {
 	lines := formats.NewLineReader(r)
+	var last time.Time
 	for {
 		b, err := lines.Next()
 		if err == io.EOF {
@@ -205,8 +206,13 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*s
 			}
 			if rec.r.Timestamp != "" {
 				if t, err := time.Parse(time.RFC3339Nano, rec.r.Timestamp); err == nil {
-					rec.t = t
+					rec.t, last = t, t
 				}
+			}
+			if rec.t.IsZero() {
+				// A record without a timestamp (last-prompt, cost-state, …)
+				// takes the time of the record before it.
+				rec.t = last
 			}
 		}
 		if rec.err != nil && warnPrefix != "" {
@@ -695,6 +701,11 @@ func (b *sessBuild) emit(r *sessRec, ev *formats.Event) {
 		if ev.Time.IsZero() {
 			ev.Time = r.t
 		}
+	}
+	if ev.Time.IsZero() {
+		// An event of no record of its own (a subagent's end, held
+		// records) happens where the file is.
+		ev.Time = b.lastTime
 	}
 	if !ev.Time.IsZero() {
 		b.lastTime = ev.Time
