@@ -386,3 +386,18 @@ func TestAgentUnstampedLines(t *testing.T) {
 		}
 	}
 }
+
+// The listing (issue 23 #11) reads a subagent's .meta.json with its
+// session file (2.1's subagents/agent-<id>.meta.json): it is no file that
+// no dialect reads, and its size counts in the session's.
+func TestAgentSessionsListMeta(t *testing.T) {
+	dir := filepath.Join(captureDir("2.1.332", "subagent", "json"), "home", ".claude", "projects")
+	metas, _ := filepath.Glob(filepath.Join(dir, "*", "*", "subagents", "*.meta.json"))
+	if len(metas) == 0 {
+		t.Fatal("the capture has no .meta.json")
+	}
+	code, out, stderr := converttest.Run("", "sessions", "--json", dir)
+	if code != 0 || strings.Contains(stderr, "skipped") || strings.Count(out, "\n") != 1 {
+		t.Errorf("exit %d: %s\n%s", code, out, stderr)
+	}
+}

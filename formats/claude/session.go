@@ -30,7 +30,7 @@ var Session = formats.Dialect{
 	DirFiles:    "*.jsonl",
 	Files:       true,
 	Places:      sessionPlaces,
-	Owner:       sessionOwner,
+	Owner:       fileOwner,
 }
 
 // What a session file carries: no durations, costs or outcomes but a
@@ -68,6 +68,19 @@ func sessionPlaces(getenv func(string) string) []string {
 }
 
 var subagentFile = regexp.MustCompile(`^agent-(.+)\.jsonl$`)
+
+var subagentMeta = regexp.MustCompile(`^agent-(.+)\.meta\.json$`)
+
+// fileOwner is the session file that reads p with it: a subagent's file
+// (sessionOwner), or its agent-<id>.meta.json, from which the reader takes
+// the subagent's type and spawning call.
+func fileOwner(p string) string {
+	if dir, name := filepath.Split(p); subagentMeta.MatchString(name) {
+		m := subagentMeta.FindStringSubmatch(name)
+		return sessionOwner(filepath.Join(dir, "agent-"+m[1]+".jsonl"))
+	}
+	return sessionOwner(p)
+}
 
 // sessionOwner: a subagent's file <dir>/<session-id>/subagents/agent-<id>.jsonl
 // belongs to <dir>/<session-id>.jsonl.
