@@ -210,9 +210,12 @@ func (r *run) modelUsage(o *resultOut, v *formats.RunView, dialect string, rep *
 	}
 	r.usageSession, r.usageTotal = v.Info.SessionID, total
 	out := usageOf(total)
-	o.ModelUsage = map[string]modelUsageOut{model: {InputTokens: out.InputTokens, OutputTokens: out.OutputTokens,
+	o.ModelUsage = modelUsages{model: {InputTokens: out.InputTokens, OutputTokens: out.OutputTokens,
 		CacheRead: out.CacheRead, CacheCreation: out.CacheCreation}}
 }
+
+// modelUsages is Claude's modelUsage: token totals by model.
+type modelUsages map[string]modelUsageOut
 
 type modelUsageOut struct {
 	InputTokens   *int64 `json:"inputTokens"`
@@ -354,20 +357,20 @@ type denialOut struct {
 }
 
 type resultOut struct {
-	Type              string                   `json:"type"`
-	Subtype           string                   `json:"subtype"`
-	IsError           bool                     `json:"is_error"`
-	DurationMS        int64                    `json:"duration_ms"`
-	DurationAPIMS     int64                    `json:"duration_api_ms"`
-	NumTurns          int                      `json:"num_turns"`
-	Result            *string                  `json:"result,omitempty"`
-	SessionID         string                   `json:"session_id"`
-	TotalCostUSD      *float64                 `json:"total_cost_usd,omitempty"`
-	Usage             *usageOut                `json:"usage,omitempty"`
-	ModelUsage        map[string]modelUsageOut `json:"modelUsage,omitempty"`
-	PermissionDenials []denialOut              `json:"permission_denials"`
-	Errors            []string                 `json:"errors,omitempty"`
-	UUID              string                   `json:"uuid"`
+	Type              string      `json:"type"`
+	Subtype           string      `json:"subtype"`
+	IsError           bool        `json:"is_error"`
+	DurationMS        int64       `json:"duration_ms"`
+	DurationAPIMS     int64       `json:"duration_api_ms"`
+	NumTurns          int         `json:"num_turns"`
+	Result            *string     `json:"result,omitempty"`
+	SessionID         string      `json:"session_id"`
+	TotalCostUSD      *float64    `json:"total_cost_usd,omitempty"`
+	Usage             *usageOut   `json:"usage,omitempty"`
+	ModelUsage        modelUsages `json:"modelUsage,omitempty"`
+	PermissionDenials []denialOut `json:"permission_denials"`
+	Errors            []string    `json:"errors,omitempty"`
+	UUID              string      `json:"uuid"`
 }
 
 func args(a json.RawMessage) json.RawMessage {
