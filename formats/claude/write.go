@@ -52,6 +52,9 @@ type run struct {
 	// totals of the last modelUsage written.
 	usageSession string
 	usageTotal   formats.UsageInfo
+	// dialect is the name the writer was chosen under (claude-stream, or
+	// a copy of it).
+	dialect string
 }
 
 // follow keeps the run's encoding state from any event, written or not.
@@ -189,7 +192,7 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 // session's running totals, under the run's model. (Without subagents,
 // result.usage holds the totals.) The dialects that copy
 // claude-stream have no modelUsage: they lose the difference.
-func (r *run) modelUsage(o *resultOut, v *formats.RunView, dialect string, rep *formats.Report) {
+func (r *run) modelUsage(o *resultOut, v *formats.RunView, rep *formats.Report) {
 	sub := false
 	for _, a := range v.Agents {
 		sub = sub || !a.Usage.Empty()
@@ -200,7 +203,7 @@ func (r *run) modelUsage(o *resultOut, v *formats.RunView, dialect string, rep *
 		return
 	}
 	model := v.Info.Model
-	if dialect != Stream.Name || model == "" {
+	if r.dialect != Stream.Name || model == "" {
 		rep.Lose(lossUnprintedUsage)
 		return
 	}
@@ -419,12 +422,11 @@ func (g *ids) message() string {
 // The claude-stream writer.
 
 type streamWriter struct {
-	w       io.Writer
-	dialect string
-	rep     *formats.Report
-	view    *formats.RunFollower
-	run     run
-	err     error
+	w    io.Writer
+	rep  *formats.Report
+	view *formats.RunFollower
+	run  run
+	err  error
 
 	text     formats.TextTracker
 	thinking map[string]*strings.Builder
@@ -443,7 +445,8 @@ type streamWriter struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	s := &streamWriter{w: w, dialect: o.Dialect, rep: o.Report, view: formats.ViewFor(o)}
+	s := &streamWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
+	s.run.dialect = o.Dialect
 	s.reset()
 	return s
 }
@@ -601,7 +604,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 			s.rep.LoseN(lossLateUsage, len(s.usage))
 		}
 		o := s.run.result(e, v, s.rep, s.told, true)
-		s.run.modelUsage(&o, v, s.dialect, s.rep)
+		s.run.modelUsage(&o, v, s.rep)
 		s.line(o)
 		s.reset()
 	}
