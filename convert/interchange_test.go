@@ -2,6 +2,7 @@ package convert
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentconv/agentconv/formats"
@@ -49,11 +50,14 @@ func TestThroughInterchange(t *testing.T) {
 			}
 			t.Run(rel+"→"+via, func(t *testing.T) {
 				mid, _ := convertTo(t, data, src.Name, via)
-				back, _ := convertTo(t, mid, via, src.Name, "--otlp-content")
+				back, backErr := convertTo(t, mid, via, src.Name, "--otlp-content")
 				want, got := facts(t, src, first(convertTo(t, data, src.Name, src.Name))), facts(t, src, back)
 				for _, f := range fields {
 					if need := factFeature[f]; src.Carries&need != need {
 						continue // the trip back cannot carry it
+					}
+					if f == "sessions" && strings.Contains(backErr, "× session ids") {
+						continue // the source's writer said it changes them
 					}
 					if want[f] != got[f] {
 						t.Errorf("%s changed through %s:\nbefore %q\nafter  %q", f, via, want[f], got[f])

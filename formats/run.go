@@ -106,6 +106,10 @@ func (v *RunView) Answer() string {
 	return v.LastText
 }
 
+// RequestUsage is the sum of the run's requests (Usage events), every
+// agent's: what the run's totals are when the source gives none.
+func (v *RunView) RequestUsage() UsageInfo { return v.reqUsage }
+
 // Answered reports whether the source gave an Answer event.
 func (v *RunView) Answered() bool { return v.answered }
 

@@ -52,9 +52,14 @@ const (
 	keyTotalPrefix = "agentconv.usage."
 	// keyOldCost is the run's cost in the spans of agentconv before 2026-12,
 	// still read.
-	keyOldCost   = "agentconv.usage.cost_usd"
-	keyModels    = "agentconv.models"
-	keyCut       = "agentconv.run.cut"
+	keyOldCost = "agentconv.usage.cost_usd"
+	keyModels  = "agentconv.models"
+	keyCut     = "agentconv.run.cut"
+	// keyUsageFrom says where the run's token totals come from: the
+	// source's own totals of the run ("source"), or the sum of the model
+	// requests it gave ("requests"), which leaves out what it did not
+	// print.
+	keyUsageFrom = "agentconv.run.usage_from"
 	keyTurn      = "agentconv.turn.number"
 	keySummary   = "agentconv.tool.summary"
 	keyRequestID = "agentconv.permission.request_id"
@@ -953,6 +958,12 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	// gen_ai.usage.* only what the requests leave out, so that the
 	// gen_ai.usage.* of the trace's spans add up to the totals.
 	totals := formats.RunTotals(e.Usage, b.reqUsage)
+	switch {
+	case e.Usage.InputTokens.OK || e.Usage.OutputTokens.OK:
+		root.set(attribute.String(keyUsageFrom, "source"))
+	case totals.InputTokens.OK || totals.OutputTokens.OK:
+		root.set(attribute.String(keyUsageFrom, "requests"))
+	}
 	if b.chats == 0 && b.turnUsed == 0 {
 		b.setUsage(root, totals)
 	} else {

@@ -47,7 +47,7 @@ const streamCarries = formats.AllFeatures &^ (formats.SystemPrompts | formats.Ti
 
 var streamQuirks = []string{lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons,
 	lossMergedErrors, lossTruncation, lossReports, lossLooseTodos, lossSilentAgents, lossCalllessAgents,
-	lossAgentDirs, lossLateUsage}
+	lossAgentDirs, lossLateUsage, lossUnprintedUsage}
 
 // QwenCode and Amp print copies of claude-stream (Qwen Code's `qwen -p
 // --output-format stream-json`, Amp's `amp -x --stream-json`): the same

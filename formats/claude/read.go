@@ -48,6 +48,56 @@ type record struct {
 	ModelUsage        map[string]json.RawMessage `json:"modelUsage"`
 	PermissionDenials []denial                   `json:"permission_denials"`
 	Errors            []json.RawMessage          `json:"errors"`
+	// The provider's error of a run (result: api_error_type and
+	// api_error_status, 2.1) or of a synthetic API-error message
+	// (apiErrorType, apiErrorStatus).
+	APIErrorType      json.RawMessage `json:"api_error_type"`
+	APIErrorStatus    json.RawMessage `json:"api_error_status"`
+	MsgAPIErrorType   json.RawMessage `json:"apiErrorType"`
+	MsgAPIErrorStatus json.RawMessage `json:"apiErrorStatus"`
+	// ToolResultMeta (2.1, user lines): how each call's permission was
+	// decided.
+	ToolResultMeta json.RawMessage `json:"tool_result_meta"`
+	// SubagentStats (2.1) says how many subagents the process spawned.
+	SubagentStats json.RawMessage `json:"subagent_stats"`
+
+	// system/task_started, system/task_notification (2.1's background
+	// tasks): the spawning call, whether it runs in the background, how
+	// it ended and what it reported. Read by hand: other lines use the
+	// same names for other shapes.
+	ToolUseIDField json.RawMessage `json:"tool_use_id"`
+	IsBackgrounded json.RawMessage `json:"is_backgrounded"`
+	Status         json.RawMessage `json:"status"`
+	Summary        json.RawMessage `json:"summary"`
+}
+
+// str reads a raw JSON string; "" for anything else.
+func str(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// modelUsage is a model's entry in a result's modelUsage: the process's
+// running totals of every request to that model, subagents' included.
+type modelUsage struct {
+	InputTokens   int64 `json:"inputTokens"`
+	OutputTokens  int64 `json:"outputTokens"`
+	CacheRead     int64 `json:"cacheReadInputTokens"`
+	CacheCreation int64 `json:"cacheCreationInputTokens"`
+}
+
+func (m modelUsage) minus(o modelUsage) (modelUsage, bool) {
+	d := modelUsage{m.InputTokens - o.InputTokens, m.OutputTokens - o.OutputTokens, m.CacheRead - o.CacheRead, m.CacheCreation - o.CacheCreation}
+	return d, d.InputTokens >= 0 && d.OutputTokens >= 0 && d.CacheRead >= 0 && d.CacheCreation >= 0
+}
+
+func (m modelUsage) info() formats.UsageInfo {
+	in, out, read, write := m.InputTokens, m.OutputTokens, m.CacheRead, m.CacheCreation
+	u := apiUsage{InputTokens: &in, OutputTokens: &out, CacheRead: &read, CacheCreation: &write}
+	return u.info()
 }
 
 type apiMessage struct {
@@ -56,6 +106,53 @@ type apiMessage struct {
 	StopReason string          `json:"stop_reason"`
 	Content    json.RawMessage `json:"content"`
 	Usage      *apiUsage       `json:"usage"`
+	// Text is a system line's message, which is a string (2.1's
+	// system/permission_denied).
+	Text string `json:"-"`
+}
+
+// UnmarshalJSON reads a message object, or a system line's message text.
+func (m *apiMessage) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &m.Text)
+	}
+	type plain apiMessage
+	return json.Unmarshal(b, (*plain)(m))
+}
+
+// resultMeta is an entry of 2.1's tool_result_meta on a user line: how
+// the call's permission was decided.
+type resultMeta struct {
+	ID                 string `json:"id"`
+	NonExecutionKind   string `json:"non_execution_kind"`
+	PermissionDecision *struct {
+		Decision string `json:"decision"`
+	} `json:"permission_decision"`
+}
+
+// rejected: the permission decision refused the call.
+func rejected(kind string, decision string) bool {
+	return kind == "user-rejected" || decision == "reject" || decision == "deny"
+}
+
+// metaRejected are the calls that a user line's tool_result_meta says
+// were refused.
+func metaRejected(raw json.RawMessage) map[string]bool {
+	var metas []resultMeta
+	if len(raw) == 0 || json.Unmarshal(raw, &metas) != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, m := range metas {
+		d := ""
+		if m.PermissionDecision != nil {
+			d = m.PermissionDecision.Decision
+		}
+		if m.ID != "" && rejected(m.NonExecutionKind, d) {
+			out[m.ID] = true
+		}
+	}
+	return out
 }
 
 type apiUsage struct {
@@ -224,12 +321,13 @@ func rawStrings(raws []json.RawMessage) []string {
 // call is what the decoder keeps of a tool call, for its result, its
 // subagent and its denial.
 type call struct {
-	name   string
-	agent  string
-	args   json.RawMessage
-	failed string // the error text of a failed result
-	ended  bool   // its result came
-	denied bool   // its result was a refusal
+	name    string
+	agent   string
+	args    json.RawMessage
+	failed  string // the error text of a failed result
+	ended   bool   // its result came
+	denied  bool   // its result was a refusal
+	refused bool   // a system/permission_denied line refused it (2.1)
 }
 
 // pendingMsg gathers the blocks of one assistant message, which Claude Code
@@ -272,9 +370,12 @@ type decoder struct {
 	// records.
 	preRun []*formats.Event
 
-	open     bool
-	session  string
-	model    string
+	open    bool
+	session string
+	model   string
+	version string // the run's Claude Code version, from init
+	// lastTime is the timestamp of the last line that had one.
+	lastTime time.Time
 	msg      pendingMsg
 	lastText string
 	usageIDs map[string]bool
@@ -299,6 +400,23 @@ type decoder struct {
 	// is what it adds to it.
 	costSession string
 	costTotal   float64
+	// usageSession and usageTotal are the session and the modelUsage
+	// totals (by model) of the last result that the run's totals were
+	// taken from: modelUsage is a running total too.
+	usageSession string
+	usageTotal   map[string]modelUsage
+	// models are the models the run's messages named.
+	models map[string]bool
+	// background: a subagent of the run runs in the background (2.1's
+	// task_started with is_backgrounded, or its task_notification). Its
+	// report makes Claude Code begin a turn of the same run, with an init
+	// of its own, and print one result per turn at the end.
+	background bool
+	// turns counts the inits of the open run that a result has not yet
+	// answered, beyond its first.
+	turns int
+	// spawned: a subagent of the run said something.
+	spawned bool
 }
 
 type streamedText struct{ text, thinking strings.Builder }
@@ -394,8 +512,14 @@ func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 	}
 	if r.Timestamp != "" {
 		if t, err := time.Parse(time.RFC3339Nano, r.Timestamp); err == nil {
-			d.src.Time = t
+			d.src.Time, d.lastTime = t, t
 		}
+	}
+	if d.src.Time.IsZero() {
+		// A line without a timestamp in a stream that has them
+		// (rate_limit_event, system/status, …) takes the time of the line
+		// before it, not the time it was read.
+		d.src.Time = d.lastTime
 	}
 	switch r.Type {
 	case "system":
@@ -467,13 +591,39 @@ func (d *decoder) ensureRun(session string) {
 	d.startRun(formats.RunInfo{SessionID: session})
 }
 
+// usageOf is a message's usage as the stream gives it. 2.1 (2.1.285,
+// 2.1.332) prints each message as its blocks end, with the usage of
+// message_start, where output_tokens counts the first token or so: a
+// message that does not say why it stopped has no output count then (the
+// result has the run's). 2.0 and 1.0 print the final counts on each line.
+func (d *decoder) usageOf(m *apiMessage) formats.UsageInfo {
+	u := m.Usage.info()
+	if m.StopReason == "" && atLeast(d.version, 2, 1) {
+		u.OutputTokens = formats.Opt[int64]{}
+	}
+	return u
+}
+
+// atLeast: version v (major.minor.patch) is major.minor or later.
+func atLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(parts[1])
+	return err1 == nil && err2 == nil && (ma > major || ma == major && mi >= minor)
+}
+
 func (d *decoder) startRun(info formats.RunInfo) {
 	d.flushMsg()
 	d.open = true
+	d.version = info.AgentVersion
 	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
 	d.msg = pendingMsg{}
 	clear(d.usageIDs)
-	d.subUsage = false
+	d.subUsage, d.spawned, d.background, d.turns = false, false, false, 0
+	clear(d.models)
 	clear(d.calls)
 	d.agents = d.agents[:0]
 	info.Provider, info.AgentName = agentOf(d.opts.Dialect)
@@ -487,14 +637,60 @@ func (d *decoder) startRun(info formats.RunInfo) {
 
 func (d *decoder) system(r *record) {
 	if r.Subtype == "init" {
+		if d.open && d.background && r.SessionID != "" && r.SessionID == d.session {
+			// A background subagent's report begins a turn of the same
+			// run: the process goes on, and prints this turn's result
+			// after the first's.
+			d.turns++
+			d.emitRaw()
+			return
+		}
 		d.startRun(formats.RunInfo{SessionID: r.SessionID, Model: r.Model, Cwd: r.Cwd, AgentVersion: r.Version})
 		return
 	}
 	var ev *formats.Event
 	switch r.Subtype {
+	case "task_started":
+		if string(r.IsBackgrounded) == "true" {
+			d.background = true
+		}
+		ev = &formats.Event{Kind: formats.Raw}
+	case "task_notification":
+		// A background subagent ended: its report is its end.
+		d.background = true
+		id := str(r.ToolUseIDField)
+		if d.open && id != "" && slices.Contains(d.agents, id) {
+			d.flushMsg()
+			st := formats.Completed
+			switch str(r.Status) {
+			case "failed":
+				st = formats.Failed
+			case "killed", "stopped", "cancelled":
+				st = formats.Cancelled
+			}
+			d.endAgent(id, st, str(r.Summary))
+			return
+		}
+		ev = &formats.Event{Kind: formats.Raw}
 	case "compact_boundary":
 		d.flushMsg()
 		ev = &formats.Event{Kind: formats.Compaction}
+	case "permission_denied":
+		// 2.1 says a call was refused before its tool_result does.
+		id := str(r.ToolUseIDField)
+		c := d.calls[id]
+		if id == "" || c == nil {
+			ev = &formats.Event{Kind: formats.Raw}
+			break
+		}
+		c.refused = true
+		reason := ""
+		if r.Message != nil {
+			reason = r.Message.Text
+		}
+		d.runEvent(r, &formats.Event{Kind: formats.PermissionAnswer, Agent: c.agent, Call: formats.Call{ID: id, Name: c.name},
+			Permission: formats.Permission{RequestID: id, Reason: reason}})
+		return
 	case "api_retry":
 		text := "the API request failed; retrying"
 		if r.Attempt != nil {
@@ -550,6 +746,7 @@ func (d *decoder) agentOf(r *record) string {
 	}
 	id := *r.ParentToolUseID
 	d.agents = append(d.agents, id)
+	d.spawned = true
 	info := formats.AgentInfo{ParentCall: id}
 	if c := d.calls[id]; c != nil {
 		info.Parent = c.agent
@@ -592,7 +789,18 @@ func (d *decoder) assistant(r *record) {
 		return
 	}
 	d.ensureRun(r.SessionID)
-	apiError := len(r.Error) > 0 && string(r.Error) != "null"
+	apiError := len(r.Error) > 0 && string(r.Error) != "null" || syntheticError(m)
+	code := func(text string) string {
+		if c := errorCode(r.MsgAPIErrorType, r.MsgAPIErrorStatus); c != "" {
+			return c
+		}
+		return apiErrorCode(text, r.Error)
+	}
+	if m.Model == "<synthetic>" {
+		// Claude Code's own message (an API error, …): no model call,
+		// whatever usage it carries.
+		m.Usage = nil
+	}
 	if !saysSomething(blocks(m.Content), apiError) {
 		// Nothing said: no message, and no subagent started by it. Its
 		// usage, if any, counts for an agent already known, else the run.
@@ -600,7 +808,7 @@ func (d *decoder) assistant(r *record) {
 			d.flushMsg()
 			for _, b := range blocks(m.Content) {
 				if b.Type == "text" && b.Text != "" {
-					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
+					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text, Code: code(b.Text)})
 				}
 			}
 		}
@@ -609,7 +817,7 @@ func (d *decoder) assistant(r *record) {
 				d.usageIDs = map[string]bool{}
 			}
 			d.usageIDs[m.ID] = true
-			d.emitUsage(d.knownAgent(r), m.Usage.info(), m.response())
+			d.emitUsage(d.knownAgent(r), d.usageOf(m), m.response())
 		}
 		return
 	}
@@ -629,7 +837,13 @@ func (d *decoder) assistant(r *record) {
 			d.usageIDs = map[string]bool{}
 		}
 		d.usageIDs[m.ID] = true
-		d.emitUsage(agent, m.Usage.info(), m.response())
+		d.emitUsage(agent, d.usageOf(m), m.response())
+	}
+	if m.Model != "" && m.Model != "<synthetic>" {
+		if d.models == nil {
+			d.models = map[string]bool{}
+		}
+		d.models[m.Model] = true
 	}
 	if agent == "" && m.Model != "" && m.Model != "<synthetic>" && m.Model != d.model {
 		if d.model != "" {
@@ -641,7 +855,7 @@ func (d *decoder) assistant(r *record) {
 		switch b.Type {
 		case "text":
 			if apiError {
-				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text, Code: apiErrorCode(b.Text, r.Error)})
+				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text, Code: code(b.Text)})
 			} else {
 				d.msg.text = join(d.msg.text, b.Text)
 			}
@@ -734,11 +948,17 @@ func (d *decoder) user(r *record) {
 			break
 		}
 	}
+	refused := metaRejected(r.ToolResultMeta)
 	for _, b := range bs {
 		switch b.Type {
 		case "text":
 			d.emit(&formats.Event{Kind: formats.UserMessage, Agent: agent, Text: b.Text})
 		case "tool_result":
+			if refused[b.ToolUseID] {
+				if c := d.calls[b.ToolUseID]; c != nil {
+					c.refused = true
+				}
+			}
 			d.toolResult(agent, &b)
 		}
 	}
@@ -754,7 +974,7 @@ func (d *decoder) toolResult(agent string, b *block) {
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
 	if b.IsError != nil && *b.IsError {
 		res.Status, res.Output, res.Error = formats.Failed, "", out
-		if isRefusal(out) {
+		if isRefusal(out) || c != nil && c.refused {
 			// The result's permission_denials will list it: it ends here,
 			// once, as refused.
 			res.Status = formats.Denied
@@ -811,6 +1031,17 @@ func (d *decoder) streamEvent(r *record) {
 
 func (d *decoder) result(r *record) {
 	d.flushMsg()
+	if d.open && d.turns > 0 && (r.SessionID == "" || r.SessionID == d.session) {
+		// The result of a turn before the run's last (a background
+		// subagent's report began another): the run goes on, and its last
+		// result, whose totals run over every turn, ends it.
+		d.turns--
+		for _, e := range rawStrings(r.Errors) {
+			d.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e})
+		}
+		d.emitRaw()
+		return
+	}
 	d.ensureRun(r.SessionID)
 	// The main agent's streamed text may be the answer.
 	d.wholeStreamed("")
@@ -876,6 +1107,11 @@ func (d *decoder) result(r *record) {
 		if end.Text == "" && r.Result != nil {
 			end.Text = *r.Result
 		}
+		if c := errorCode(r.APIErrorType, r.APIErrorStatus); c != "" {
+			end.Code = c
+		} else if end.Code == "" && r.Result != nil {
+			end.Code = apiErrorCode(*r.Result, nil) // "API Error: 529 {…}"
+		}
 		switch {
 		case end.Text != "":
 		case r.Subtype != "" && r.Subtype != "success":
@@ -884,7 +1120,15 @@ func (d *decoder) result(r *record) {
 			end.Text = "the run failed"
 		}
 	}
-	if r.Usage != nil && !d.subUsage {
+	// The run's totals: result.usage counts the main agent's requests
+	// alone; where subagents ran, modelUsage (the process's running totals
+	// by model, as total_cost_usd is) counts theirs too. Without either,
+	// the pipeline sums the requests the stream printed.
+	totals, ok := d.modelTotals(end.Run.SessionID, r.ModelUsage)
+	switch {
+	case ok && (d.subUsage || d.spawned || statsSpawned(r.SubagentStats)):
+		end.Usage = totals
+	case r.Usage != nil && !d.subUsage:
 		end.Usage = r.Usage.info()
 	}
 	if r.TotalCostUSD != nil {
@@ -903,8 +1147,86 @@ func (d *decoder) result(r *record) {
 	d.msg = pendingMsg{}
 }
 
-// errorText reads a result's error: a string, or an object with a message
-// (and a type, said when there is no message).
+// modelTotals is the run's part of a result's modelUsage: the running
+// totals less those of the session's last result, summed over the models
+// the run's messages named (a helper model that only titles the session or
+// warms a subagent up is left out) or over every model when no message
+// named one (--output-format json).
+func (d *decoder) modelTotals(session string, raw map[string]json.RawMessage) (formats.UsageInfo, bool) {
+	cur := map[string]modelUsage{}
+	for m, b := range raw {
+		var u modelUsage
+		if json.Unmarshal(b, &u) == nil {
+			cur[m] = u
+		}
+	}
+	if len(cur) == 0 {
+		return formats.UsageInfo{}, false
+	}
+	var base map[string]modelUsage
+	if session != "" && session == d.usageSession {
+		base = d.usageTotal
+	}
+	d.usageSession, d.usageTotal = session, cur
+	var sum modelUsage
+	named := false
+	for m := range cur {
+		named = named || d.models[m]
+	}
+	for m, u := range cur {
+		if named && !d.models[m] {
+			continue
+		}
+		if b, ok := base[m]; ok {
+			if diff, ok := u.minus(b); ok {
+				u = diff
+			}
+		}
+		sum = modelUsage{sum.InputTokens + u.InputTokens, sum.OutputTokens + u.OutputTokens, sum.CacheRead + u.CacheRead, sum.CacheCreation + u.CacheCreation}
+	}
+	return sum.info(), true
+}
+
+// statsSpawned: a result's subagent_stats (2.1) says subagents ran.
+func statsSpawned(raw json.RawMessage) bool {
+	var st struct {
+		Spawned int `json:"spawned"`
+	}
+	return json.Unmarshal(raw, &st) == nil && st.Spawned > 0
+}
+
+// syntheticError: a message Claude Code made itself to say that the API
+// request failed (1.0 marks it with no error field).
+func syntheticError(m *apiMessage) bool {
+	if m.Model != "<synthetic>" {
+		return false
+	}
+	for _, b := range blocks(m.Content) {
+		if b.Type == "text" && strings.HasPrefix(b.Text, "API Error") {
+			return true
+		}
+	}
+	return false
+}
+
+// errorCode is the provider's code of an error that Claude Code names
+// (2.1): its type, else the type the API gives its HTTP status.
+func errorCode(typ, status json.RawMessage) string {
+	if t := str(typ); t != "" {
+		return t
+	}
+	var n int
+	if json.Unmarshal(status, &n) == nil {
+		return apiErrorTypes[n]
+	}
+	return ""
+}
+
+// apiErrorTypes are the Messages API's error types by HTTP status.
+var apiErrorTypes = map[int]string{400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+	403: "permission_error", 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+	500: "api_error", 504: "timeout_error", 529: "overloaded_error"}
+
 // apiErrorCode is the provider's code of an API error: the error type in
 // Claude Code's "API Error: 529 {…}" text, else the message's error word.
 func apiErrorCode(text string, raw json.RawMessage) string {
@@ -925,6 +1247,8 @@ func apiErrorCode(text string, raw json.RawMessage) string {
 	return ""
 }
 
+// errorText reads a result's error: a string, or an object with a message
+// (and a type, said when there is no message).
 func errorText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

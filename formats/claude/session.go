@@ -30,7 +30,7 @@ var Session = formats.Dialect{
 	DirFiles:    "*.jsonl",
 	Files:       true,
 	Places:      sessionPlaces,
-	Owner:       sessionOwner,
+	Owner:       fileOwner,
 }
 
 // What a session file carries: no durations, costs or outcomes but a
@@ -44,6 +44,8 @@ const sessionCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelN
 
 const (
 	lossFailedRuns       = "outcomes of failed runs (a session file has no result record)"
+	lossCutRuns          = "cut runs that stopped after a response (a session file reads them as ended)"
+	lossSessionIDs       = "session ids that are not UUIDs (written as UUIDs derived from them)"
 	lossPromptlessRuns   = "boundaries of runs without a prompt (they join the run before)"
 	lossSessionAnswers   = "answers that are not the last message of their run"
 	lossSessionErrors    = "tool error texts (merged into the output)"
@@ -56,7 +58,7 @@ const (
 	lossNoPrompt = "user prompts the source never gave (a resumed agent does not see its task)"
 )
 
-var sessionQuirks = []string{lossFailedRuns, lossPromptlessRuns, lossSessionErrors,
+var sessionQuirks = []string{lossFailedRuns, lossCutRuns, lossSessionIDs, lossPromptlessRuns, lossSessionErrors,
 	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage, lossUnsignedThinking, lossNoPrompt}
 
 // sessionPlaces: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
@@ -71,6 +73,19 @@ func sessionPlaces(getenv func(string) string) []string {
 }
 
 var subagentFile = regexp.MustCompile(`^agent-(.+)\.jsonl$`)
+
+var subagentMeta = regexp.MustCompile(`^agent-(.+)\.meta\.json$`)
+
+// fileOwner is the session file that reads p with it: a subagent's file
+// (sessionOwner), or its agent-<id>.meta.json, from which the reader takes
+// the subagent's type and spawning call.
+func fileOwner(p string) string {
+	if dir, name := filepath.Split(p); subagentMeta.MatchString(name) {
+		m := subagentMeta.FindStringSubmatch(name)
+		return sessionOwner(filepath.Join(dir, "agent-"+m[1]+".jsonl"))
+	}
+	return sessionOwner(p)
+}
 
 // sessionOwner: a subagent's file <dir>/<session-id>/subagents/agent-<id>.jsonl
 // belongs to <dir>/<session-id>.jsonl.

@@ -36,6 +36,37 @@ type sessRecord struct {
 	ToolUseResult     toolUseResult   `json:"toolUseResult"`
 	Error             json.RawMessage `json:"error"`
 	DurationMS        *float64        `json:"durationMs"`
+	// A refused call's result (2.1): toolDenialKind "user-rejected", and
+	// permissionDecision.decision "reject".
+	ToolDenialKind     string `json:"toolDenialKind"`
+	PermissionDecision *struct {
+		Decision string `json:"decision"`
+	} `json:"permissionDecision"`
+	// A synthetic API-error message's error (2.1).
+	APIErrorType   json.RawMessage `json:"apiErrorType"`
+	APIErrorStatus json.RawMessage `json:"apiErrorStatus"`
+	// Origin says where a user record came from when no person typed it:
+	// kind "task-notification" is a background task's report (2.1).
+	Origin *struct {
+		Kind string `json:"kind"`
+	} `json:"origin"`
+}
+
+// refused: a user record says that its call's permission was refused
+// (2.1).
+func (r *sessRecord) refused() bool {
+	d := ""
+	if r.PermissionDecision != nil {
+		d = r.PermissionDecision.Decision
+	}
+	return rejected(r.ToolDenialKind, d)
+}
+
+// notification: a user record that reports a background task's end to the
+// model (2.1's <task-notification>), which no person typed.
+func (r *sessRecord) notification() bool {
+	return r.Origin != nil && r.Origin.Kind == "task-notification" ||
+		r.Origin == nil && r.Message != nil && strings.HasPrefix(strings.TrimSpace(userText(r.Message.Content)), "<task-notification>")
 }
 
 // toolUseResult is what the reader uses of a record's toolUseResult (a
@@ -75,7 +106,9 @@ type sessRec struct {
 	r    sessRecord
 	err  *formats.LineError
 	// kept raw: valid JSON of an unexpected shape.
-	odd       bool
+	odd bool
+	// broken: not valid JSON (err says why), a cut line if it is the last.
+	broken    bool
 	t         time.Time
 	abandoned bool
 	agent     string // the inline subagent a sidechain record belongs to
@@ -132,21 +165,29 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 	return it.ev, it.err
 }
 
-// readRecords reads the records of one file.
-func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) ([]*sessRec, error) {
+// readRecords reads the records of one file. cut: its last line was cut
+// in the middle, and is left out.
+func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*sessRec, cut bool, err error) {
 	lines := formats.NewLineReader(r)
-	var recs []*sessRec
+	var last time.Time
 	for {
 		b, err := lines.Next()
 		if err == io.EOF {
-			return recs, nil
+			if n := len(recs); n > 0 && recs[n-1].broken {
+				// A last line cut in the middle: the session is being
+				// written (or its writer was killed). What came before
+				// stands; the run it was part of is cut.
+				rep.Warn(recs[n-1].line, "the last line is cut in the middle (%s): the session is being written, or its writer stopped; it is left out, and its run is cut", recs[n-1].err.Msg)
+				return recs[:n-1], true, nil
+			}
+			return recs, false, nil
 		}
 		var le *formats.LineError
 		if err != nil {
 			if e, ok := err.(*formats.LineError); ok {
 				le = e
 			} else {
-				return recs, err
+				return recs, false, err
 			}
 		}
 		rec := &sessRec{line: lines.Line()}
@@ -156,7 +197,7 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) ([]*sessRe
 			rec.raw = append([]byte(nil), b...)
 			if e := formats.Unmarshal(rec.line, b, &rec.r); e != nil {
 				if !json.Valid(b) {
-					rec.err = e
+					rec.err, rec.broken = e, true
 				} else {
 					rec.odd = true
 					rec.r = sessRecord{Type: formats.TypeOf(b)}
@@ -165,8 +206,13 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) ([]*sessRe
 			}
 			if rec.r.Timestamp != "" {
 				if t, err := time.Parse(time.RFC3339Nano, rec.r.Timestamp); err == nil {
-					rec.t = t
+					rec.t, last = t, t
 				}
+			}
+			if rec.t.IsZero() {
+				// A record without a timestamp (last-prompt, cost-state, …)
+				// takes the time of the record before it.
+				rec.t = last
 			}
 		}
 		if rec.err != nil && warnPrefix != "" {
@@ -187,13 +233,13 @@ type agentMeta struct {
 
 func (s *sessionReader) load() error {
 	rep := s.opts.Report
-	recs, err := readRecords(s.in, rep, "")
+	recs, cut, err := readRecords(s.in, rep, "")
 	if err != nil {
 		return err
 	}
 	b := &sessBuild{opts: s.opts, rep: rep, agents: map[string]*subagent{}, callAgent: map[string]*subagent{},
 		agentCall: map[string]string{}, lastUsage: map[string]*apiUsage{}, lastStop: map[string]string{},
-		calls: map[string]*call{}}
+		calls: map[string]*call{}, cut: cut}
 	b.main = recs
 	b.chain()
 	b.scan(recs)
@@ -228,6 +274,8 @@ type sessBuild struct {
 	calls     map[string]*call
 	// alone: the file is a subagent's, read without its session.
 	alone bool
+	// cut: the file's last line was cut in the middle.
+	cut bool
 
 	// the run
 	open      bool
@@ -252,6 +300,8 @@ type sessBuild struct {
 	lastTime    time.Time
 	lastAsst    *sessRec // the main agent's last conversation record
 	lastWasAsst bool
+	// localDone: the last record is a slash command's output.
+	localDone bool
 
 	// held: records of one file that gave no event yet; the next event of
 	// that file carries them.
@@ -266,15 +316,27 @@ type sessBuild struct {
 	summaryOf map[string]bool // uuids of summary records a boundary took
 }
 
-// chain marks the records of abandoned branches: the conversation is the
+// chain marks the records of abandoned branches, following the
+// conversation as Claude Code rebuilds it when it resumes the file: the
 // chain of parents that ends at the last user or assistant record of the
-// main agent; other user and assistant records of the main agent are on
-// branches left by a rewind or an edited prompt.
+// main agent,
+//   - where a parent missing from the file (a compaction whose logical
+//     parent Claude Code did not write) goes on from the record before it
+//     in the file, for the requests before it were made and billed;
+//   - with the records that a parallel call puts on sibling branches: the
+//     other records of an assistant message on the chain (same
+//     message.id), and the tool results of its calls, each of which
+//     Claude Code chains to its own tool_use record (or to a progress
+//     record of it).
+//
+// Other user and assistant records of the main agent are on branches left
+// by a rewind or an edited prompt.
 func (b *sessBuild) chain() {
 	byUUID := map[string]*sessRec{}
+	pos := map[*sessRec]int{}
 	var leaf *sessRec
 	sidechains, mainRecs := 0, 0
-	for _, r := range b.main {
+	for i, r := range b.main {
 		if r.err != nil || r.odd {
 			continue
 		}
@@ -282,6 +344,7 @@ func (b *sessBuild) chain() {
 			sidechains++
 			continue
 		}
+		pos[r] = i
 		if r.r.UUID != "" {
 			byUUID[r.r.UUID] = r
 		}
@@ -296,9 +359,61 @@ func (b *sessBuild) chain() {
 	if leaf == nil {
 		return
 	}
+	// before is the main agent's record before r in the file.
+	before := func(r *sessRec) *sessRec {
+		for i := pos[r] - 1; i >= 0; i-- {
+			if p := b.main[i]; p.err == nil && !p.odd && !flag(p.r.IsSidechain) && p.r.UUID != "" {
+				return p
+			}
+		}
+		return nil
+	}
 	on := map[*sessRec]bool{}
-	for r := leaf; r != nil && !on[r]; r = byUUID[r.r.parent()] {
+	for r := leaf; r != nil && !on[r]; {
 		on[r] = true
+		p := r.r.parent()
+		next := byUUID[p]
+		if next == nil && p != "" {
+			next = before(r)
+		}
+		r = next
+	}
+	// The sibling branches of parallel calls.
+	msgs, calls := map[string]bool{}, map[string]bool{}
+	note := func(r *sessRec) {
+		if r.r.Type != "assistant" || r.r.Message == nil {
+			return
+		}
+		if r.r.Message.ID != "" {
+			msgs[r.r.Message.ID] = true
+		}
+		for _, bl := range blocks(r.r.Message.Content) {
+			if bl.Type == "tool_use" && bl.ID != "" {
+				calls[bl.ID] = true
+			}
+		}
+	}
+	for r := range on {
+		note(r)
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, r := range b.main {
+			if on[r] || r.err != nil || r.odd || flag(r.r.IsSidechain) || r.r.UUID == "" {
+				continue
+			}
+			if p := byUUID[r.r.parent()]; p == nil || !on[p] {
+				continue
+			}
+			// A progress record between a call and the next block of its
+			// message is on the way to it.
+			if !r.conversation() || r.r.Message != nil && (r.r.Type == "assistant" && r.r.Message.ID != "" && msgs[r.r.Message.ID] ||
+				r.r.Type == "user" && answers(r, calls)) {
+				on[r] = true
+				note(r)
+				grew = true
+			}
+		}
 	}
 	for _, r := range b.main {
 		if r.err == nil && !r.odd && !flag(r.r.IsSidechain) && r.conversation() && r.r.UUID != "" && !on[r] {
@@ -309,6 +424,17 @@ func (b *sessBuild) chain() {
 	if b.abandoned > 0 {
 		b.rep.Warn(0, "%d records are on abandoned branches of the session (a rewind or an edited prompt): only the conversation that ends at the last record is converted; they are lost, except to claude-session, which copies them", b.abandoned)
 	}
+}
+
+// answers: a user record holds only results of the calls given.
+func answers(r *sessRec, calls map[string]bool) bool {
+	bs := blocks(r.r.Message.Content)
+	for _, bl := range bs {
+		if bl.Type != "tool_result" || !calls[bl.ToolUseID] {
+			return false
+		}
+	}
+	return len(bs) > 0
 }
 
 // scan notes, over every record, what later records say of earlier ones:
@@ -424,7 +550,7 @@ func (b *sessBuild) agentFiles(p string) {
 			b.rep.Warn(0, "cannot read the subagent's file %s (%v); its events are left out", name, err)
 			continue
 		}
-		recs, err := readRecords(f, b.rep, name+": ")
+		recs, _, err := readRecords(f, b.rep, name+": ")
 		f.Close()
 		if err != nil {
 			b.rep.Warn(0, "reading the subagent's file %s failed (%v); the records before are kept", name, err)
@@ -576,6 +702,11 @@ func (b *sessBuild) emit(r *sessRec, ev *formats.Event) {
 			ev.Time = r.t
 		}
 	}
+	if ev.Time.IsZero() {
+		// An event of no record of its own (a subagent's end, held
+		// records) happens where the file is.
+		ev.Time = b.lastTime
+	}
 	if !ev.Time.IsZero() {
 		b.lastTime = ev.Time
 	}
@@ -647,7 +778,7 @@ func recType(r *sessRec) string {
 // command's output, nor an interruption.
 func isPrompt(r *sessRec) bool {
 	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) || r.agent != "" ||
-		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.abandoned {
+		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.abandoned || r.r.notification() {
 		return false
 	}
 	text, hasText := "", false
@@ -666,41 +797,57 @@ func isPrompt(r *sessRec) bool {
 
 func interruption(t string) bool { return strings.HasPrefix(t, "[Request interrupted by user") }
 
+// firstFacts takes the session id, cwd and version a record has that info
+// does not have yet.
+func firstFacts(info *formats.RunInfo, r *sessRec) {
+	if r.err != nil || r.odd {
+		return
+	}
+	if info.SessionID == "" {
+		info.SessionID = r.r.SessionID
+	}
+	if info.Cwd == "" {
+		info.Cwd = r.r.Cwd
+	}
+	if info.AgentVersion == "" {
+		info.AgentVersion = r.r.Version
+	}
+}
+
 func (b *sessBuild) startRun(at int) {
 	info := formats.RunInfo{Provider: Provider, AgentName: AgentName}
+	prompted := false
 	for i := at; i < len(b.main); i++ {
 		r := b.main[i]
 		if r.err != nil || r.odd || flag(r.r.IsSidechain) || r.abandoned {
 			continue
 		}
-		if i > at && isPrompt(r) && info.SessionID != "" {
-			break
+		if isPrompt(r) {
+			if prompted {
+				break // the next run's
+			}
+			prompted = true
 		}
-		if info.SessionID == "" && r.r.SessionID != "" {
-			info.SessionID, info.Cwd, info.AgentVersion = r.r.SessionID, r.r.Cwd, r.r.Version
-		}
+		// Each fact from the first record that has it: 2.0 and 2.1 begin
+		// with bookkeeping (queue-operation, …) that has a session id and
+		// no cwd or version.
+		firstFacts(&info, r)
 		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
 			info.Model = m.Model
 			break
 		}
 	}
-	if info.SessionID == "" && b.alone {
+	if b.alone {
 		for _, a := range b.order {
 			for _, r := range a.recs {
-				if r.r.SessionID != "" {
-					info.SessionID, info.Cwd, info.AgentVersion = r.r.SessionID, r.r.Cwd, r.r.Version
-					break
-				}
-			}
-			if info.SessionID != "" {
-				break
+				firstFacts(&info, r)
 			}
 		}
 	}
 	b.open, b.prompted, b.cancelled, b.failed, b.failCode, b.ended = true, false, false, "", "", false
 	b.turnEnded, b.turnMS = false, 0
 	b.session, b.model = info.SessionID, info.Model
-	b.lastAsst, b.lastWasAsst = nil, false
+	b.lastAsst, b.lastWasAsst, b.localDone = nil, false, false
 	clear(b.calls)
 	var t time.Time
 	if at < len(b.main) {
@@ -764,8 +911,15 @@ func (b *sessBuild) endRun(final bool) {
 
 // finished: Claude Code said the turn ended (turn_duration, an
 // interruption, an API error), even with a call left without its result;
-// or the last response ended its turn and no call is open.
+// or every call has its result and the last record is a response that
+// calls nothing more. Session files carry no stop reason on most records
+// (stop_reason is null but on a few), so a missing one says nothing. Only a
+// call left without its result, or a last line cut in the middle, leaves
+// the run cut.
 func (b *sessBuild) finished() bool {
+	if b.cut {
+		return false
+	}
 	if b.cancelled || b.failed != "" || b.turnEnded {
 		return true
 	}
@@ -773,6 +927,9 @@ func (b *sessBuild) finished() bool {
 		if !c.ended {
 			return false
 		}
+	}
+	if b.localDone {
+		return true
 	}
 	if b.lastAsst == nil || !b.lastWasAsst {
 		return false
@@ -782,12 +939,7 @@ func (b *sessBuild) finished() bool {
 	if stop == "" {
 		stop = m.StopReason
 	}
-	switch {
-	case stop == "tool_use":
-		return false
-	case stop == "" && !legacyVersion(b.lastAsst.r.Version):
-		// Claude Code marks a finished turn (turn_duration, a stop
-		// reason); only versions before 2.1 wrote neither.
+	if stop == "tool_use" {
 		return false
 	}
 	for _, bl := range blocks(m.Content) {
@@ -987,10 +1139,16 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
 		return
 	}
-	apiError := flag(r.r.IsAPIError) || (len(r.r.Error) > 0 && string(r.r.Error) != "null")
+	apiError := flag(r.r.IsAPIError) || (len(r.r.Error) > 0 && string(r.r.Error) != "null") || syntheticError(m)
+	code := func(text string) string {
+		if c := errorCode(r.r.APIErrorType, r.r.APIErrorStatus); c != "" {
+			return c
+		}
+		return apiErrorCode(text, r.r.Error)
+	}
 	if agent == "" || b.alone {
 		b.prompted = true
-		b.lastAsst, b.lastWasAsst = r, true
+		b.lastAsst, b.lastWasAsst, b.localDone = r, true, false
 		stop := m.StopReason
 		if s := b.lastStop[m.ID]; s != "" && m.ID != "" {
 			stop = s
@@ -1003,7 +1161,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 			if b.failed == "" {
 				b.failed = "the API request failed"
 			}
-			b.failCode = apiErrorCode(b.failed, r.r.Error)
+			b.failCode = code(b.failed)
 			b.outcomeLine = r.line
 		}
 	}
@@ -1016,7 +1174,8 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		b.msg[agent] = p
 	}
 	var evs []*formats.Event
-	if m.ID == "" || !b.usageSeen[m.ID] {
+	// Claude Code's own message (an API error, …) is no model call.
+	if (m.ID == "" || !b.usageSeen[m.ID]) && m.Model != "<synthetic>" {
 		u := m.Usage
 		if lu := b.lastUsage[m.ID]; lu != nil && m.ID != "" {
 			u = lu
@@ -1042,7 +1201,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 	for _, bl := range blocks(m.Content) {
 		switch {
 		case bl.Type == "text" && apiError:
-			evs = append(evs, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: bl.Text, Code: apiErrorCode(bl.Text, r.r.Error)})
+			evs = append(evs, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: bl.Text, Code: code(bl.Text)})
 		case bl.Type == "text":
 			p.text = join(p.text, bl.Text)
 		case bl.Type == "thinking":
@@ -1146,7 +1305,7 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		return
 	}
 	if agent == "" || b.alone {
-		b.lastWasAsst, b.ended, b.failed, b.turnEnded = false, false, "", false
+		b.lastWasAsst, b.ended, b.failed, b.turnEnded, b.localDone = false, false, "", false, false
 	}
 	if flag(r.r.IsCompactSummary) {
 		b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: userText(m.Content)}, carried)
@@ -1164,7 +1323,14 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		b.lastWasAsst = true // the turn ended there
 		b.carry(r, &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}, carried)
 		return
+	case r.r.notification():
+		// A background task's report, given to the model: the run goes on.
+		b.carry(r, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Info, Text: text}, carried)
+		return
 	case agent == "" && strings.HasPrefix(text, "<local-command-"):
+		// A slash command's output: the command ran, Claude Code's turn
+		// has nothing more to do.
+		b.localDone = true
 		b.carry(r, &formats.Event{Kind: formats.Raw, Source: formats.Source{Type: "user/local-command"}}, carried)
 		return
 	}
@@ -1179,6 +1345,9 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 			gave = true
 		case "tool_result":
 			ev := b.resultEvent(agent, bl)
+			if ev.Call.Status == formats.Failed && r.r.refused() {
+				ev.Call.Status = formats.Denied
+			}
 			if a := b.callAgent[bl.ToolUseID]; a != nil {
 				// The subagent it spawned: its file's events go here, before
 				// its result; an inline one ends here.
@@ -1198,12 +1367,6 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 	if !gave {
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
 	}
-}
-
-// legacyVersion: a Claude Code version before 2.1, whose transcripts
-// carry no stop reason and no turn_duration.
-func legacyVersion(v string) bool {
-	return strings.HasPrefix(v, "0.") || strings.HasPrefix(v, "1.") || strings.HasPrefix(v, "2.0.")
 }
 
 // images counts the image blocks of the conversation's user records, and

@@ -124,8 +124,11 @@ type sessionWriter struct {
 	// after it, until the next response begins: usage that a source gives
 	// after its response (and its calls' results) still goes on it.
 	queue []queued
-	gen   int
-	last  map[string]*sessResp // each agent's last response
+	// lastType is the type of the main agent's last user or assistant
+	// record.
+	lastType string
+	gen      int
+	last     map[string]*sessResp // each agent's last response
 	// given after its response still goes on it.
 	// compacted is the agent whose compaction, without a summary, was
 	// the last record written (compactedOK).
@@ -187,6 +190,9 @@ func (s *sessionWriter) sessionFor(v *formats.RunView, e *formats.Event) string 
 			e.TimeOf().Format(time.RFC3339Nano) + " " + e.Text
 	}
 	s.session = SessionUUID(id)
+	if v.Info.SessionID != "" && s.session != v.Info.SessionID {
+		s.rep.Lose(lossSessionIDs)
+	}
 	return s.session
 }
 
@@ -451,6 +457,11 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 	marked := !e.Cut
 	switch {
 	case e.Cut:
+		if s.lastType == "assistant" && len(v.Calls.Open()) == 0 {
+			// Nothing says it was cut: it stops on a response, with no
+			// call left without its result.
+			s.rep.Lose(lossCutRuns)
+		}
 	case e.Status == formats.Completed:
 	case e.Status == formats.Cancelled:
 		s.record(e, v, &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: []any{textOut{"text", "[Request interrupted by user]"}}}})
@@ -678,6 +689,9 @@ func (s *sessionWriter) record(e *formats.Event, v *formats.RunView, rec *sessOu
 	}
 	id := rec.UUID
 	*last = &id
+	if e.Agent == "" && (rec.Type == "user" || rec.Type == "assistant") {
+		s.lastType = rec.Type
+	}
 	s.queue = append(s.queue, queued{f, rec, e.Agent})
 }
 

@@ -30,6 +30,7 @@ const (
 	lossCalllessAgents = "subagents without a spawning tool call (flattened into their parent)"
 	lossAgentDirs      = "subagent working directories"
 	lossLateUsage      = "token usage given after an agent's last message"
+	lossUnprintedUsage = "token usage of requests that no message carries (the run's totals are more)"
 	lossMessages       = "assistant messages besides the answer"
 )
 
@@ -47,6 +48,13 @@ type run struct {
 	costSession string
 	costTotal   float64
 	runs        int
+	// usageSession and usageTotal are the session and the running token
+	// totals of the last modelUsage written.
+	usageSession string
+	usageTotal   formats.UsageInfo
+	// dialect is the name the writer was chosen under (claude-stream, or
+	// a copy of it).
+	dialect string
 }
 
 // follow keeps the run's encoding state from any event, written or not.
@@ -176,6 +184,47 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 	}
 	o.UUID = r.ids.uuid()
 	return o
+}
+
+// modelUsage writes, for a run with subagents whose totals are more than
+// the requests the stream prints (a subagent's last response, which Claude
+// Code does not print), the totals as Claude Code's modelUsage: the
+// session's running totals, under the run's model. (Without subagents,
+// result.usage holds the totals.) The dialects that copy
+// claude-stream have no modelUsage: they lose the difference.
+func (r *run) modelUsage(o *resultOut, v *formats.RunView, rep *formats.Report) {
+	sub := false
+	for _, a := range v.Agents {
+		sub = sub || !a.Usage.Empty()
+	}
+	u, req := v.Usage, v.RequestUsage()
+	if !sub || !(u.InputTokens.V > req.InputTokens.V || u.OutputTokens.V > req.OutputTokens.V ||
+		u.CacheReadTokens.V > req.CacheReadTokens.V || u.CacheWriteTokens.V > req.CacheWriteTokens.V) {
+		return
+	}
+	model := v.Info.Model
+	if r.dialect != Stream.Name || model == "" {
+		rep.Lose(lossUnprintedUsage)
+		return
+	}
+	total := u
+	if r.usageSession == v.Info.SessionID && v.Info.SessionID != "" {
+		total.Add(r.usageTotal)
+	}
+	r.usageSession, r.usageTotal = v.Info.SessionID, total
+	out := usageOf(total)
+	o.ModelUsage = modelUsages{model: {InputTokens: out.InputTokens, OutputTokens: out.OutputTokens,
+		CacheRead: out.CacheRead, CacheCreation: out.CacheCreation}}
+}
+
+// modelUsages is Claude's modelUsage: token totals by model.
+type modelUsages map[string]modelUsageOut
+
+type modelUsageOut struct {
+	InputTokens   *int64 `json:"inputTokens"`
+	OutputTokens  *int64 `json:"outputTokens"`
+	CacheRead     *int64 `json:"cacheReadInputTokens,omitempty"`
+	CacheCreation *int64 `json:"cacheCreationInputTokens,omitempty"`
 }
 
 // errorTexts are the run's errors as errors[] holds them: each once, and
@@ -321,6 +370,7 @@ type resultOut struct {
 	SessionID         string      `json:"session_id"`
 	TotalCostUSD      *float64    `json:"total_cost_usd,omitempty"`
 	Usage             *usageOut   `json:"usage,omitempty"`
+	ModelUsage        modelUsages `json:"modelUsage,omitempty"`
 	PermissionDenials []denialOut `json:"permission_denials"`
 	Errors            []string    `json:"errors,omitempty"`
 	UUID              string      `json:"uuid"`
@@ -396,6 +446,7 @@ type streamWriter struct {
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	s := &streamWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
+	s.run.dialect = o.Dialect
 	s.reset()
 	return s
 }
@@ -553,7 +604,9 @@ func (s *streamWriter) Write(e *formats.Event) error {
 			// Usage after an agent's last message has no message to go on.
 			s.rep.LoseN(lossLateUsage, len(s.usage))
 		}
-		s.line(s.run.result(e, v, s.rep, s.told, true))
+		o := s.run.result(e, v, s.rep, s.told, true)
+		s.run.modelUsage(&o, v, s.rep)
+		s.line(o)
 		s.reset()
 	}
 	return s.err

@@ -59,13 +59,34 @@ type probe struct {
 	APIKeySource string           `json:"apiKeySource"`
 	Message      *json.RawMessage `json:"message"`
 	IsError      *json.RawMessage `json:"is_error"`
+	// What Claude Code prints in the same envelope and Cursor does not:
+	// init's tools and mcp_servers, a message's id and usage, a result's
+	// total_cost_usd.
+	Tools        *json.RawMessage `json:"tools"`
+	MCPServers   *json.RawMessage `json:"mcp_servers"`
+	TotalCostUSD *json.RawMessage `json:"total_cost_usd"`
+}
+
+// claudeOnly: a line has what only Claude Code prints.
+func (p *probe) claudeOnly() bool {
+	if p.Tools != nil || p.MCPServers != nil || p.TotalCostUSD != nil {
+		return true
+	}
+	if p.Message == nil {
+		return false
+	}
+	var m struct {
+		ID    *json.RawMessage `json:"id"`
+		Usage *json.RawMessage `json:"usage"`
+	}
+	return json.Unmarshal(*p.Message, &m) == nil && (m.ID != nil || m.Usage != nil)
 }
 
 // line classifies a line: whether it has Cursor's envelope, and whether it
 // has a mark that only Cursor prints.
 func line(b []byte) (cursorish, marked bool) {
 	var p probe
-	if json.Unmarshal(b, &p) != nil {
+	if json.Unmarshal(b, &p) != nil || p.claudeOnly() {
 		return false, false
 	}
 	switch p.Type {
