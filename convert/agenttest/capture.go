@@ -143,17 +143,6 @@ func Load(dir string) (*Capture, error) {
 	return c, nil
 }
 
-// Sent sums the usage the server sent to thread ("" for every thread).
-func (c *Capture) Sent(thread string) Usage {
-	var u Usage
-	for _, r := range c.Log {
-		if r.Sent != nil && r.Thread != "side" && (thread == "" || r.Thread == thread) {
-			u = u.Add(*r.Sent)
-		}
-	}
-	return u
-}
-
 // SessionFiler is a Family that tells its session files from the other
 // files of its store (by default: .jsonl and .json files, but not a
 // subagent's .meta.json).

@@ -305,8 +305,7 @@ type sessBuild struct {
 
 	// held: records of one file that gave no event yet; the next event of
 	// that file carries them.
-	held    map[string][][]byte
-	heldSrc map[string]formats.Source
+	held map[string][][]byte
 	// msg is the assistant message being gathered, per agent.
 	msg map[string]*pendingMsg
 	// abandoned counts the records of abandoned branches.
