@@ -149,7 +149,7 @@ func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &checker{t: t, id: "resume/" + pin.Agent + "/" + pin.Version + "/" + src.name, failed: map[string]bool{}, ran: map[string]bool{}}
+	k := &checker{t: t, id: "resume/" + pin.Agent + "/" + pin.Version + "/" + src.name, failed: map[string]bool{}, ran: map[string]bool{}, gapped: map[string]bool{}}
 	defer k.gapsHeld()
 	dir, dialect := res.Place(pin, home, work)
 	code, _, errs := agentconv(nil, append(append([]string{"--from", src.dialect, "--to", dialect}, res.Flags(pin)...), "-o", dir+"/", src.file)...)
