@@ -269,3 +269,19 @@ func TestObjectOutputs(t *testing.T) {
 		}
 	}
 }
+
+// A run stopped at a refused call, as AdaL prints it (the tool_call, then
+// permission_denied): adal-text prints the refusal and does not report it
+// lost; the call counts once among the lost tool calls.
+func TestTextPrintsTheRefusalItStoppedAt(t *testing.T) {
+	in := `{"type":"tool_call","id":"c1","name":"bash","args":{"command":"rm -rf a"}}` + "\n" +
+		`{"type":"permission_denied","id":"c1","name":"bash","args":{"command":"rm -rf a"},"reason":"bash needs approval"}` + "\n" +
+		`{"type":"complete","exit_code":2,"session_id":null,"model":null}` + "\n"
+	_, stderr := run(t, in, "--to", "adal-text")
+	if !strings.Contains(stderr, "Stopped: bash needs approval\nRefused call: bash {\"command\":\"rm -rf a\"}\n") {
+		t.Errorf("the refusal is not printed:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "refusals") || !strings.Contains(stderr, "lost: 1 × tool calls") {
+		t.Errorf("losses:\n%s", stderr)
+	}
+}

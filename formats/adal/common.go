@@ -25,6 +25,8 @@ const (
 	lossErrors      = "errors besides the run's failure"
 	lossWentOn      = "refusals in runs that went on after them (written as failed tool calls)"
 	lossStopAnswers = "answers after the refusal a run stopped at"
+	// adal-text prints only the refusal a run stopped at.
+	lossTextRefusals = "refusals besides the one a run stopped at"
 )
 
 // messagesLost counts the main agent's assistant messages that an AdaL

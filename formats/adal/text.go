@@ -18,8 +18,9 @@ var Text = formats.Dialect{
 	NewReader:   newTextReader,
 	NewWriter:   newTextWriter,
 	Detect:      detectText,
-	Carries:     formats.AssistantText,
-	Quirks:      []string{lossMessages, lossErrors},
+	// It prints the refusal a run stopped at, and reports the others.
+	Carries: formats.AssistantText | formats.Refusals,
+	Quirks:  []string{lossMessages, lossErrors, lossTextRefusals},
 }
 
 // detectText claims any input that is not JSON, weakly: plain text is what
@@ -109,7 +110,13 @@ func (t *textWriter) Write(e *formats.Event) error {
 }
 
 func (t *textWriter) end(v *formats.RunView) error {
-	if v.Status == formats.Denied && len(v.Refusals) > 0 {
+	stopped := v.Status == formats.Denied && len(v.Refusals) > 0
+	if n := len(v.Refusals); stopped {
+		t.opts.Report.LoseN(lossTextRefusals, n-1)
+	} else {
+		t.opts.Report.LoseN(lossTextRefusals, n)
+	}
+	if stopped {
 		r := v.Refusals[len(v.Refusals)-1]
 		var a []byte
 		if c := v.Calls.Get(r.CallID); c != nil {
