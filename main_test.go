@@ -112,7 +112,7 @@ func TestClosedStdoutIsQuiet(t *testing.T) {
 func TestReadmeQuickStart(t *testing.T) {
 	// The README's first command must convert a real file.
 	out, err := exec.Command(binary, "--to", "adal-json", "testdata/adal/seed-stream.ndjson").Output()
-	if err != nil || !strings.Contains(string(out), `"success":true`) {
+	if err != nil || !strings.Contains(string(out), `"success": true`) {
 		t.Fatalf("%s, %v", out, err)
 	}
 }

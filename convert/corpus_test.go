@@ -81,7 +81,7 @@ func TestRealCaptures(t *testing.T) {
 			}
 
 			_, objects, _ := runCLI(string(b), "--deterministic", "--to", "adal-json")
-			runs := strings.Count(objects, "\n")
+			runs := len(adalObjects(t, objects))
 			if runs == 0 {
 				t.Fatalf("no run")
 			}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 // TestDirectoryRoundTrip: atif DIR → atif DIR gives back the same files,
@@ -80,7 +82,7 @@ func TestDirectoryInput(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", from, code, stderr)
 		}
 		var sessions []string
-		for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(formatstest.OneLine(stdout)), "\n") {
 			i := strings.Index(l, `"session_id":"`)
 			if i < 0 {
 				t.Fatalf("no session id in %s", l)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 // withDialects replaces the table of dialects for the test: the session
@@ -325,7 +326,7 @@ func TestManyFilesOwned(t *testing.T) {
 		t.Errorf("the walk gives %v", got)
 	}
 	code, stdout, stderr := runCLI("", "--to", "adal-json", dir)
-	if code != 0 || strings.Count(stdout, "\n") != 2 {
+	if code != 0 || strings.Count(formatstest.OneLine(stdout), "\n") != 2 {
 		t.Errorf("exit %d: %s\n%s", code, stdout, stderr)
 	}
 }

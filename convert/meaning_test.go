@@ -99,13 +99,12 @@ type adalObject struct {
 func adalObjects(t *testing.T, out string) []adalObject {
 	t.Helper()
 	var objs []adalObject
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if l == "" {
-			continue
-		}
+	// AdaL pretty-prints each object: one value after another.
+	d := json.NewDecoder(strings.NewReader(out))
+	for d.More() {
 		var o adalObject
-		if err := json.Unmarshal([]byte(l), &o); err != nil {
-			t.Fatalf("adal-json output: %v: %s", err, l)
+		if err := d.Decode(&o); err != nil {
+			t.Fatalf("adal-json output: %v: %s", err, out)
 		}
 		objs = append(objs, o)
 	}

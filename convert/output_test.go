@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 var seedStream = filepath.Join("..", "testdata", "adal", "seed-stream.ndjson")
@@ -43,7 +45,7 @@ func TestOutputKeepsWhatIsThere(t *testing.T) {
 		}
 		st, err := os.Stat(out)
 		b, _ := os.ReadFile(out)
-		if err != nil || st.Mode().Perm() != 0o640 || !strings.Contains(string(b), `"success":true`) {
+		if err != nil || st.Mode().Perm() != 0o640 || !strings.Contains(formatstest.OneLine(string(b)), `"success":true`) {
 			t.Errorf("mode %v (want -rw-r-----), content %q, %v", st.Mode(), b, err)
 		}
 		noTemporaryFiles(t, dir)
@@ -80,7 +82,7 @@ func TestOutputKeepsWhatIsThere(t *testing.T) {
 		}
 		for _, f := range []string{target, filepath.Join(dir, "later.json")} {
 			b, err := os.ReadFile(f)
-			if err != nil || !strings.Contains(string(b), `"success":true`) {
+			if err != nil || !strings.Contains(formatstest.OneLine(string(b)), `"success":true`) {
 				t.Errorf("%s was not written through the link: %q %v", f, b, err)
 			}
 		}
@@ -111,7 +113,7 @@ func TestOutputKeepsWhatIsThere(t *testing.T) {
 		}
 		select {
 		case b := <-got:
-			if !strings.Contains(b, `"success":true`) {
+			if !strings.Contains(formatstest.OneLine(b), `"success":true`) {
 				t.Errorf("the FIFO's reader got %q", b)
 			}
 		case <-time.After(time.Minute):

@@ -29,6 +29,7 @@ var Dialects = []formats.Dialect{
 	adal.Stream,
 	adal.JSON,
 	adal.Text,
+	adal.Session,
 	cursor.Stream,
 	claude.Stream,
 	claude.JSON,

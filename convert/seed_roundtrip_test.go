@@ -79,13 +79,13 @@ func TestRoundTripThroughEachDialect(t *testing.T) {
 		// run, null when it succeeded, so the refusal's reason is lost; a
 		// cancelled run is exit 1 in AdaL, a failure.
 		{"malac/two-runs.jsonl", "cli-agents", []string{"call statuses", "call errors", "sessions"}},
-		{"malac/two-runs.jsonl", "adal-json", []string{"call outputs", "call errors", "run statuses"}},
+		{"malac/two-runs.jsonl", "adal-json", []string{"run statuses"}},
 		// A refusal the run went on after, then failed for another reason:
 		// a failure (exit 1), not a stop at the refusal (exit 2);
 		// adal-stream's permission_denied says that a run stopped, so the
 		// refused call comes back as a failed one.
 		{"malac/refused-then-failed.jsonl", "adal-stream", []string{"sessions", "call statuses", "call errors"}},
-		{"malac/refused-then-failed.jsonl", "adal-json", []string{"call outputs", "call errors"}},
+		{"malac/refused-then-failed.jsonl", "adal-json", nil},
 		{"malac/failed-turn.jsonl", "cli-agents", []string{"sessions"}},
 		{"malac/failed-turn.jsonl", "adal-stream", []string{"sessions"}},
 		// cli-agents keeps a tool's error apart from its output; malac and

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 // sessionsHome builds a fake HOME whose agents keep sessions where fake
@@ -208,7 +209,7 @@ func TestSessionsFilters(t *testing.T) {
 	}
 	code, viaList, stderr := runCLI(paths, "--to", "adal-json", "--files-from", "-")
 	_, direct, _ := runCLI("", append([]string{"--to", "adal-json"}, strings.Fields(paths)...)...)
-	if code != 0 || viaList != direct || strings.Count(viaList, "\n") != 2 {
+	if code != 0 || viaList != direct || strings.Count(formatstest.OneLine(viaList), "\n") != 2 {
 		t.Errorf("--files-from: exit %d: %s\n%s", code, viaList, stderr)
 	}
 

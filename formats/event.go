@@ -376,7 +376,12 @@ type Call struct {
 	// RawOutputWriter copies the literal as it is, and for every other
 	// writer the pipeline calls Event.DecodeOutput first.
 	OutputJSON []byte
-	Error      string
+	// OutputValue, when set, is the output as a JSON value that is not a
+	// string (AdaL's file tools return an object), verbatim; Output then
+	// holds its JSON text, for the writers that carry only text (they lose
+	// ToolOutputValues).
+	OutputValue json.RawMessage
+	Error       string
 	// ExitCode is a shell command's exit status (ToolResult), when the
 	// source gives it.
 	ExitCode Opt[int]

@@ -94,6 +94,9 @@ const (
 	// target of one conversation that a model resumes cannot hold calls
 	// its model never made).
 	SubagentToolCalls
+	// ToolOutputValues: a tool output that is a JSON value, not text
+	// (Call.OutputValue).
+	ToolOutputValues
 
 	featureCount = iota
 )
@@ -115,7 +118,7 @@ var featureNames = [featureCount]string{
 	"cache write token counts", "reasoning token counts", "costs", "run durations",
 	"outcomes of runs that did not succeed", "unknown events of other dialects",
 	"runs of several prompts (each prompt starts a run of its own)", "system instructions",
-	"subagent tool calls",
+	"subagent tool calls", "tool outputs that are JSON values (written as their JSON text)",
 }
 
 // Name is the feature's name as losses and the docs give it: a noun
@@ -169,6 +172,7 @@ var implied = [...]struct {
 	{CacheWrites, TokenUsage, true},
 	{ReasoningTokens, TokenUsage, true},
 	{FollowUpPrompts, UserPrompts, true},
+	{ToolOutputValues, ToolCalls, false}, // a subagent's call needs SubagentToolCalls
 }
 
 // Unnamed is what of the features a target that carries `carries` lacks
@@ -249,6 +253,9 @@ func Needs(e *Event) Feature {
 		f |= callNeed(sub)
 	case ToolResult:
 		f |= callNeed(sub)
+		if len(e.Call.OutputValue) > 0 {
+			f |= ToolOutputValues
+		}
 		if e.Duration > 0 {
 			f |= ToolDurations
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/agentconv/agentconv/otel"
 	"github.com/goccy/go-json"
 	"go.opentelemetry.io/otel/attribute"
@@ -359,6 +360,7 @@ func TestOTLPJSONReadBack(t *testing.T) {
 	}
 	// Read into events, the runs come back: AdaL gets its calls and results.
 	code, adal, stderr := runCLI(t, nil, nil, "--from", "otlp-json", "--to", "adal-json", in)
+	adal = formatstest.OneLine(adal) // AdaL pretty-prints its objects
 	if code != 0 || strings.Count(adal, "\n") != 5 || !strings.Contains(adal, `"status":"denied"`) || !strings.Contains(adal, `"session_id":"a1b2c3d4-..."`) {
 		t.Fatalf("otlp-json → adal-json (exit %d): %s\n%s", code, stderr, adal)
 	}

@@ -42,7 +42,7 @@ const category = "OpenTelemetry"
 // text and reasoning only with --otlp-content (lostPrompts, lostText,
 // lostThinking), and the text only where the source marks the model's
 // requests (lostOutside).
-const carries = formats.AllFeatures &^ (formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
+const carries = formats.AllFeatures &^ (formats.ToolOutputValues | formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
 
 // The losses of the span encoding itself.
 const (

@@ -144,9 +144,14 @@ func (adal) SessionID(_ Pin, home string, stdout []byte) string {
 }
 
 // Store: ~/.adal/sessions/conversation_<id>.jsonl (metadata, turn_created,
-// message and usage records), <id>_metadata.json and a folder <id>/.
-// agentconv has no reader of these files yet: no dialect.
-func (adal) Store(Pin) (string, string) { return filepath.Join(".adal", "sessions"), "" }
+// message and usage records), read as adal-session, beside <id>_metadata.json
+// and a folder <id>/ (the saved outputs of large tool results).
+func (adal) Store(Pin) (string, string) { return filepath.Join(".adal", "sessions"), "adal-session" }
+
+// SessionFile: only the conversation files are sessions.
+func (adal) SessionFile(rel string) bool {
+	return strings.HasPrefix(filepath.Base(rel), "conversation_") && strings.HasSuffix(rel, ".jsonl")
+}
 
 func (adal) Tools(Pin) Toolset { return adalTools{} }
 

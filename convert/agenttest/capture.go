@@ -140,6 +140,11 @@ func Load(dir string) (*Capture, error) {
 		return nil, err
 	}
 	c.Scenario, c.Log = sf.Scenario, sf.Requests
+	if fam, ok := Families[c.Meta.Agent]; ok && c.Meta.Store != "" && c.Meta.StoreDialect == "" {
+		// A capture made before agentconv read its store: the dialect as
+		// the family declares it now.
+		_, c.Meta.StoreDialect = fam.Store(Pin{Agent: c.Meta.Agent, Version: c.Meta.Version})
+	}
 	return c, nil
 }
 

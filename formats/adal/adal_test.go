@@ -82,17 +82,17 @@ func TestJSONReader(t *testing.T) {
 }
 `
 	evs := formatstest.Read(t, JSON, in)
-	if got, want := formatstest.Kinds(evs), "run_start tool_call tool_result tool_result run_end run_start answer run_end"; got != want {
+	if got, want := formatstest.Kinds(evs), "run_start tool_call tool_result tool_call tool_result run_end run_start answer run_end"; got != want {
 		t.Fatalf("kinds %q, want %q", got, want)
 	}
-	if d := evs[3]; d.Call.Status != formats.Denied || d.Call.Error != "bash needs approval" {
+	if d := evs[4]; d.Call.Status != formats.Denied || d.Call.Error != "bash needs approval" {
 		t.Errorf("denied call %+v", d.Call)
 	}
-	if evs[4].Status != formats.Denied || evs[4].Run.ExitCode.V != 2 {
-		t.Errorf("run end %+v", evs[4])
+	if evs[5].Status != formats.Denied || evs[5].Run.ExitCode.V != 2 {
+		t.Errorf("run end %+v", evs[5])
 	}
-	if evs[5].Source.LineNo != 2 || evs[5].Source.Line == nil || !evs[6].Source.Continued {
-		t.Errorf("sources %+v %+v", evs[5].Source, evs[6].Source)
+	if evs[6].Source.LineNo != 2 || evs[6].Source.Line == nil || !evs[7].Source.Continued {
+		t.Errorf("sources %+v %+v", evs[6].Source, evs[7].Source)
 	}
 }
 
@@ -113,7 +113,10 @@ func TestJSONWriterPreview(t *testing.T) {
 	}
 	back := formatstest.Read(t, JSON, out.String())
 	c := back[2].Call
-	if !c.Truncated || len(c.Output) > DefaultPreviewBytes || !strings.HasPrefix(big, c.Output) {
+	// AdaL's preview: 40,000 characters are past 30,000; it keeps the
+	// first 2,000 and the last 1,000.
+	want := strings.Repeat("é", 2000) + "\n... (37000 characters omitted) ...\n" + strings.Repeat("é", 1000)
+	if !c.Truncated || c.Output != want {
 		t.Errorf("preview: truncated=%v len=%d", c.Truncated, len(c.Output))
 	}
 	if rep.Losses() != 1 {

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/adal"
+	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/goccy/go-json"
 )
 
@@ -55,10 +57,11 @@ type object struct {
 func objects(t *testing.T, out string) []object {
 	t.Helper()
 	var objs []object
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+	d := json.NewDecoder(strings.NewReader(out))
+	for d.More() {
 		var o object
-		if err := json.Unmarshal([]byte(l), &o); err != nil {
-			t.Fatalf("%v: %s", err, l)
+		if err := d.Decode(&o); err != nil {
+			t.Fatalf("%v: %s", err, out)
 		}
 		objs = append(objs, o)
 	}
@@ -147,7 +150,8 @@ func TestStreamRefusalInARunThatSucceeded(t *testing.T) {
 func TestStreamStopsAtRefusal(t *testing.T) {
 	in := `{"success":false,"answer":"I could not clean up.","error":"rm needs approval","exit_code":2,"tool_calls":[{"id":"c1","name":"ls","args":{},"status":"completed","output":"a"},{"id":"c2","name":"bash","args":{"command":"rm -rf a"},"status":"denied"}]}`
 	out, stderr := run(t, in, "--to", "adal-stream")
-	if got, want := types(t, out), "tool_call:c1 tool_result:c1 permission_denied:c2 complete=2"; got != want {
+	// AdaL prints a refused call's tool_call before permission_denied.
+	if got, want := types(t, out), "tool_call:c1 tool_result:c1 tool_call:c2 permission_denied:c2 complete=2"; got != want {
 		t.Errorf("lines %q, want %q:\n%s", got, want, out)
 	}
 	if !strings.Contains(stderr, "lost: 1 × answers after the refusal a run stopped at") {
@@ -185,29 +189,38 @@ func TestErrorOfASucceededRunIsKept(t *testing.T) {
 	}
 }
 
-// --adal-preview-bytes sets the size past which adal-json keeps a preview
-// of a tool's output; 0 keeps every output whole.
-func TestPreviewBytesFlag(t *testing.T) {
-	seed := fixture(t, "adal/seed-stream.ndjson")
-	out, stderr := run(t, seed, "--to", "adal-json", "--adal-preview-bytes", "10")
-	calls := objects(t, out)[0].ToolCalls
-	if len(calls) != 2 || !calls[0].OutputTruncated || calls[0].Output == nil || *calls[0].Output != "src/app.ts" {
-		t.Errorf("preview of 10 bytes: %+v", calls)
-	}
-	if !strings.Contains(stderr, "lost: 2 × tool outputs past the adal-json preview size (kept as a preview)") {
-		t.Errorf("previews not reported:\n%s", stderr)
-	}
-	out, stderr = run(t, seed, "--to", "adal-json", "--adal-preview-bytes", "0")
-	for _, c := range objects(t, out)[0].ToolCalls {
-		if c.OutputTruncated {
-			t.Errorf("--adal-preview-bytes 0 truncated %s", c.ID)
+// --adal-preview-chars sets the size past which adal-json and adal-stream
+// keep AdaL's preview of a tool's output; 0 keeps every output whole.
+func TestPreviewCharsFlag(t *testing.T) {
+	big := strings.Repeat("x", 5000)
+	in := `{"type":"tool_call","id":"c1","name":"bash","args":{}}` + "\n" +
+		`{"type":"tool_result","id":"c1","name":"bash","status":"completed","output":"` + big + `"}` + "\n" +
+		`{"type":"complete","exit_code":0,"session_id":null,"model":null}` + "\n"
+	want := strings.Repeat("x", 2000) + "\n... (2000 characters omitted) ...\n" + strings.Repeat("x", 1000)
+	for _, to := range []string{"adal-json", "adal-stream"} {
+		in := in
+		if to == "adal-stream" {
+			// adal-stream copies AdaL's own lines: its outputs are AdaL's.
+			in = first(run(t, in, "--to", "adal-json", "--adal-preview-chars", "0"))
+		}
+		out, stderr := run(t, in, "--to", to, "--adal-preview-chars", "4000")
+		if !strings.Contains(out, strings.ReplaceAll(want, "\n", `\n`)) {
+			t.Errorf("%s: no preview of 2,000 and 1,000 characters:\n%.300s", to, out)
+		}
+		if !strings.Contains(stderr, "lost: 1 × tool outputs past AdaL's preview size") {
+			t.Errorf("%s: preview not reported:\n%s", to, stderr)
+		}
+		out, stderr = run(t, in, "--to", to, "--adal-preview-chars", "0")
+		if !strings.Contains(out, big) || strings.Contains(stderr, "lost:") {
+			t.Errorf("%s: --adal-preview-chars 0 cut the output:\n%s", to, stderr)
+		}
+		// The default is AdaL's 30,000 characters.
+		if out, _ := run(t, in, "--to", to); !strings.Contains(out, big) {
+			t.Errorf("%s cut an output of 5,000 characters", to)
 		}
 	}
-	if strings.Contains(stderr, "lost:") {
-		t.Errorf("losses without previews:\n%s", stderr)
-	}
-	if adal.JSON.Params[0].Flag != "adal-preview-bytes" {
-		t.Errorf("flag %q", adal.JSON.Params[0].Flag)
+	if adal.JSON.Params[0].Flag != "adal-preview-chars" || adal.Stream.Params[0].Flag != "adal-preview-chars" {
+		t.Errorf("flags %q %q", adal.JSON.Params[0].Flag, adal.Stream.Params[0].Flag)
 	}
 }
 
@@ -226,3 +239,49 @@ func TestJSONCopiesItsOwnObjects(t *testing.T) {
 }
 
 func first(a, _ string) string { return a }
+
+// AdaL 1.8.6's file tools return an object as their output: adal-json and
+// adal-stream read it and keep it as the object it is, from either to
+// either; other targets get its JSON text and report it.
+func TestObjectOutputs(t *testing.T) {
+	stream := fixture(t, "agents/adal/1.8.6/edit/stream-json/stdout.ndjson")
+	object := fixture(t, "agents/adal/1.8.6/edit/json/stdout.json")
+	const value = `{"success":true,"llmContent":"Created: (+1).","resultDisplay":{"fileDiff":"--- Current\n+++ Proposed\n@@ -0,0 +1 @@\n+agentconv wrote this\n","fileName":"notes.txt","statusMessage":"Created: (+1)."},"error":null}`
+	for name, in := range map[string]string{"stream": stream, "object": object} {
+		for _, to := range []string{"adal-json", "adal-stream"} {
+			out, stderr := run(t, in, "--to", to)
+			if !strings.Contains(formatstest.OneLine(out), `"output":`+value) {
+				t.Errorf("%s → %s lost the object:\n%s", name, to, out)
+			}
+			if strings.Contains(stderr, "warning") || strings.Contains(stderr, "lost") {
+				t.Errorf("%s → %s: %s", name, to, stderr)
+			}
+		}
+		out, stderr := run(t, in, "--to", "claude-stream")
+		if !strings.Contains(out, `Created: (+1).`) || !strings.Contains(stderr, "lost: 1 × tool outputs that are JSON values (written as their JSON text)") {
+			t.Errorf("%s → claude-stream: %s", name, stderr)
+		}
+	}
+	evs := formatstest.Read(t, adal.JSON, object)
+	for _, e := range evs {
+		if e.Kind == formats.ToolResult && (string(e.Call.OutputValue) != value || e.Call.Output != value) {
+			t.Errorf("read as %q / %q", e.Call.OutputValue, e.Call.Output)
+		}
+	}
+}
+
+// A run stopped at a refused call, as AdaL prints it (the tool_call, then
+// permission_denied): adal-text prints the refusal and does not report it
+// lost; the call counts once among the lost tool calls.
+func TestTextPrintsTheRefusalItStoppedAt(t *testing.T) {
+	in := `{"type":"tool_call","id":"c1","name":"bash","args":{"command":"rm -rf a"}}` + "\n" +
+		`{"type":"permission_denied","id":"c1","name":"bash","args":{"command":"rm -rf a"},"reason":"bash needs approval"}` + "\n" +
+		`{"type":"complete","exit_code":2,"session_id":null,"model":null}` + "\n"
+	_, stderr := run(t, in, "--to", "adal-text")
+	if !strings.Contains(stderr, "Stopped: bash needs approval\nRefused call: bash {\"command\":\"rm -rf a\"}\n") {
+		t.Errorf("the refusal is not printed:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "refusals") || !strings.Contains(stderr, "lost: 1 × tool calls") {
+		t.Errorf("losses:\n%s", stderr)
+	}
+}

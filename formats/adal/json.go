@@ -2,20 +2,21 @@ package adal
 
 import (
 	"bytes"
+	stdjson "encoding/json"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
 )
 
-// JSON is the adal-json dialect: `adal -o json`, one final object per run.
+// JSON is the adal-json dialect: `adal -o json`, one final object per run,
+// pretty-printed as AdaL prints it.
 var JSON = formats.Dialect{
 	Name:        "adal-json",
-	Description: "AdaL `-o json`: one final object per run (success, answer, error, exit_code, tool_calls)",
+	Description: "AdaL `-o json`: one final object per run (success, answer, error, tool_calls, model, thinking_effort, session_id, exit_code)",
 	NewReader:   newJSONReader,
 	NewWriter:   newJSONWriter,
 	Detect:      detectJSON,
@@ -24,19 +25,10 @@ var JSON = formats.Dialect{
 	// The final object is built from every event: as much work as
 	// reading them.
 	ReadAhead: true,
-	Params: []formats.Param{{Key: ParamPreviewBytes, Flag: "adal-preview-bytes", Kind: formats.ParamInt,
-		Default: strconv.Itoa(DefaultPreviewBytes),
-		Usage:   "adal-json keeps only a preview of a tool output longer than `BYTES`, as AdaL does (0: keep every output whole)"}},
+	Params:    []formats.Param{previewParam},
 }
 
-// ParamPreviewBytes is the writer parameter that sets the preview size.
-const ParamPreviewBytes = "adal.preview-bytes"
-
-// DefaultPreviewBytes is the size past which adal-json keeps only a preview
-// of a tool's output, as AdaL does. The writer parameter
-// "adal.preview-bytes" changes it; 0 keeps every output whole.
-const DefaultPreviewBytes = 64 << 10
-
+// finalObject is what the reader takes of AdaL's final object.
 type finalObject struct {
 	Success   bool        `json:"success"`
 	Answer    *string     `json:"answer"`
@@ -52,8 +44,10 @@ type finalCall struct {
 	Name   string          `json:"name"`
 	Args   json.RawMessage `json:"args"`
 	Status string          `json:"status"`
-	Output *string         `json:"output"`
-	// OutputTruncated says that Output is a preview of a longer result.
+	// Output is any JSON value: AdaL's file tools return objects.
+	Output json.RawMessage `json:"output"`
+	// OutputTruncated says that Output is a preview of a longer result
+	// (the documented variant; AdaL 1.8.6 has no such field).
 	OutputTruncated bool `json:"output_truncated,omitempty"`
 }
 
@@ -91,17 +85,31 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 	}
 	q.Add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: formats.Deref(o.SessionID), Model: formats.Deref(o.Model)}})
 	for i, c := range o.ToolCalls {
-		call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Output: formats.Deref(c.Output), Truncated: c.OutputTruncated}
+		call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Truncated: c.OutputTruncated}
 		if call.ID == "" {
 			call.ID = "call_" + strconv.Itoa(i+1)
 		}
+		text, value, ok := outputValue(c.Output)
+		if !ok {
+			return formats.Errorf(n, "tool call %q: output is not valid JSON", call.ID)
+		}
+		call.Output, call.OutputValue = text, value
+		if value == nil && isPreview(text) {
+			call.Truncated = true
+		}
 		call.Status = statusWords.Parse(c.Status)
+		// AdaL prints a refused call's tool_call before it says that it
+		// was refused.
+		q.Add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
 		if call.Status == formats.Denied {
-			call.Error = formats.Deref(o.Error)
+			// The output of a refused call is the refusal's reason.
+			call.Error, call.Output, call.OutputValue = text, "", nil
+			if call.Error == "" {
+				call.Error = formats.Deref(o.Error)
+			}
 			q.Add(&formats.Event{Kind: formats.ToolResult, Call: call})
 			continue
 		}
-		q.Add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
 		if call.Status == formats.Running || call.Status == formats.StatusUnknown {
 			if c.Status != "running" {
 				report.Warn(n, "tool call %q has status %q, which AdaL does not define; kept as failed", call.ID, c.Status)
@@ -132,8 +140,27 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 	return nil
 }
 
+// outputValue reads a call's output: a string is its text; null is no
+// output; any other JSON value is kept as it is (compacted), with its JSON
+// text as the text.
+func outputValue(raw json.RawMessage) (text string, value json.RawMessage, ok bool) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return "", nil, true
+	case raw[0] == '"':
+		return text, nil, json.Unmarshal(raw, &text) == nil
+	}
+	value, ok = formats.AppendCompact(nil, raw)
+	if !ok {
+		return "", nil, false
+	}
+	return strings.ToValidUTF8(string(value), "\uFFFD"), value, true
+}
+
 // jsonWriter writes one final object per run, at its end, from the run
-// view; the pipeline copies an adal-json object itself.
+// view, as AdaL prints it: pretty-printed, its keys in AdaL's order. The
+// pipeline copies an adal-json object itself.
 type jsonWriter struct {
 	w       io.Writer
 	opts    formats.WriteOptions
@@ -143,21 +170,21 @@ type jsonWriter struct {
 	// keep, with their error texts merged in: only their previews, when
 	// they are longer, so that a run of big outputs is not held whole.
 	outputs map[*formats.TrackedCall]keptOutput
+	buf     []byte
+	pretty  bytes.Buffer
 }
 
 // keptOutput is what the writer keeps of a call's output.
 type keptOutput struct {
 	text string
+	// value: the output is this JSON value, not text.
+	value json.RawMessage
 	// cut: text is the preview of a longer output.
 	cut bool
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	preview := DefaultPreviewBytes
-	if v, err := strconv.Atoi(o.Param(ParamPreviewBytes, "")); err == nil {
-		preview = v
-	}
-	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o), preview: preview, outputs: map[*formats.TrackedCall]keptOutput{}}
+	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o), preview: previewLimit(o), outputs: map[*formats.TrackedCall]keptOutput{}}
 }
 
 // Observe follows the events of an object that the pipeline copies.
@@ -179,10 +206,14 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 			j.opts.Report.Lose(lossToolErrors)
 		}
 		if c := v.Calls.Get(e.Call.ID); c != nil {
+			if len(e.Call.OutputValue) > 0 && e.Call.Error == "" {
+				j.outputs[c] = keptOutput{value: bytes.Clone(e.Call.OutputValue)}
+				break
+			}
 			out := keptOutput{text: outputOf(&e.Call)}
-			if j.preview > 0 && len(out.text) > j.preview {
+			if p, cut := cutPreview(out.text, j.preview); cut {
 				// A copy, so that the whole output is not kept for it.
-				out = keptOutput{text: strings.Clone(preview(out.text, j.preview)), cut: true}
+				out = keptOutput{text: strings.Clone(p), cut: true}
 			}
 			j.outputs[c] = out
 		}
@@ -193,37 +224,97 @@ func (j *jsonWriter) Write(e *formats.Event) error {
 	return nil
 }
 
+// end writes the run's object: success, answer, error, tool_calls, model,
+// thinking_effort (which no other dialect says: null, as AdaL writes it
+// when none is set), session_id, exit_code.
 func (j *jsonWriter) end(v *formats.RunView) error {
-	o := finalObject{Success: v.Success(), ExitCode: v.ExitCode, SessionID: formats.NilIfEmpty(v.Info.SessionID),
-		Model: formats.NilIfEmpty(v.Info.Model), ToolCalls: []finalCall{}}
-	if a := v.Answer(); v.Answered() || o.Success && a != "" {
-		o.Answer = &a
+	success := v.Success()
+	b := append(j.buf[:0], `{"success":`...)
+	b = strconv.AppendBool(b, success)
+	b = append(b, `,"answer":`...)
+	answered := false
+	if a := v.Answer(); v.Answered() || success && a != "" {
+		answered = true
+		b = appendJSString(b, a)
+	} else {
+		b = append(b, "null"...)
 	}
-	if !o.Success {
-		msg := v.Failure
-		o.Error = &msg
+	b = append(b, `,"error":`...)
+	failure := ""
+	if success {
+		b = append(b, "null"...)
+	} else {
+		failure = v.Failure
+		b = appendJSString(b, failure)
 	}
-	j.opts.Report.LoseN(lossMessages, messagesLost(v, o.Answer != nil))
-	j.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, formats.Deref(o.Error)))
-	for _, c := range v.Calls.All() {
-		fc := finalCall{ID: c.ID, Name: c.Name, Args: args(c.Args), Status: c.Status.String(), OutputTruncated: c.Truncated}
+	j.opts.Report.LoseN(lossMessages, messagesLost(v, answered))
+	j.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, failure))
+	b = append(b, `,"tool_calls":[`...)
+	for i, c := range v.Calls.All() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":`...)
+		b = appendJSString(b, c.ID)
+		b = append(b, `,"name":`...)
+		b = appendJSString(b, c.Name)
+		b = append(b, `,"args":`...)
+		var ok bool
+		if b, ok = formats.AppendCompact(b, args(c.Args)); !ok {
+			b = append(b, "{}"...)
+		}
+		status := c.Status.String()
 		switch c.Status {
 		case formats.Completed, formats.Failed, formats.Cancelled, formats.Denied:
 		default:
-			fc.Status = "cancelled"
+			status = "cancelled"
 		}
-		if c.Status != formats.Denied {
-			kept := j.outputs[c]
-			out := kept.text
+		b = append(b, `,"status":`...)
+		b = appendJSString(b, status)
+		b = append(b, `,"output":`...)
+		kept := j.outputs[c]
+		switch {
+		case c.Status == formats.Denied:
+			// AdaL gives the refusal's reason as a refused call's output.
+			b = appendJSString(b, c.Error)
+		case kept.value != nil:
+			b = append(b, kept.value...)
+		default:
 			if kept.cut {
-				fc.OutputTruncated = true
 				j.opts.Report.Lose(lossPreviews)
 			}
-			fc.Output = &out
+			b = appendJSString(b, kept.text)
 		}
-		o.ToolCalls = append(o.ToolCalls, fc)
+		if c.Truncated && !kept.cut && c.Status != formats.Denied && !isPreview(kept.text) {
+			// A preview in another dialect's words: AdaL has no field
+			// for it.
+			b = append(b, `,"output_truncated":true`...)
+		}
+		b = append(b, '}')
 	}
-	return formats.WriteJSONLine(j.w, o)
+	b = append(b, `],"model":`...)
+	if v.Info.Model != "" {
+		b = appendJSString(b, v.Info.Model)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"thinking_effort":null,"session_id":`...)
+	if v.Info.SessionID != "" {
+		b = appendJSString(b, v.Info.SessionID)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"exit_code":`...)
+	b = strconv.AppendInt(b, int64(v.ExitCode), 10)
+	b = append(b, '}')
+	j.buf = b
+	j.pretty.Reset()
+	if err := stdjson.Indent(&j.pretty, b, "", "  "); err != nil {
+		return err
+	}
+	j.pretty.WriteByte('\n')
+	_, err := j.w.Write(j.pretty.Bytes())
+	return err
 }
 
 // errorsBesides counts the run's error texts that are not its one error
@@ -239,14 +330,6 @@ func errorsBesides(errs []string, kept string) int {
 }
 
 func (j *jsonWriter) Close() error { return nil }
-
-// preview cuts s to at most n bytes on a character boundary.
-func preview(s string, n int) string {
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 // statusWords are AdaL's words for a call's status besides the model's
 // own: the older documented variant says success and error.

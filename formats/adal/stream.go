@@ -22,7 +22,8 @@ var Stream = formats.Dialect{
 	KeepsNoEvents: true,
 	Detect:        detectStream,
 	Carries:       carries,
-	Quirks:        []string{lossToolErrors, lossMessages, lossWentOn, lossStopAnswers},
+	Quirks:        []string{lossPreviews, lossToolErrors, lossMessages, lossWentOn, lossStopAnswers},
+	Params:        []formats.Param{previewParam},
 }
 
 var streamTypes = map[string]bool{
@@ -292,9 +293,15 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		switch {
 		case len(l.Output) > 0 && l.Output[0] == '"':
 			ev.Call.OutputJSON = l.Output
+			ev.Call.Truncated = rawIsPreview(l.Output)
 		case len(l.Output) > 0 && string(l.Output) != "null":
-			r.opts.Report.Warn(n, "tool_result output is not a string; kept as its JSON text")
-			ev.Call.Output = strings.ToValidUTF8(string(l.Output), "\uFFFD")
+			// Any other JSON value (AdaL's file tools return objects),
+			// kept as it is: a copy, compacted.
+			text, value, ok := outputValue(l.Output)
+			if !ok {
+				return nil, formats.Errorf(n, "tool_result output is not valid JSON")
+			}
+			ev.Call.Output, ev.Call.OutputValue = text, value
 		}
 		if ev.Call.Status == formats.StatusUnknown {
 			r.opts.Report.Warn(n, "tool_result status %q is not completed, failed or cancelled; kept as failed", l.Status)
@@ -411,6 +418,8 @@ type streamWriter struct {
 	// after it.
 	held    []heldLine
 	holding bool
+	// preview is the size past which an output is kept as AdaL's preview.
+	preview int
 }
 
 // heldLine is a line held after a refusal: the line, or the refusal.
@@ -433,7 +442,7 @@ type refusal struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o, run: formats.ViewFor(o), lines: map[string]uint8{}, errs: map[string]bool{}}
+	return &streamWriter{w: w, opts: o, run: formats.ViewFor(o), lines: map[string]uint8{}, errs: map[string]bool{}, preview: previewLimit(o)}
 }
 
 type toolCallLine struct {
@@ -506,7 +515,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 			s.opts.Report.Lose(lossToolErrors)
 		}
 		s.lines[e.Call.ID] |= wroteResult
-		return s.line(toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), outputJSON(e)}, false)
+		return s.line(toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), s.outputJSON(e)}, false)
 	case formats.Answer:
 		if e.Agent == "" {
 			return s.line(textLine{Type: "answer", Content: e.Text}, true)
@@ -645,13 +654,23 @@ func (s *streamWriter) Close() error { return s.release(s.run.View(), false) }
 // TakesRawOutput: tool outputs are copied as JSON, undecoded.
 func (s *streamWriter) TakesRawOutput() {}
 
-// outputJSON is the call's output as a JSON string, merged with its error
-// text when it has one.
-func outputJSON(e *formats.Event) json.RawMessage {
-	if e.Call.Error != "" {
-		e.DecodeOutput()
-		b, _ := formats.Marshal(outputOf(&e.Call))
-		return b
+// outputJSON is the call's output as JSON: its value when it is one, else
+// a string, merged with its error text when it has one, and cut to AdaL's
+// preview when it is longer than that.
+func (s *streamWriter) outputJSON(e *formats.Event) json.RawMessage {
+	if e.Call.Error == "" && len(e.Call.OutputValue) > 0 {
+		return e.Call.OutputValue
 	}
-	return e.Call.AppendOutputJSON(nil)
+	// A literal no longer than the preview size holds no more
+	// characters than that.
+	if e.Call.Error == "" && (s.preview <= 0 || len(e.Call.OutputJSON) <= s.preview) && (len(e.Call.OutputJSON) > 0 || len(e.Call.Output) <= s.preview) {
+		return e.Call.AppendOutputJSON(nil)
+	}
+	e.DecodeOutput()
+	out, cut := cutPreview(outputOf(&e.Call), s.preview)
+	if cut {
+		s.opts.Report.Lose(lossPreviews)
+	}
+	b, _ := formats.Marshal(out)
+	return b
 }

@@ -14,12 +14,13 @@ import (
 var Text = formats.Dialect{
 	Name:        "adal-text",
 	Aliases:     []string{"text"},
-	Description: "AdaL `-o text`: the answer on stdout; errors and refusals on stderr",
+	Description: "AdaL `-o text`: the answer on stdout; the last error or the refusal on stderr",
 	NewReader:   newTextReader,
 	NewWriter:   newTextWriter,
 	Detect:      detectText,
-	Carries:     formats.AssistantText,
-	Quirks:      []string{lossMessages},
+	// It prints the refusal a run stopped at, and reports the others.
+	Carries: formats.AssistantText | formats.Refusals,
+	Quirks:  []string{lossMessages, lossErrors, lossTextRefusals},
 }
 
 // detectText claims any input that is not JSON, weakly: plain text is what
@@ -80,21 +81,20 @@ func (t *textReader) Next() (*formats.Event, error) {
 	return ev, nil
 }
 
-// textWriter prints each run's answer on the output, and its errors and
-// refusals on stderr, as `adal -o text` does.
+// textWriter prints each run's answer on the output, and on stderr the
+// error the run failed with, or the refusal it stopped at, as `adal -o
+// text` does: AdaL prints only its last error.
 type textWriter struct {
 	w    io.Writer
 	opts formats.WriteOptions
 	run  *formats.RunFollower
-	// errs are the error texts printed in the run.
-	errs map[string]bool
 }
 
 func newTextWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	return &textWriter{w: w, opts: o, run: formats.ViewFor(o), errs: map[string]bool{}}
+	return &textWriter{w: w, opts: o, run: formats.ViewFor(o)}
 }
 
 // Observe follows an event without printing it. The text reader's events
@@ -103,35 +103,42 @@ func (t *textWriter) Observe(e *formats.Event) { t.run.Follow(e) }
 
 func (t *textWriter) Write(e *formats.Event) error {
 	v := t.run.Follow(e)
-	switch e.Kind {
-	case formats.RunStart:
-		clear(t.errs)
-	case formats.Notice:
-		if e.Severity == formats.Error && e.Agent == "" {
-			t.errs[e.Text] = true
-			_, err := fmt.Fprintln(t.opts.Stderr, e.Text)
-			return err
-		}
-	case formats.RunEnd:
-		defer clear(t.errs)
+	if e.Kind == formats.RunEnd {
 		return t.end(v)
 	}
 	return nil
 }
 
 func (t *textWriter) end(v *formats.RunView) error {
-	if v.Status == formats.Denied && len(v.Refusals) > 0 {
+	stopped := v.Status == formats.Denied && len(v.Refusals) > 0
+	if n := len(v.Refusals); stopped {
+		t.opts.Report.LoseN(lossTextRefusals, n-1)
+	} else {
+		t.opts.Report.LoseN(lossTextRefusals, n)
+	}
+	if stopped {
 		r := v.Refusals[len(v.Refusals)-1]
 		var a []byte
 		if c := v.Calls.Get(r.CallID); c != nil {
 			a = c.Args
 		}
 		t.opts.Report.LoseN(lossMessages, messagesLost(v, false))
+		t.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, r.Reason))
 		_, err := fmt.Fprintf(t.opts.Stderr, "Stopped: %s\nRefused call: %s %s\n", r.Reason, r.Name, args(a))
 		return err
 	}
-	if !v.Success() && !t.errs[v.Failure] {
-		if _, err := fmt.Fprintln(t.opts.Stderr, v.Failure); err != nil {
+	// The error the run failed with, else the last error of a run that
+	// succeeded all the same.
+	last := ""
+	switch {
+	case !v.Success():
+		last = v.Failure
+	case len(v.Errors) > 0:
+		last = v.Errors[len(v.Errors)-1]
+	}
+	t.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, last))
+	if last != "" {
+		if _, err := fmt.Fprintln(t.opts.Stderr, last); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ var Dialect = formats.Dialect{
 	NewReader: newReader,
 	NewWriter: newWriter,
 	Detect:    detect,
-	Carries: formats.AllFeatures &^ (formats.SystemPrompts | formats.Turns | formats.TurnStatuses | formats.PermissionRequests |
+	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.Turns | formats.TurnStatuses | formats.PermissionRequests |
 		formats.PermissionAnswers | formats.TodoLists | formats.RawEvents),
 	Quirks:   []string{lostEmptySubagents},
 	RunFile:  "trajectory.json",

@@ -131,7 +131,7 @@ func TestAgentLastRunEnds(t *testing.T) {
 			for _, mode := range []string{"json", "stream-json"} {
 				f := captureSession(t, captureDir(v, sc, mode))
 				code, out, stderr := converttest.Run("", "--from", "claude-session", "--to", "adal-json", "--exit-status", f)
-				if code != 0 || !strings.Contains(out, `"success":true`) {
+				if code != 0 || !strings.Contains(formatstest.OneLine(out), `"success":true`) {
 					t.Errorf("%s %s %s: exit %d: %s", v, sc, mode, code, stderr)
 				}
 			}
@@ -152,7 +152,7 @@ func TestAgentSessionCutMidLine(t *testing.T) {
 	}
 	cut := append(bytes.Join(lines[:last], nil), lines[last][:len(lines[last])/2]...)
 	code, out, stderr := converttest.Run(string(cut), "--from", "claude-session", "--to", "adal-json")
-	if code != 0 || !strings.Contains(stderr, "cut in the middle") || !strings.Contains(out, `"success":false`) {
+	if code != 0 || !strings.Contains(stderr, "cut in the middle") || !strings.Contains(formatstest.OneLine(out), `"success":false`) {
 		t.Errorf("exit %d: %s\n%s", code, out, stderr)
 	}
 	// A bad line before the last is still an error.

@@ -40,7 +40,7 @@ var Stream = formats.Dialect{
 // below error, permission prompts, tool durations or reasoning counts; a
 // cancelled call is an error, and a subagent's notices and answers are
 // the run's.
-const streamCarries = formats.AllFeatures &^ (formats.SystemPrompts | formats.Timestamps | formats.Turns | formats.TurnStatuses |
+const streamCarries = formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.Timestamps | formats.Turns | formats.TurnStatuses |
 	formats.ToolDurations | formats.CancelledCalls | formats.SubagentAnswers | formats.SubagentNotices |
 	formats.PermissionRequests | formats.PermissionAnswers | formats.CompactionSummaries |
 	formats.InfoNotices | formats.WarningNotices | formats.ReasoningTokens | formats.RawEvents)

@@ -551,7 +551,7 @@ func TestSessionCut(t *testing.T) {
 		t.Errorf("exit %d: %s\n%s", code, stderr, out)
 	}
 	code, out, stderr = converttest.Run(string(cut), "--from", "claude-session", "--to", "adal-json")
-	if code != 0 || !strings.Contains(out, `"success":false`) || !strings.Contains(stderr, "cut") {
+	if code != 0 || !strings.Contains(formatstest.OneLine(out), `"success":false`) || !strings.Contains(stderr, "cut") {
 		t.Errorf("adal-json: exit %d: %s %s", code, out, stderr)
 	}
 }
@@ -586,7 +586,7 @@ func TestSessionBadLines(t *testing.T) {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 	code, out, stderr := converttest.Run(bad, "--lenient", "--from", "claude-session", "--to", "adal-json")
-	if code != 0 || !strings.Contains(out, `"success":true`) || !strings.Contains(stderr, "1 malformed") {
+	if code != 0 || !strings.Contains(formatstest.OneLine(out), `"success":true`) || !strings.Contains(stderr, "1 malformed") {
 		t.Errorf("--lenient: exit %d: %s %s", code, out, stderr)
 	}
 }

@@ -142,7 +142,7 @@ func TestRolloutCut(t *testing.T) {
 		t.Errorf("exit %d, same output %v: %s", code, out == string(in), stderr)
 	}
 	code, out, stderr = converttest.Run(string(in), "--to", "adal-json")
-	if code != 0 || !strings.Contains(out, `"success":false`) || !strings.Contains(stderr, "cut") {
+	if code != 0 || !strings.Contains(formatstest.OneLine(out), `"success":false`) || !strings.Contains(stderr, "cut") {
 		t.Errorf("adal-json: exit %d: %s %s", code, out, stderr)
 	}
 }
@@ -433,7 +433,7 @@ func TestRolloutUnknownAndBad(t *testing.T) {
 	if code, _, stderr := converttest.Run(bad, "--from", "codex-rollout", "--to", "adal-json"); code == 0 || !strings.Contains(stderr, ":3:") {
 		t.Errorf("bad line: exit %d: %s", code, stderr)
 	}
-	if code, out, stderr := converttest.Run(bad, "--lenient", "--from", "codex-rollout", "--to", "adal-json"); code != 0 || !strings.Contains(out, `"answer":"hello"`) {
+	if code, out, stderr := converttest.Run(bad, "--lenient", "--from", "codex-rollout", "--to", "adal-json"); code != 0 || !strings.Contains(formatstest.OneLine(out), `"answer":"hello"`) {
 		t.Errorf("--lenient: exit %d: %s %s", code, out, stderr)
 	}
 }

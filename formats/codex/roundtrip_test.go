@@ -181,6 +181,7 @@ func TestExitStatus(t *testing.T) {
 	for _, name := range []string{"turn-failed.jsonl", "fatal-error.jsonl"} {
 		in := formatstest.Fixture(t, "codex", name)
 		_, obj, _ := run(in, "--to", "adal-json")
+		obj = formatstest.OneLine(obj)
 		if !strings.Contains(obj, `"exit_code":1`) || !strings.Contains(obj, `"success":false`) {
 			t.Errorf("%s → adal-json: %s", name, obj)
 		}

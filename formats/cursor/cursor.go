@@ -26,7 +26,7 @@ var Stream = formats.Dialect{
 	// approvals, todo lists, compactions, model changes, notices below
 	// error, per-request usage, reasoning token counts, tool call
 	// durations, cancelled calls, and other dialects' unknown events.
-	Carries: formats.AllFeatures &^ (formats.SystemPrompts | formats.Turns | formats.TurnStatuses | formats.ToolDurations |
+	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.Turns | formats.TurnStatuses | formats.ToolDurations |
 		formats.CancelledCalls | formats.Subagents | formats.SubagentCalls | formats.SubagentText |
 		formats.SubagentReports | formats.SubagentAnswers | formats.SubagentNotices |
 		formats.PermissionRequests | formats.PermissionAnswers | formats.TodoLists | formats.Compactions |

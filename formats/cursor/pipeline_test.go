@@ -71,7 +71,7 @@ func TestCopiedVerbatim(t *testing.T) {
 	}
 	// Into another dialect, the cut run is closed and its call cancelled.
 	code, out, _ = run(in, "--exit-status", "--to", "adal-json")
-	if code != 1 || !strings.Contains(out, `"status":"cancelled"`) {
+	if code != 1 || !strings.Contains(formatstest.OneLine(out), `"status":"cancelled"`) {
 		t.Errorf("exit %d, adal-json %s", code, out)
 	}
 }
@@ -121,7 +121,7 @@ func TestThroughCursor(t *testing.T) {
 // calls' ids and statuses.
 func outcome(adalJSON string) string {
 	var b strings.Builder
-	for _, l := range strings.Split(strings.TrimSpace(adalJSON), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(formatstest.OneLine(adalJSON)), "\n") {
 		for _, k := range []string{`"success":`, `"exit_code":`} {
 			if i := strings.Index(l, k); i >= 0 {
 				j := strings.IndexAny(l[i+len(k):], ",}")

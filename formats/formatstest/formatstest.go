@@ -4,6 +4,7 @@ package formatstest
 
 import (
 	"bytes"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -257,5 +258,25 @@ func Next(t testing.TB, r formats.Reader) *formats.Event {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the reader waits for more input than the event needs")
 		return nil
+	}
+}
+
+// OneLine gives each JSON value of s compacted on a line of its own, keys
+// and strings as they are: what tests look for in one line of adal-json,
+// which AdaL pretty-prints. Anything not JSON is given back as it is.
+func OneLine(s string) string {
+	d := stdjson.NewDecoder(strings.NewReader(s))
+	var b bytes.Buffer
+	for {
+		var v stdjson.RawMessage
+		if err := d.Decode(&v); err == io.EOF {
+			return b.String()
+		} else if err != nil {
+			return s
+		}
+		if err := stdjson.Compact(&b, v); err != nil {
+			return s
+		}
+		b.WriteByte('\n')
 	}
 }

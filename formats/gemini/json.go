@@ -17,7 +17,7 @@ var JSON = formats.Dialect{
 	NewReader:   newJSONReader,
 	NewWriter:   newJSONWriter,
 	Detect:      detectJSON,
-	Carries: formats.AllFeatures &^ (formats.SystemPrompts | formats.Timestamps | formats.WorkingDirs | formats.UserPrompts | formats.Thinking |
+	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.Timestamps | formats.WorkingDirs | formats.UserPrompts | formats.Thinking |
 		formats.Turns | formats.TurnStatuses | formats.ToolCalls | formats.SubagentToolCalls | formats.ToolDurations | formats.CancelledCalls |
 		formats.Refusals | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |

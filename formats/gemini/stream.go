@@ -19,7 +19,7 @@ var Stream = formats.Dialect{
 	NewReader:   newStreamReader,
 	NewWriter:   newStreamWriter,
 	Detect:      detectStream,
-	Carries: formats.AllFeatures &^ (formats.SystemPrompts | formats.WorkingDirs | formats.Thinking | formats.Turns | formats.TurnStatuses |
+	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.WorkingDirs | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolDurations | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |

@@ -22,7 +22,7 @@ var Dialect = formats.Dialect{
 	// guesses it back), an answer of a subagent, a cancelled call (it is
 	// failed), reasoning token counts, a run's own duration (its times
 	// give one) or other dialects' events.
-	Carries: formats.AllFeatures &^ (formats.SystemPrompts | formats.SubagentCalls | formats.SubagentAnswers | formats.CancelledCalls |
+	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.SubagentCalls | formats.SubagentAnswers | formats.CancelledCalls |
 		formats.ReasoningTokens | formats.RunDurations | formats.RawEvents),
 	Quirks: Quirks,
 }

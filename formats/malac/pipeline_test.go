@@ -74,13 +74,14 @@ func TestCopiedRunThenWrittenRun(t *testing.T) {
 func outcomes(t *testing.T, adalJSON string) string {
 	t.Helper()
 	var s []string
-	for _, l := range strings.Split(strings.TrimSpace(adalJSON), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(formatstest.OneLine(adalJSON)), "\n") {
 		i := strings.Index(l, `"success":`)
 		j := strings.Index(l, `"exit_code":`)
 		if i < 0 || j < 0 {
 			t.Fatalf("not an adal-json object: %s", l)
 		}
-		s = append(s, l[i:i+len(`"success":`)+5]+" "+l[j:j+len(`"exit_code":`)+3])
+		field := func(i int) string { return l[i : i+strings.IndexAny(l[i:], ",}")] }
+		s = append(s, field(i)+" "+field(j))
 	}
 	return strings.Join(s, "; ")
 }

@@ -28,7 +28,7 @@ var Dialect = formats.Dialect{
 	// The view shows everything of a run but other dialects' events and
 	// each request's usage (its closing line has the run's totals), and
 	// leaves out tool outputs (Quirks).
-	Carries: formats.AllFeatures &^ (formats.SystemPrompts | formats.RawEvents | formats.PerRequestUsage),
+	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.RawEvents | formats.PerRequestUsage),
 	Quirks:  []string{lostOutputs},
 	Params: []formats.Param{{Key: ParamColor, Flag: "color", Default: "auto", Choices: []string{"auto", "always", "never"},
 		Usage: "colour the pretty view: auto (only on a terminal, never with NO_COLOR set), always or never"}},
