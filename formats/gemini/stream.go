@@ -23,7 +23,7 @@ var Stream = formats.Dialect{
 		formats.ToolDurations | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
-		formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RawEvents),
+		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RawEvents),
 	Quirks: []string{"subagent prompts", "session ids given only at the run's end", "model names given only at the run's end",
 		"exit codes Gemini CLI does not use"},
 }
@@ -233,7 +233,8 @@ func (r *streamReader) result(ev *formats.Event, l *streamLine) {
 	}
 	end.Run.ExitCode = exitCode(end.Status, l.Error)
 	if s := l.Stats; s != nil {
-		end.Usage = usageOfCounts(s.InputTokens, s.OutputTokens, s.TotalTokens, s.Cached, nil)
+		end.Usage = usageOfCounts(s.InputTokens, s.OutputTokens, s.TotalTokens, s.Cached,
+			thoughtsOfTotal(s.InputTokens, s.OutputTokens, s.TotalTokens))
 		if s.DurationMs != nil {
 			end.Duration = time.Duration(*s.DurationMs) * time.Millisecond
 		}
