@@ -19,6 +19,8 @@ type emitter struct {
 	r   *chatReader
 	q   *formats.EventQueue
 	sid string
+	// cwd is the session's project: the directory Gemini CLI ran in.
+	cwd string
 	// dir holds the session's subagents' files; "" when the input has no
 	// path.
 	dir string
@@ -40,7 +42,7 @@ func (r *chatReader) emit(s *session) {
 	if !s.started && len(s.entries) == 0 {
 		return
 	}
-	e := &emitter{r: r, q: &r.queue, sid: s.id}
+	e := &emitter{r: r, q: &r.queue, sid: s.id, cwd: projectOf(s, r.opts.Path)}
 	if r.opts.Path != "" && s.id != "" {
 		e.dir = filepath.Join(filepath.Dir(r.opts.Path), sanitizeID(s.id))
 	}
@@ -90,7 +92,7 @@ func (e *emitter) alone(s *session) {
 }
 
 func (e *emitter) info(model string) formats.RunInfo {
-	return formats.RunInfo{SessionID: e.sid, Model: model, Provider: Provider, AgentName: AgentName}
+	return formats.RunInfo{SessionID: e.sid, Model: model, Provider: Provider, AgentName: AgentName, Cwd: e.cwd}
 }
 
 func sessionTime(s *session) time.Time {
@@ -349,7 +351,7 @@ func (e *emitter) subagent(tc *toolCallRecord, t time.Time, src formats.Source) 
 	e.q.Push(&formats.Event{Kind: formats.AgentStart, Time: orTime(sessionTime(s), t), Agent: tc.AgentID,
 		AgentInfo: formats.AgentInfo{Label: label, Parent: e.agent, ParentCall: tc.ID, Model: model},
 		Source:    formats.Source{Dialect: r.opts.Dialect, Type: "subagent"}})
-	sub := &emitter{r: r, q: e.q, sid: e.sid, dir: e.dir, agent: tc.AgentID, open: true, depth: e.depth + 1}
+	sub := &emitter{r: r, q: e.q, sid: e.sid, cwd: e.cwd, dir: e.dir, agent: tc.AgentID, open: true, depth: e.depth + 1}
 	for i, en := range s.entries {
 		sub.entry(en, s.entries[i:])
 	}

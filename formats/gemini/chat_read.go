@@ -100,6 +100,7 @@ type entry struct {
 // session is the state of one session file being read.
 type session struct {
 	id, start, kind string
+	hash            string // projectHash: the sha256 of the project's path
 	entries         []*entry
 	index           map[string]int
 	cut             bool // the file ends inside a record
@@ -385,6 +386,7 @@ func (r *chatReader) metadata(s *session, rec *record, n int) bool {
 		return false
 	}
 	json.Unmarshal(rec.SessionID, &s.id)
+	json.Unmarshal(rec.ProjectHash, &s.hash)
 	s.start, s.kind, s.started = rec.StartTime, rec.Kind, true
 	for _, raw := range rec.Messages {
 		raw = append([]byte(nil), raw...)
