@@ -85,3 +85,35 @@ func readPath(path string) ([]*formats.Event, error) {
 		evs = append(evs, e)
 	}
 }
+
+// Gemini CLI 0.61's own JSONL files (issue 24 #10): the <session_context>
+// checkpoint that opens every file is no event and no warning; a failed
+// turn that a checkpoint takes back is a failed run with its prompt; a
+// resume's checkpoints restate the held messages, whose tokens stay.
+func TestChat061Checkpoints(t *testing.T) {
+	agents := filepath.Join("..", "..", "testdata", "agents", "gemini-cli", "0.61.0")
+	read := func(scenario string) ([]*formats.Event, string) {
+		data, err := os.ReadFile(chatFile(t, filepath.Join(agents, scenario, "stream-json")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return formatstest.ReadWarnings(t, Chat, data)
+	}
+	evs, warn := read("text-shell")
+	if warn != "" || len(formatstest.OfKind(evs, formats.Raw)) != 0 {
+		t.Errorf("text-shell: warnings %q, raw events %d", warn, len(formatstest.OfKind(evs, formats.Raw)))
+	}
+	evs, warn = read("api-error")
+	ends := formatstest.OfKind(evs, formats.RunEnd)
+	if got := formatstest.Kinds(evs); got != "run_start user_message run_end" || warn != "" || ends[0].Status != formats.Failed {
+		t.Errorf("api-error: %s %q %+v", got, warn, ends)
+	}
+	evs, warn = read("resume")
+	var out int64
+	for _, u := range formatstest.OfKind(evs, formats.Usage) {
+		out += u.Usage.OutputTokens.V
+	}
+	if n := len(formatstest.OfKind(evs, formats.RunEnd)); n != 2 || out != 30+37+44 || warn != "" {
+		t.Errorf("resume: %d runs, %d output tokens, warnings %q", n, out, warn)
+	}
+}
