@@ -332,3 +332,18 @@ func TestThoughtTokens(t *testing.T) {
 		t.Errorf("thoughts made up: %+v", u)
 	}
 }
+
+// Gemini CLI exits with the HTTP status of an API error modulo 256, which
+// its result quotes (Gemini CLI 0.61's and 0.20's api-error and 0.20's
+// rate-limit captures: 529 gives 17, 429 173).
+func TestAPIErrorExitCode(t *testing.T) {
+	for msg, want := range map[string]int{
+		`[API Error: {\"error\":{\"code\":529,\"message\":\"Overloaded\",\"status\":\"UNAVAILABLE\"}}]`:                                            17,
+		`[API Error: {\"error\":{\"code\":429,\"message\":\"Rate limited\",\"status\":\"RESOURCE_EXHAUSTED\"}}]\nPlease wait and try again later.`: 173,
+	} {
+		evs := formatstest.Read(t, Stream, `{"type":"result","timestamp":"2026-12-02T01:54:08.828Z","status":"error","error":{"type":"unknown","message":"`+msg+`"}}`)
+		if c := evs[len(evs)-1].Run.ExitCode; !c.OK || c.V != want {
+			t.Errorf("%s: exit code %+v, want %d", msg, c, want)
+		}
+	}
+}
