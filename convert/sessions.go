@@ -187,7 +187,7 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 		switch {
 		case !since.IsZero() && last.Before(since):
 		case agent != "" && !agentMatches(agent, s):
-		case project != "" && !underDir(s.Project, project):
+		case project != "" && !underDir(s.Project, project) && !inProject(&s, project):
 		default:
 			out = append(out, s)
 		}
@@ -239,6 +239,28 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 	return ExitOK
 }
 
+// homeEnv is the environment of a user whose home is dir, and nothing
+// else: the places the agents keep there by default.
+func homeEnv(dir string) func(string) string {
+	return func(k string) string {
+		if k == "HOME" || k == "USERPROFILE" {
+			return dir
+		}
+		return ""
+	}
+}
+
+// inProject says whether a session whose file gives no project ran in dir,
+// as its dialect tells (Dialect.InProject); if so, dir is its project.
+func inProject(s *SessionInfo, dir string) bool {
+	d, ok := Lookup(s.Dialect)
+	if s.Project != "" || !ok || d.InProject == nil || !d.InProject(s.Path, dir) {
+		return false
+	}
+	s.Project = dir
+	return true
+}
+
 // sessionFiles lists the files to read: under the places of the dialects
 // that name some (each walked for its own dialect's files), or under the
 // directories named, and the files named. Each path comes once.
@@ -282,6 +304,18 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 		}
 		if st.IsDir() {
 			walks = append(walks, walk{dir: n})
+			// A home directory: the agents' places under it, which the
+			// walk leaves out as hidden (~/.gemini/tmp).
+			for _, d := range Readable() {
+				if d.Places == nil {
+					continue
+				}
+				for _, dir := range d.Places(homeEnv(n)) {
+					if st, err := os.Stat(dir); err == nil && st.IsDir() && dir != n {
+						walks = append(walks, walk{dir, d})
+					}
+				}
+			}
 		} else {
 			add(Source{Path: n, Size: st.Size()})
 		}

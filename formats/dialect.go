@@ -73,6 +73,11 @@ type Dialect struct {
 	// stands alone. A directory walk leaves out a file whose owner it
 	// reads; a file whose owner is missing is read on its own.
 	Owner func(path string) string
+	// InProject, if set, says whether the session file at path ran in the
+	// directory dir, for a file that names its project only by a digest
+	// of its path (Gemini CLI's projectHash), which gives no project to
+	// list but tells whether it is dir: `agentconv sessions --project`.
+	InProject func(path, dir string) bool
 	// KeepsNoEvents: the writer keeps no *Event, nor a pointer into one,
 	// nor the bytes of its Source.Line or Call.OutputJSON, once Write or
 	// Observe returns, so that the pipeline may hand the event back to a

@@ -484,12 +484,45 @@ func (k *checker) sessions() {
 		}
 	}
 	k.ran[check+"-project"] = true
+	k.sessionsElsewhere()
 	if gotPrompts != prompts {
 		k.fail(check, "%d prompts listed, the agent was given %d", gotPrompts, prompts)
 	}
 	k.ran[check+"-tokens"] = true
 	if tokens != in+out2 {
 		k.fail(check+"-tokens", "%d tokens listed, the server sent %d (%d in, %d out)", tokens, in+out2, in, out2)
+	}
+}
+
+// sessionsElsewhere: `agentconv sessions --project WORK` lists the session
+// (a file may name its project by a digest only), and so does `agentconv
+// sessions HOME`, the agent's home named as a directory, in an empty
+// environment.
+func (k *checker) sessionsElsewhere() {
+	home := filepath.Join(k.c.Dir, "home")
+	for _, c := range []struct {
+		check string
+		env   map[string]string
+		args  []string
+	}{
+		{"store/sessions-in-project", map[string]string{"HOME": home}, []string{"--project", k.c.Meta.Work}},
+		{"store/sessions-home", nil, []string{home}},
+	} {
+		k.ran[c.check] = true
+		code, out, errs := agentconvEnv(c.env, nil, append([]string{"sessions", "--json"}, c.args...)...)
+		if code != 0 {
+			k.fail(c.check, "exits %d: %s", code, firstLine(errs))
+			continue
+		}
+		vals, _ := jsonValues([]byte(out))
+		found := false
+		for _, v := range vals {
+			m, _ := v.(map[string]any)
+			found = found || m != nil && (k.c.Meta.Session == "" || m["session_id"] == k.c.Meta.Session)
+		}
+		if !found {
+			k.fail(c.check, "sessions %s: session %q is not listed (%d listed; %s)", strings.Join(c.args, " "), k.c.Meta.Session, len(vals), firstLine(errs))
+		}
 	}
 }
 

@@ -51,13 +51,17 @@ var streamQuirks = []string{lossExitCodes, lossFailedAnswers, lossCancelledRuns,
 
 // QwenCode and Amp print copies of claude-stream (Qwen Code's `qwen -p
 // --output-format stream-json`, Amp's `amp -x --stream-json`): the same
-// reader and writer, with their agent's name. Their content cannot be told
-// apart from Claude Code's, so they are never detected: --from names them.
+// reader and writer, with their agent's name. Qwen Code's init line names
+// its version (qwen_code_version), by which it is detected, and its token
+// counts are OpenAI's (input_tokens include the cache, the result's count
+// every request); Amp's content cannot be told apart from Claude Code's, so
+// it is never detected: --from names it.
 var (
 	QwenCode = formats.Dialect{
-		Name:        "qwen-code",
+		Name:        qwenName,
 		Aliases:     []string{"qwen"},
-		Description: "Qwen Code `-p --output-format stream-json`: a copy of claude-stream (never detected: use --from)",
+		Description: "Qwen Code `-p --output-format stream-json`: a copy of claude-stream whose init line has qwen_code_version",
+		Detect:      detectQwen,
 		NewReader:   Stream.NewReader,
 		NewWriter:   newStreamWriter,
 		Carries:     streamCarries,
@@ -72,6 +76,8 @@ var (
 		Quirks:      streamQuirks,
 	}
 )
+
+const qwenName = "qwen-code"
 
 // agentOf is the provider and agent name of the runs a dialect reads. Qwen
 // Code and Amp use the models of several providers, which their streams
@@ -154,7 +160,28 @@ func detectStream(head []byte) int {
 		// Result objects alone are what --output-format json prints.
 		return 60
 	}
+	if score > 1 && qwenInit.Match(head) {
+		return score - 1 // Qwen Code's copy (detectQwen)
+	}
 	return score
+}
+
+// qwenInit is the field of Qwen Code's system init line that Claude
+// Code's has not.
+var qwenInit = regexp.MustCompile(`"subtype"\s*:\s*"init"[^\n]*"qwen_code_version"\s*:`)
+
+// detectQwen: claude-stream whose init line is Qwen Code's, above
+// claude-stream's score; other claude-stream barely, so that --from
+// qwen-code reads a Qwen Code stream whose init line says nothing of it.
+func detectQwen(head []byte) int {
+	s := detectStream(head)
+	switch {
+	case s == 0:
+		return 0
+	case qwenInit.Match(head):
+		return s + 2 // claude-stream's is s+1
+	}
+	return 1 // a copy, which --from qwen-code may name
 }
 
 var (

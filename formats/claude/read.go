@@ -177,6 +177,20 @@ func (u *apiUsage) info() formats.UsageInfo {
 	}
 }
 
+// usage is the model's usage of a message's or result's counts, by the
+// agent's convention: Qwen Code's input_tokens include the cached tokens
+// already (the OpenAI convention it gets them in).
+func (d *decoder) usage(u *apiUsage) formats.UsageInfo {
+	i := u.info()
+	if d.qwen() {
+		i.InputTokens = formats.OptFrom(u.InputTokens)
+	}
+	return i
+}
+
+// qwen says whether the stream is Qwen Code's.
+func (d *decoder) qwen() bool { return d.opts.Dialect == qwenName }
+
 // response is what the message says of the request it answers.
 func (m *apiMessage) response() formats.Response {
 	r := formats.Response{ID: m.ID, Model: m.Model, StopReason: m.StopReason}
@@ -597,7 +611,7 @@ func (d *decoder) ensureRun(session string) {
 // message that does not say why it stopped has no output count then (the
 // result has the run's). 2.0 and 1.0 print the final counts on each line.
 func (d *decoder) usageOf(m *apiMessage) formats.UsageInfo {
-	u := m.Usage.info()
+	u := d.usage(m.Usage)
 	if m.StopReason == "" && atLeast(d.version, 2, 1) {
 		u.OutputTokens = formats.Opt[int64]{}
 	}
@@ -812,7 +826,7 @@ func (d *decoder) assistant(r *record) {
 				}
 			}
 		}
-		if m.Usage != nil && !m.Usage.info().Empty() && (m.ID == "" || !d.usageIDs[m.ID]) {
+		if m.Usage != nil && !d.usage(m.Usage).Empty() && (m.ID == "" || !d.usageIDs[m.ID]) {
 			if d.usageIDs == nil {
 				d.usageIDs = map[string]bool{}
 			}
@@ -1129,7 +1143,7 @@ func (d *decoder) result(r *record) {
 	case ok && (d.subUsage || d.spawned || statsSpawned(r.SubagentStats)):
 		end.Usage = totals
 	case r.Usage != nil && !d.subUsage:
-		end.Usage = r.Usage.info()
+		end.Usage = d.usage(r.Usage)
 	}
 	if r.TotalCostUSD != nil {
 		cost := *r.TotalCostUSD
@@ -1357,6 +1371,16 @@ func (s *valueSource) next() ([]byte, []byte, int, error) {
 
 // emitUsage gives a request's usage, and what the message says of it.
 func (d *decoder) emitUsage(agent string, u formats.UsageInfo, resp formats.Response) {
+	if d.qwen() {
+		// Qwen Code prints a message per content block, the request's
+		// usage on one of them and 0/0 on the others; its result's usage
+		// counts its subagents' requests too.
+		if u.InputTokens.V == 0 && u.OutputTokens.V == 0 {
+			return
+		}
+		d.emit(&formats.Event{Kind: formats.Usage, Agent: agent, Usage: u, Response: resp})
+		return
+	}
 	if agent != "" {
 		d.subUsage = true
 	}

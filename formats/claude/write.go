@@ -37,6 +37,8 @@ const (
 // run is what both writers keep of a run for its result object, besides
 // the run view: only what is about Claude Code's encoding.
 type run struct {
+	// cacheIn: input_tokens count the cached tokens (Qwen Code's).
+	cacheIn bool
 	ids     ids
 	arrived time.Time // when the run start was read, for a source without times
 	// turns counts the main agent's model responses (num_turns).
@@ -122,11 +124,11 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 	}
 	o.TotalCostUSD = r.sessionCost(v)
 	u := v.Usage
-	if perMessage {
-		u = mainUsage(v)
+	if perMessage && !r.cacheIn {
+		u = mainUsage(v) // Claude's counts the main agent's; Qwen's every request
 	}
 	if u.InputTokens.OK || u.OutputTokens.OK || u.CacheReadTokens.OK || u.CacheWriteTokens.OK {
-		o.Usage = usageOf(u)
+		o.Usage = usageIn(u, r.cacheIn)
 	}
 	// Reasons of refusals that no tool_result said.
 	var reasons []string
@@ -385,9 +387,13 @@ func args(a json.RawMessage) json.RawMessage {
 
 // usageOf writes the model's usage as Claude's: input_tokens without the
 // cache reads and writes, which have counts of their own.
-func usageOf(u formats.UsageInfo) *usageOut {
+func usageOf(u formats.UsageInfo) *usageOut { return usageIn(u, false) }
+
+// usageIn writes the model's usage as Claude's, or as Qwen Code's
+// (cacheIn): input_tokens with the cached tokens.
+func usageIn(u formats.UsageInfo, cacheIn bool) *usageOut {
 	in := u.InputTokens
-	if in.OK {
+	if in.OK && !cacheIn {
 		in.V = max(in.V-u.CacheReadTokens.V-u.CacheWriteTokens.V, 0)
 	}
 	return &usageOut{InputTokens: in.Ptr(), CacheCreation: u.CacheWriteTokens.Ptr(),
@@ -447,6 +453,7 @@ type streamWriter struct {
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	s := &streamWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
 	s.run.dialect = o.Dialect
+	s.run.cacheIn = o.Dialect == qwenName // Qwen Code's input_tokens count the cache
 	s.reset()
 	return s
 }
@@ -555,7 +562,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 		// A request's usage goes on the agent's message just written, if
 		// it has none, else with its next message.
 		if h := s.held; h != nil && s.heldAgent == a && h.Message.Usage == nil && s.usage[a] == nil {
-			h.Message.Usage = usageOf(e.Usage)
+			h.Message.Usage = usageIn(e.Usage, s.run.cacheIn)
 			s.flushHeld()
 			break
 		}
@@ -661,7 +668,7 @@ func (s *streamWriter) assistant(a string, fresh bool, blocks ...any) {
 		m.ID = s.run.ids.message()
 		s.open[a] = m.ID
 		if u := s.usage[a]; u != nil {
-			m.Usage = usageOf(*u)
+			m.Usage = usageIn(*u, s.run.cacheIn)
 			delete(s.usage, a)
 		}
 	}

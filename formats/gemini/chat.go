@@ -26,6 +26,7 @@ var Chat = formats.Dialect{
 	DirFiles:    "*.json*",
 	Places:      chatPlaces,
 	Owner:       chatOwner,
+	InProject:   chatInProject,
 }
 
 // chatPlaces is where Gemini CLI keeps its projects' temporary directories,

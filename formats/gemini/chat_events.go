@@ -19,6 +19,8 @@ type emitter struct {
 	r   *chatReader
 	q   *formats.EventQueue
 	sid string
+	// cwd is the session's project: the directory Gemini CLI ran in.
+	cwd string
 	// dir holds the session's subagents' files; "" when the input has no
 	// path.
 	dir string
@@ -40,7 +42,7 @@ func (r *chatReader) emit(s *session) {
 	if !s.started && len(s.entries) == 0 {
 		return
 	}
-	e := &emitter{r: r, q: &r.queue, sid: s.id}
+	e := &emitter{r: r, q: &r.queue, sid: s.id, cwd: projectOf(s, r.opts.Path)}
 	if r.opts.Path != "" && s.id != "" {
 		e.dir = filepath.Join(filepath.Dir(r.opts.Path), sanitizeID(s.id))
 	}
@@ -51,10 +53,22 @@ func (r *chatReader) emit(s *session) {
 	for i, en := range s.entries {
 		e.entry(en, s.entries[i:])
 	}
-	if !e.open && len(e.before) > 0 {
+	if !e.open && len(e.before) > 0 && !contextOnly(e.before) {
 		e.start(e.before[0], s.entries)
 	}
 	e.end(true, s.cut)
+}
+
+// contextOnly says whether records are Gemini CLI's <session_context>
+// alone, which a session resumed without a prompt leaves in a file of its
+// own: no run.
+func contextOnly(entries []*entry) bool {
+	for _, en := range entries {
+		if en.msg == nil || en.msg.Type != "user" || userKind(en.msg.Content) != userSession {
+			return false
+		}
+	}
+	return true
 }
 
 // alone reads a subagent's file on its own, when its session's file is
@@ -90,7 +104,7 @@ func (e *emitter) alone(s *session) {
 }
 
 func (e *emitter) info(model string) formats.RunInfo {
-	return formats.RunInfo{SessionID: e.sid, Model: model, Provider: Provider, AgentName: AgentName}
+	return formats.RunInfo{SessionID: e.sid, Model: model, Provider: Provider, AgentName: AgentName, Cwd: e.cwd}
 }
 
 func sessionTime(s *session) time.Time {
@@ -189,6 +203,10 @@ func (e *emitter) record(en *entry) {
 			e.q.Record(e.src(en), &formats.Event{Kind: formats.UserMessage, Time: t, Agent: e.agent, Text: partsText(m.Content, false)})
 		case userResponses:
 			e.responses(en, t)
+		case userSession:
+			// Gemini CLI's own context, which it makes anew for each
+			// session (the date, the system, the workspace): not the
+			// conversation; the project is read from it.
 		case userSnapshot:
 			// The summary that a compression put in place of the history.
 			e.q.Record(e.src(en), &formats.Event{Kind: formats.Compaction, Time: t, Agent: e.agent, Text: partsText(m.Content, false)})
@@ -349,7 +367,7 @@ func (e *emitter) subagent(tc *toolCallRecord, t time.Time, src formats.Source) 
 	e.q.Push(&formats.Event{Kind: formats.AgentStart, Time: orTime(sessionTime(s), t), Agent: tc.AgentID,
 		AgentInfo: formats.AgentInfo{Label: label, Parent: e.agent, ParentCall: tc.ID, Model: model},
 		Source:    formats.Source{Dialect: r.opts.Dialect, Type: "subagent"}})
-	sub := &emitter{r: r, q: e.q, sid: e.sid, dir: e.dir, agent: tc.AgentID, open: true, depth: e.depth + 1}
+	sub := &emitter{r: r, q: e.q, sid: e.sid, cwd: e.cwd, dir: e.dir, agent: tc.AgentID, open: true, depth: e.depth + 1}
 	for i, en := range s.entries {
 		sub.entry(en, s.entries[i:])
 	}
@@ -418,6 +436,8 @@ func (e *emitter) outcome(eof, cut bool) (st formats.Status, text string, ok boo
 	case m == nil:
 		// Notices alone: nothing was asked, nothing is left to answer.
 		return formats.StatusUnknown, "", true
+	case m.undone:
+		return formats.Failed, undoneText, true
 	case m.Type == "user":
 		return formats.StatusUnknown, "", !eof
 	case m.Type == "error":
@@ -437,6 +457,10 @@ func (e *emitter) outcome(eof, cut bool) (st formats.Status, text string, ok boo
 	}
 	return formats.Completed, "", true
 }
+
+// undoneText is the failure of a turn that Gemini CLI took back from the
+// session, as it does when the turn fails: the file says no more.
+const undoneText = "Gemini CLI took this turn back from the session, as it does when a turn fails (the session file does not say why)"
 
 // end closes the open run: at the next prompt (eof false) or at the end of
 // the session. A run whose end the file does not show is left open: the
@@ -555,6 +579,7 @@ const (
 	userPrompt = iota
 	userResponses
 	userSnapshot
+	userSession
 	userOther
 )
 
@@ -574,7 +599,9 @@ func userKind(c json.RawMessage) int {
 	switch t := strings.TrimSpace(text); {
 	case responses > 0 && t == "":
 		return userResponses
-	case t == "" || strings.HasPrefix(t, "<session_context>") || strings.HasPrefix(t, "<hook_context>"):
+	case strings.HasPrefix(t, "<session_context>"):
+		return userSession
+	case t == "" || strings.HasPrefix(t, "<hook_context>"):
 		return userOther
 	case strings.Contains(t, "<state_snapshot>") && strings.Contains(t, "</state_snapshot>"):
 		return userSnapshot

@@ -34,6 +34,9 @@ type message struct {
 	Thoughts  json.RawMessage  `json:"thoughts"`
 	Tokens    *tokensSummary   `json:"tokens"`
 	Model     string           `json:"model"`
+	// undone: a checkpoint left the message out of the conversation's
+	// end (Gemini CLI takes a failed turn back so), and none put it back.
+	undone bool
 }
 
 type toolCallRecord struct {
@@ -100,6 +103,7 @@ type entry struct {
 // session is the state of one session file being read.
 type session struct {
 	id, start, kind string
+	hash            string // projectHash: the sha256 of the project's path
 	entries         []*entry
 	index           map[string]int
 	cut             bool // the file ends inside a record
@@ -350,7 +354,12 @@ func (r *chatReader) record(rec *record, line []byte, n int) *session {
 }
 
 // checkpoint replaces the session's messages with those of a $set, as
-// Gemini CLI's loader does.
+// Gemini CLI's loader does. Gemini CLI also writes one with the messages
+// the session holds, restated from the model's history (without their
+// tokens, model, thoughts or times): at the start of a session (its
+// <session_context>), on a resume, and without the turn it takes back
+// when the turn fails. Such a checkpoint keeps the held records, and
+// marks those it leaves out as undone, to be put back by a later one.
 func (r *chatReader) checkpoint(s *session, msgs []json.RawMessage, n int) {
 	var keep []*entry
 	ids := map[string]bool{}
@@ -361,6 +370,15 @@ func (r *chatReader) checkpoint(s *session, msgs []json.RawMessage, n int) {
 		}
 		ids[m.ID] = true
 		keep = append(keep, &entry{msg: m, line: append([]byte(nil), raw...), lineNo: n})
+	}
+	if restates(s, keep) {
+		for _, en := range s.entries {
+			if en.msg != nil {
+				en.msg.undone = !ids[en.msg.ID]
+			}
+		}
+		s.started = true
+		return
 	}
 	gone := 0
 	for id := range s.index {
@@ -378,6 +396,20 @@ func (r *chatReader) checkpoint(s *session, msgs []json.RawMessage, n int) {
 	s.started = true
 }
 
+// restates says whether the messages of a checkpoint are messages the
+// session holds, in its order.
+func restates(s *session, keep []*entry) bool {
+	at := 0
+	for _, k := range keep {
+		i, ok := s.index[k.msg.ID]
+		if !ok || i < at {
+			return false
+		}
+		at = i
+	}
+	return true
+}
+
 // metadata takes a metadata record, or a whole legacy record, into s; it
 // reports false if the record is not one.
 func (r *chatReader) metadata(s *session, rec *record, n int) bool {
@@ -385,6 +417,7 @@ func (r *chatReader) metadata(s *session, rec *record, n int) bool {
 		return false
 	}
 	json.Unmarshal(rec.SessionID, &s.id)
+	json.Unmarshal(rec.ProjectHash, &s.hash)
 	s.start, s.kind, s.started = rec.StartTime, rec.Kind, true
 	for _, raw := range rec.Messages {
 		raw = append([]byte(nil), raw...)

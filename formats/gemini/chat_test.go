@@ -238,7 +238,7 @@ func TestChatLog(t *testing.T) {
 	}
 
 	// A checkpoint replaces the messages; the summary of a compression is a
-	// compaction, the context Gemini CLI adds is kept raw, not a prompt.
+	// compaction, the context Gemini CLI adds is no event, nor a prompt.
 	in = meta +
 		`{"id":"u1","timestamp":"2026-06-10T10:00:01.000Z","type":"user","content":"gone"}
 {"id":"g1","timestamp":"2026-06-10T10:00:02.000Z","type":"gemini","content":"gone too","model":"m"}
@@ -247,15 +247,15 @@ func TestChatLog(t *testing.T) {
 {"id":"g2","timestamp":"2026-06-10T10:01:06.000Z","type":"gemini","content":[{"text":"thinking","thought":true},{"text":"on it"}],"model":"m"}
 `
 	evs, warn, _ = readChat(t, []byte(in), "")
-	want = "run_start raw compaction message run_end run_start user_message thinking_delta message run_end"
+	want = "run_start compaction message run_end run_start user_message thinking_delta message run_end"
 	if got := formatstest.Kinds(evs); got != want {
 		t.Fatalf("kinds after a checkpoint\n got %s\nwant %s", got, want)
 	}
 	if !strings.Contains(warn, "2 messages it leaves out not converted") {
 		t.Errorf("the checkpoint's dropped messages are not reported: %q", warn)
 	}
-	if evs[2].Text != "<state_snapshot>we read a.md</state_snapshot>" || evs[8].Text != "on it" || evs[7].Text != "thinking" {
-		t.Errorf("read as %q %q %q", evs[2].Text, evs[7].Text, evs[8].Text)
+	if evs[1].Text != "<state_snapshot>we read a.md</state_snapshot>" || evs[7].Text != "on it" || evs[6].Text != "thinking" {
+		t.Errorf("read as %q %q %q", evs[1].Text, evs[6].Text, evs[7].Text)
 	}
 }
 

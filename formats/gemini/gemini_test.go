@@ -91,7 +91,7 @@ func TestJSONReader(t *testing.T) {
 	}
 	end := evs[2]
 	if evs[0].Run.Model != "gemini-2.5-pro" || evs[1].Text != "The capital of France is Paris." || end.Status != formats.Completed ||
-		end.Run.ExitCode.V != 0 || end.Usage.InputTokens.V != 8300 || end.Usage.CacheReadTokens.V != 3100 || end.Usage.OutputTokens.V != 9 {
+		end.Run.ExitCode.V != 0 || end.Usage.InputTokens.V != 8300 || end.Usage.CacheReadTokens.V != 3100 || end.Usage.OutputTokens.V != 91 || end.Usage.ReasoningTokens.V != 82 {
 		t.Errorf("read as %+v / %+v", evs[0].Run, end)
 	}
 	if !bytes.Equal(evs[0].Source.Line, bytes.TrimSpace(formatstest.Fixture(t, "gemini", "response.json"))) {
@@ -297,4 +297,53 @@ func FuzzJSONReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, JSON, data, formats.Answer, formats.Notice, formats.RunEnd)
 	})
+}
+
+// Gemini CLI counts the thoughts in stream-json's total_tokens only, and
+// in gemini-json's tokens.thoughts; the output tokens of the model include
+// them, and the writers take them out again (Gemini CLI 0.61's thinking
+// capture: 1,207 + 33 + 11 = 1,251).
+func TestThoughtTokens(t *testing.T) {
+	stream := `{"type":"init","timestamp":"2026-12-02T01:53:18.084Z","session_id":"s","model":"auto"}
+{"type":"result","timestamp":"2026-12-02T01:53:19.307Z","status":"success","stats":{"total_tokens":1251,"input_tokens":1207,"output_tokens":33,"cached":200,"input":1007,"duration_ms":1223,"tool_calls":0}}
+`
+	evs := formatstest.Read(t, Stream, stream)
+	u := evs[len(evs)-1].Usage
+	if u.OutputTokens.V != 44 || u.ReasoningTokens.V != 11 || u.InputTokens.V != 1207 || u.TotalTokens.V != 1251 {
+		t.Errorf("stream usage %+v", u)
+	}
+	b, err := formatstest.WriteAll(Stream, evs, true)
+	out := string(b)
+	if err != nil || !strings.Contains(out, `"total_tokens":1251,"input_tokens":1207,"output_tokens":33`) {
+		t.Errorf("stream written back as %s", out)
+	}
+	b, err = formatstest.WriteAll(JSON, evs, true)
+	out = string(b)
+	if err != nil || !strings.Contains(out, `"candidates": 33`) || !strings.Contains(out, `"thoughts": 11`) {
+		t.Errorf("json written as %s", out)
+	}
+	back := formatstest.Read(t, JSON, out)
+	if u := back[len(back)-1].Usage; u.OutputTokens.V != 44 || u.ReasoningTokens.V != 11 {
+		t.Errorf("json read back as %+v", u)
+	}
+	// No total over the rest: no thoughts.
+	evs = formatstest.Read(t, Stream, `{"type":"result","timestamp":"2025-01-02T03:04:05.000Z","status":"success","stats":{"total_tokens":12,"input_tokens":10,"output_tokens":2}}`)
+	if u := evs[len(evs)-1].Usage; u.ReasoningTokens.OK || u.OutputTokens.V != 2 {
+		t.Errorf("thoughts made up: %+v", u)
+	}
+}
+
+// Gemini CLI exits with the HTTP status of an API error modulo 256, which
+// its result quotes (Gemini CLI 0.61's and 0.20's api-error and 0.20's
+// rate-limit captures: 529 gives 17, 429 173).
+func TestAPIErrorExitCode(t *testing.T) {
+	for msg, want := range map[string]int{
+		`[API Error: {\"error\":{\"code\":529,\"message\":\"Overloaded\",\"status\":\"UNAVAILABLE\"}}]`:                                            17,
+		`[API Error: {\"error\":{\"code\":429,\"message\":\"Rate limited\",\"status\":\"RESOURCE_EXHAUSTED\"}}]\nPlease wait and try again later.`: 173,
+	} {
+		evs := formatstest.Read(t, Stream, `{"type":"result","timestamp":"2026-12-02T01:54:08.828Z","status":"error","error":{"type":"unknown","message":"`+msg+`"}}`)
+		if c := evs[len(evs)-1].Run.ExitCode; !c.OK || c.V != want {
+			t.Errorf("%s: exit code %+v, want %d", msg, c, want)
+		}
+	}
 }

@@ -22,7 +22,7 @@ var JSON = formats.Dialect{
 		formats.Refusals | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
-		formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunDurations |
+		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RunDurations |
 		formats.RawEvents),
 	Quirks: []string{"assistant messages besides the answer", "error notices besides the run's error",
 		"model names of runs without token counts"},
@@ -71,6 +71,7 @@ type tokenStats struct {
 	Candidates *int64 `json:"candidates,omitempty"`
 	Total      *int64 `json:"total,omitempty"`
 	Cached     *int64 `json:"cached,omitempty"`
+	Thoughts   *int64 `json:"thoughts,omitempty"`
 }
 
 // detectJSON recognises Gemini's object: a JSON object whose keys are
@@ -164,7 +165,7 @@ func usageOf(s *sessionStats) formats.UsageInfo {
 	}
 	for _, m := range s.Models {
 		t := m.Tokens
-		u.Add(usageOfCounts(t.Prompt, t.Candidates, t.Total, t.Cached, nil))
+		u.Add(usageOfCounts(t.Prompt, t.Candidates, t.Total, t.Cached, t.Thoughts))
 	}
 	return u
 }
@@ -271,8 +272,9 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 		if name == "" {
 			name = "unknown"
 		}
-		o.Stats = &outStats{Models: map[string]modelStats{name: {Tokens: tokenStats{Prompt: u.InputTokens.Ptr(),
-			Candidates: u.OutputTokens.Ptr(), Total: u.Total().Ptr(), Cached: u.CacheReadTokens.Ptr()}}}}
+		c := countsOf(u, true)
+		o.Stats = &outStats{Models: map[string]modelStats{name: {Tokens: tokenStats{Prompt: c.Prompt,
+			Candidates: c.Candidates, Total: c.Total, Cached: c.Cached, Thoughts: c.Thoughts}}}}
 	}
 	b, err := formats.Marshal(o)
 	if err != nil {

@@ -133,7 +133,8 @@ func TestFromAdaL(t *testing.T) {
 
 // TestJSONKeepsStats: gemini-json → gemini-json keeps every model's stats
 // and the tool stats; gemini-json → gemini-stream counts the object's tool
-// calls (which are not events) and sums every model's tokens.
+// calls (which are not events) and sums every model's tokens, the
+// thoughts in the output and in the total.
 func TestJSONKeepsStats(t *testing.T) {
 	in := formatstest.Fixture(t, "gemini", "two-models-tools.json")
 	if out := converttest.Convert(t, in, "gemini-json", "gemini-json"); string(out) != string(in) {
@@ -142,8 +143,8 @@ func TestJSONKeepsStats(t *testing.T) {
 	stream := converttest.Convert(t, in, "gemini-json", "gemini-stream")
 	evs := formatstest.Read(t, gemini.Stream, stream)
 	end := formatstest.OfKind(evs, formats.RunEnd)
-	if len(end) != 1 || end[0].Usage.InputTokens != formats.Some[int64](23) || end[0].Usage.OutputTokens != formats.Some[int64](7) ||
-		end[0].Usage.TotalTokens != formats.Some[int64](30) || end[0].Usage.CacheReadTokens != formats.Some[int64](10) {
+	if len(end) != 1 || end[0].Usage.InputTokens != formats.Some[int64](23) || end[0].Usage.OutputTokens != formats.Some[int64](8) || end[0].Usage.ReasoningTokens != formats.Some[int64](1) ||
+		end[0].Usage.TotalTokens != formats.Some[int64](31) || end[0].Usage.CacheReadTokens != formats.Some[int64](10) {
 		t.Errorf("run end: %+v", end)
 	}
 	var result struct {

@@ -5,6 +5,7 @@ package gemini
 
 import (
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -23,7 +24,7 @@ var Stream = formats.Dialect{
 		formats.ToolDurations | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
-		formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RawEvents),
+		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RawEvents),
 	Quirks: []string{"subagent prompts", "session ids given only at the run's end", "model names given only at the run's end",
 		"exit codes Gemini CLI does not use"},
 }
@@ -233,7 +234,8 @@ func (r *streamReader) result(ev *formats.Event, l *streamLine) {
 	}
 	end.Run.ExitCode = exitCode(end.Status, l.Error)
 	if s := l.Stats; s != nil {
-		end.Usage = usageOfCounts(s.InputTokens, s.OutputTokens, s.TotalTokens, s.Cached, nil)
+		end.Usage = usageOfCounts(s.InputTokens, s.OutputTokens, s.TotalTokens, s.Cached,
+			thoughtsOfTotal(s.InputTokens, s.OutputTokens, s.TotalTokens))
 		if s.DurationMs != nil {
 			end.Duration = time.Duration(*s.DurationMs) * time.Millisecond
 		}
@@ -274,7 +276,31 @@ func exitCode(s formats.Status, e *errorObject) formats.Opt[int] {
 	if c, ok := exitCodes[e.Type]; ok {
 		return formats.Some(c)
 	}
+	if status := apiStatus(e.Message); status > 0 {
+		return formats.Some(status % 256)
+	}
 	return formats.Opt[int]{}
+}
+
+var apiErrorRe = regexp.MustCompile(`^\[API Error: (\{.*\})\]`)
+
+// apiStatus is the HTTP status of the API error a message quotes
+// ("[API Error: {"error":{"code":529,…}}]"), which Gemini CLI exits with,
+// modulo 256 (529 gives 17, 429 173); 0 when it quotes none.
+func apiStatus(msg string) int {
+	m := apiErrorRe.FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	var v struct {
+		Error struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal([]byte(m[1]), &v) != nil || v.Error.Code < 400 || v.Error.Code > 599 {
+		return 0
+	}
+	return v.Error.Code
 }
 
 // errorType names the error of a run that exits with code, for the result.

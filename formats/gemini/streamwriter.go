@@ -220,7 +220,12 @@ func result(ts string, e *formats.Event, v *formats.RunView, srcCalls formats.Op
 		}
 	}
 	if u := v.Usage; !u.Empty() || e.Duration > 0 {
-		c := countsOf(u, false) // stream-json has no thoughts count
+		// stream-json counts the thoughts only in the total: the output
+		// tokens leave them out, as Gemini CLI's do.
+		c := countsOf(u, true)
+		if u.ReasoningTokens.OK && u.InputTokens.OK && u.OutputTokens.OK {
+			c.Total = nonNegative(formats.Some(u.InputTokens.V + u.OutputTokens.V)) // the thoughts' only count
+		}
 		calls := int64(len(v.Calls.All()))
 		if calls == 0 && srcCalls.OK {
 			calls = srcCalls.V

@@ -32,6 +32,21 @@ func usageOfCounts(prompt, candidates, total, cached, thoughts *int64) formats.U
 	return u
 }
 
+// thoughtsOfTotal are the thoughts that stream-json counts only in its
+// total: Gemini CLI's total_tokens is prompt + candidates + thoughts, and
+// it prints no thoughts count of its own. Nil where the total is unknown
+// or leaves nothing over.
+func thoughtsOfTotal(prompt, candidates, total *int64) *int64 {
+	if prompt == nil || candidates == nil || total == nil {
+		return nil
+	}
+	t := *total - *prompt - *candidates
+	if t <= 0 {
+		return nil
+	}
+	return &t
+}
+
 // geminiCounts are Gemini's counts of a usage; nil where unknown.
 type geminiCounts struct {
 	Prompt, Candidates, Total, Cached, Input, Thoughts *int64
