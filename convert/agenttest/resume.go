@@ -40,6 +40,17 @@ func (codexFamily) Place(_ Pin, home, _ string) (string, string) {
 	return filepath.Join(home, ".codex", "sessions"), "codex-rollout"
 }
 
+// OpaqueWire is a Family whose requests are not the conversation as its
+// sessions keep it (AdaL folds a response's calls into one adal_tool_reply
+// call and sends the history as marked text): its sessions are compared
+// with what agentconv reads of them, as a fixture's are.
+type OpaqueWire interface {
+	OpaqueWire()
+}
+
+// OpaqueWire implements OpaqueWire.
+func (adal) OpaqueWire() {}
+
 // Item is one element of a conversation as the model sees it, reduced to
 // what every agent and dialect keeps: a prompt, an answer's text, a call
 // or a call's result, by id.
