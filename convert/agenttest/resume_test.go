@@ -3,6 +3,7 @@ package agenttest
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -266,7 +267,9 @@ func expected(t *testing.T, src source) []Item {
 	if code != 0 {
 		t.Fatalf("%s → atif exits %d: %s", src.file, code, errs)
 	}
-	var doc struct {
+	// One trajectory a run, each with its steps and its answer kept
+	// apart from them.
+	type trajectory struct {
 		Steps []struct {
 			Source    string `json:"source"`
 			Message   any    `json:"message"`
@@ -279,40 +282,43 @@ func expected(t *testing.T, src source) []Item {
 				} `json:"results"`
 			} `json:"observation"`
 		} `json:"steps"`
-	}
-	var extra struct {
 		Extra struct {
 			Answer string `json:"agentconv_answer"`
 		} `json:"extra"`
 	}
-	json.Unmarshal([]byte(out), &extra) //nolint:errcheck // checked below
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("%s → atif: %v", src.file, err)
-	}
 	var items []Item
-	for _, s := range doc.Steps {
-		text, _ := s.Message.(string)
-		switch s.Source {
-		case "user":
-			if t := userText(text); t != "" {
-				items = append(items, Item{"prompt", t})
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var doc trajectory
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("%s → atif: %v", src.file, err)
+		}
+		for _, s := range doc.Steps {
+			text, _ := s.Message.(string)
+			switch s.Source {
+			case "user":
+				if t := userText(text); t != "" {
+					items = append(items, Item{"prompt", t})
+				}
+			case "agent":
+				if t := strings.TrimSpace(text); t != "" {
+					items = append(items, Item{"text", t})
+				}
+				for _, c := range s.ToolCalls {
+					items = append(items, Item{"call", c.ID})
+				}
 			}
-		case "agent":
-			if t := strings.TrimSpace(text); t != "" {
-				items = append(items, Item{"text", t})
-			}
-			for _, c := range s.ToolCalls {
-				items = append(items, Item{"call", c.ID})
+			if s.Observation != nil {
+				for _, r := range s.Observation.Results {
+					items = append(items, Item{"result", r.ID})
+				}
 			}
 		}
-		if s.Observation != nil {
-			for _, r := range s.Observation.Results {
-				items = append(items, Item{"result", r.ID})
-			}
+		if a := strings.TrimSpace(doc.Extra.Answer); a != "" && (len(items) == 0 || items[len(items)-1] != Item{"text", a}) {
+			items = append(items, Item{"text", a})
 		}
-	}
-	if a := strings.TrimSpace(extra.Extra.Answer); a != "" && (len(items) == 0 || items[len(items)-1] != Item{"text", a}) {
-		items = append(items, Item{"text", a}) // an answer ATIF keeps apart from the steps
 	}
 	return items
 }
