@@ -332,14 +332,7 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 	b.chats++
 	b.reqUsage.Add(e.Usage)
 	b.placed.Add(e.Usage)
-	model := a.model
-	if model == "" {
-		model = e.Response.Model
-	}
-	if a.seen == "" {
-		a.seen = model
-	}
-	b.used(model)
+	model := b.requestModel(e, a)
 	name := opChat
 	if model != "" {
 		name += " " + model
@@ -374,12 +367,9 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 	b.end(s, t)
 }
 
-// turnUsage counts the usage a source gives for a whole turn, of requests
-// it does not tell apart (Aggregate): the turn's span carries it, and no
-// chat span claims it for one request. Outside a turn, only the run's
-// totals count it.
-func (b *builder) turnUsage(e *formats.Event, a *agent) {
-	b.reqUsage.Add(e.Usage)
+// requestModel is the model of a request of agent a: the agent's, else the
+// response's; it is the agent's first seen, and one the run used.
+func (b *builder) requestModel(e *formats.Event, a *agent) string {
 	model := a.model
 	if model == "" {
 		model = e.Response.Model
@@ -388,6 +378,16 @@ func (b *builder) turnUsage(e *formats.Event, a *agent) {
 		a.seen = model
 	}
 	b.used(model)
+	return model
+}
+
+// turnUsage counts the usage a source gives for a whole turn, of requests
+// it does not tell apart (Aggregate): the turn's span carries it, and no
+// chat span claims it for one request. Outside a turn, only the run's
+// totals count it.
+func (b *builder) turnUsage(e *formats.Event, a *agent) {
+	b.reqUsage.Add(e.Usage)
+	b.requestModel(e, a)
 	if a.turn == nil {
 		return
 	}
