@@ -26,55 +26,58 @@ func needOracle(t *testing.T, why string, err error) {
 	t.Skipf("%s (%v); CI runs it", why, err)
 }
 
-// harborValidate runs Harbor's own ATIF validator on files, in one Python
-// process, and returns the files it rejects with its errors.
-func harborValidate(t *testing.T, files []string) map[string]string {
+// atifValidate runs the ATIF validator in ../shared/oracles (written from
+// the format's RFC) on files, in one Python process, and returns the files it
+// rejects with their errors.
+func atifValidate(t *testing.T, files []string) map[string]string {
 	t.Helper()
-	dir := filepath.Join(oracles, "atif")
-	if _, err := os.Stat(filepath.Join(dir, "harbor", "utils", "trajectory_validator.py")); err != nil {
-		needOracle(t, "Harbor's ATIF validator is not in ../shared/oracles", err)
+	script := filepath.Join(oracles, "atif", "validate.py")
+	if _, err := os.Stat(script); err != nil {
+		needOracle(t, "the ATIF validator is not in ../shared/oracles", err)
 	}
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		needOracle(t, "no python3 for Harbor's ATIF validator", err)
+		needOracle(t, "no python3 for the ATIF validator", err)
 	}
-	script := `import sys, json
-from harbor.utils.trajectory_validator import TrajectoryValidator
-for path in sys.argv[1:]:
-    v = TrajectoryValidator()
-    if not v.validate(path, validate_images=False):
-        print(json.dumps({"file": path, "errors": v.get_errors()}))
-`
-	if out, err := exec.Command(py, "-c", "import pydantic; assert pydantic.VERSION.startswith('2')").CombinedOutput(); err != nil {
-		needOracle(t, "no pydantic 2 for Harbor's ATIF validator", fmt.Errorf("%v: %s", err, out))
+	if out, err := exec.Command(py, "-c", "import jsonschema").CombinedOutput(); err != nil {
+		needOracle(t, "no jsonschema for the ATIF validator", fmt.Errorf("%v: %s", err, out))
 	}
-	cmd := exec.Command(py, append([]string{"-c", script}, files...)...)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir)
+	cmd := exec.Command(py, append([]string{script, "--json"}, files...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("Harbor's validator failed to run: %v: %s", err, stderr.String())
+	var verdicts struct {
+		Files []struct {
+			File   string `json:"file"`
+			Valid  bool   `json:"valid"`
+			Errors []struct {
+				Path    string `json:"path"`
+				Message string `json:"message"`
+			} `json:"errors"`
+		} `json:"files"`
+	}
+	if jerr := formats.Unmarshal(0, out, &verdicts); jerr != nil {
+		t.Fatalf("the ATIF validator failed to run: %v (%v): %s", err, jerr, stderr.String())
+	}
+	if len(verdicts.Files) != len(files) {
+		t.Fatalf("the ATIF validator gave %d verdicts for %d files: %s", len(verdicts.Files), len(files), stderr.String())
 	}
 	bad := map[string]string{}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if l == "" {
+	for _, f := range verdicts.Files {
+		if f.Valid {
 			continue
 		}
-		var r struct {
-			File   string   `json:"file"`
-			Errors []string `json:"errors"`
+		var errs []string
+		for _, e := range f.Errors {
+			errs = append(errs, e.Path+": "+e.Message)
 		}
-		if err := formats.Unmarshal(0, []byte(l), &r); err != nil {
-			t.Fatalf("validator output: %v", err)
-		}
-		bad[r.File] = strings.Join(r.Errors, "; ")
+		bad[f.File] = strings.Join(errs, "; ")
 	}
 	return bad
 }
 
 // TestATIFValidates: every trajectory written from every fixture passes
-// Harbor's own validator.
+// the ATIF validator.
 func TestATIFValidates(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
@@ -99,18 +102,18 @@ func TestATIFValidates(t *testing.T) {
 	if len(files) < len(fixtures(t)) {
 		t.Fatalf("only %d trajectories from %d fixtures", len(files), len(fixtures(t)))
 	}
-	for f, errs := range harborValidate(t, files) {
-		t.Errorf("%s: Harbor's validator rejects the trajectory: %s", from[f], errs)
+	for f, errs := range atifValidate(t, files) {
+		t.Errorf("%s: the ATIF validator rejects the trajectory: %s", from[f], errs)
 	}
 	t.Logf("%d trajectories from %d fixtures validated", len(files), len(fixtures(t)))
 }
 
-// TestHarborValidatorRejects: the oracle can fail: a trajectory without
-// steps, or with a result for a call of another step, is rejected.
-func TestHarborValidatorRejects(t *testing.T) {
+// TestATIFValidatorRejects: the oracle can fail: a trajectory without a
+// schema version, or with a result for a call of another step, is rejected.
+func TestATIFValidatorRejects(t *testing.T) {
 	dir := t.TempDir()
 	bad := map[string]string{
-		"no-steps.json":     `{"schema_version":"ATIF-v1.7","agent":{"name":"a","version":""},"steps":[]}`,
+		"no-version.json":   `{"session_id":"s","agent":{"name":"a","version":""},"steps":[{"step_id":1,"source":"user","message":"hi"}]}`,
 		"foreign-call.json": `{"schema_version":"ATIF-v1.7","agent":{"name":"a","version":""},"steps":[{"step_id":1,"source":"agent","message":"","observation":{"results":[{"source_call_id":"nope","content":"x"}]}}]}`,
 	}
 	var files []string
@@ -121,14 +124,14 @@ func TestHarborValidatorRejects(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	if got := harborValidate(t, files); len(got) != len(bad) {
+	if got := atifValidate(t, files); len(got) != len(bad) {
 		t.Errorf("the validator rejected %d of %d invalid trajectories: %v", len(got), len(bad), got)
 	}
 }
 
 // TestATIFRewrittenValidates: the real trajectories in testdata/atif, taken
 // through other dialects and written again as atif (by the writer, not
-// copied), pass Harbor's validator and keep every tool call.
+// copied), pass the ATIF validator and keep every tool call.
 func TestATIFRewrittenValidates(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
@@ -154,7 +157,7 @@ func TestATIFRewrittenValidates(t *testing.T) {
 			from[f] = filepath.Base(in) + " through " + via
 		}
 	}
-	for f, errs := range harborValidate(t, files) {
-		t.Errorf("%s: Harbor's validator rejects the trajectory: %s", from[f], errs)
+	for f, errs := range atifValidate(t, files) {
+		t.Errorf("%s: the ATIF validator rejects the trajectory: %s", from[f], errs)
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestDirectoryRoundTrip: atif DIR → atif DIR gives back the same files,
-// byte for byte, with --from atif and detected; every file passes Harbor's
+// byte for byte, with --from atif and detected; every file passes the ATIF
 // validator.
 func TestDirectoryRoundTrip(t *testing.T) {
 	first := t.TempDir()
@@ -26,8 +26,8 @@ func TestDirectoryRoundTrip(t *testing.T) {
 	for _, f := range files {
 		paths = append(paths, filepath.Join(first, f))
 	}
-	for f, errs := range harborValidate(t, paths) {
-		t.Errorf("%s: Harbor's validator rejects it: %s", f, errs)
+	for f, errs := range atifValidate(t, paths) {
+		t.Errorf("%s: the ATIF validator rejects it: %s", f, errs)
 	}
 	for _, from := range [][]string{{"--from", "atif"}, nil} {
 		second := t.TempDir()

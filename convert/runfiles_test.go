@@ -50,7 +50,7 @@ func documents(t *testing.T, s string) []string {
 
 // TestOutputDirOneFilePerRun: --to atif -o DIR writes each run to
 // DIR/<session id>/trajectory.json, the same document as on standard
-// output, and each passes Harbor's validator.
+// output, and each passes the ATIF validator.
 func TestOutputDirOneFilePerRun(t *testing.T) {
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI("", "--to", "atif", "-o", dir, multiRun)
@@ -80,8 +80,8 @@ func TestOutputDirOneFilePerRun(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	for f, errs := range harborValidate(t, files) {
-		t.Errorf("%s: Harbor's validator rejects it: %s", f, errs)
+	for f, errs := range atifValidate(t, files) {
+		t.Errorf("%s: the ATIF validator rejects it: %s", f, errs)
 	}
 }
 
