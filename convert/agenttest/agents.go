@@ -116,9 +116,10 @@ type Mode struct {
 	// Totals: the output is one final object with the run's totals, and
 	// no tool calls or model calls of its own (Claude's json).
 	Totals bool
-	// PerTurn: the output gives usage per turn and marks no model request
-	// (Codex's exec --json), so no chat span may claim one.
-	PerTurn bool
+	// Unmarked: the output marks no model request, giving usage per turn
+	// (Codex's exec --json) or per run (Gemini CLI's stream-json), so no
+	// chat span may claim one.
+	Unmarked bool
 	// NoUsage: the agent prints no token counts in this mode (AdaL), so
 	// none may be claimed.
 	NoUsage bool

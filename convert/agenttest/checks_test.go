@@ -358,7 +358,7 @@ func (k *checker) usage(file string, data []byte, dialect string, run int) {
 		return
 	}
 	k.ran[check] = true
-	if k.c.Mode().PerTurn {
+	if k.c.Mode().Unmarked {
 		// The requests are not marked: a chat span would claim a turn's
 		// requests for one.
 		if len(calls) > 0 {

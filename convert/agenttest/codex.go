@@ -108,7 +108,7 @@ multi_agent_v2 = true
 }
 
 func (codexFamily) Modes(pin Pin) []Mode {
-	return []Mode{{Name: "json", Dialect: "codex", Ext: "jsonl", PerTurn: true}}
+	return []Mode{{Name: "json", Dialect: "codex", Ext: "jsonl", Unmarked: true}}
 }
 
 // codexFlags are exec's flags: JSON lines, no git repository needed, and

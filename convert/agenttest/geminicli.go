@@ -56,7 +56,7 @@ func (geminiCLI) Setup(pin Pin, home, work, url string) ([]string, error) {
 
 func (geminiCLI) Modes(pin Pin) []Mode {
 	return []Mode{
-		{Name: "stream-json", Dialect: "gemini-stream", Ext: "jsonl"},
+		{Name: "stream-json", Dialect: "gemini-stream", Ext: "jsonl", Unmarked: true},
 		{Name: "json", Dialect: "gemini-json", Ext: "json", Totals: true},
 	}
 }

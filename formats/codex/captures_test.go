@@ -289,3 +289,30 @@ func TestCaptureTurnUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureResumedTotals: Codex 0.171's turn.completed after `codex exec
+// resume` is the thread's running total (its first run's 1,200 in and 30
+// out, then 4,044 and 111). Its two stdouts read one after the other give
+// each run its own requests' tokens, as the server sent them (the resume's
+// two requests: 1,348 + 1,496 in, 37 + 44 out); 0.45, which printed each
+// run's own, is read as it printed.
+func TestCaptureResumedTotals(t *testing.T) {
+	for _, c := range []struct {
+		version string
+		want    [][2]int64
+	}{
+		{"0.171.0", [][2]int64{{1200, 30}, {2844, 81}}},
+		{"0.45.0", [][2]int64{{1200, 30}, {2844, 81}}},
+	} {
+		data := append(captureFile(t, c.version, "resume", "stdout.jsonl"), captureFile(t, c.version, "resume", "stdout-2.jsonl")...)
+		ends := formatstest.OfKind(formatstest.Read(t, codex.Dialect, data), formats.RunEnd)
+		if len(ends) != len(c.want) {
+			t.Fatalf("%s: %d runs, want %d", c.version, len(ends), len(c.want))
+		}
+		for i, e := range ends {
+			if got := [2]int64{e.Usage.InputTokens.V, e.Usage.OutputTokens.V}; got != c.want[i] {
+				t.Errorf("%s run %d: tokens %v, want %v", c.version, i+1, got, c.want[i])
+			}
+		}
+	}
+}

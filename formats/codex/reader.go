@@ -127,6 +127,28 @@ type usage struct {
 	CachedInputTokens     *int64 `json:"cached_input_tokens"`
 	OutputTokens          *int64 `json:"output_tokens"`
 	ReasoningOutputTokens *int64 `json:"reasoning_output_tokens"`
+	// CacheWriteInputTokens marks the usage of newer Codex (0.171), whose
+	// turn.completed is the thread's running total, not the turn's.
+	CacheWriteInputTokens *int64 `json:"cache_write_input_tokens"`
+}
+
+// since is u less an earlier running total of its thread, where every count
+// of u is at least the earlier one's; else u as it is.
+func (u usage) since(prev usage) usage {
+	fields := [][2]**int64{{&u.InputTokens, &prev.InputTokens}, {&u.CachedInputTokens, &prev.CachedInputTokens},
+		{&u.OutputTokens, &prev.OutputTokens}, {&u.ReasoningOutputTokens, &prev.ReasoningOutputTokens}}
+	for _, f := range fields {
+		if *f[0] != nil && *f[1] != nil && **f[0] < **f[1] {
+			return u
+		}
+	}
+	for _, f := range fields {
+		if *f[0] != nil && *f[1] != nil {
+			d := **f[0] - **f[1]
+			*f[0] = &d
+		}
+	}
+	return u
 }
 
 // info is the usage in the model's terms, which are codex's own.
@@ -200,6 +222,10 @@ type reader struct {
 	holdSearch bool
 	run        runState
 	ended      bool
+	// totals are the running totals newer Codex printed last for each
+	// thread of the input: a thread resumed in the same input (its stdouts
+	// one after the other) counts from there.
+	totals map[string]usage
 }
 
 // runState follows one run (one thread): a codex stream has no end event, so
@@ -411,6 +437,17 @@ func (r *reader) record(b []byte, n int) error {
 func (r *reader) usage(u *usage, emit func(*formats.Event)) {
 	if u == nil {
 		return
+	}
+	if u.CacheWriteInputTokens != nil && r.run.sessionID != "" {
+		if r.totals == nil {
+			r.totals = map[string]usage{}
+		}
+		prev, seen := r.totals[r.run.sessionID]
+		r.totals[r.run.sessionID] = *u
+		if seen {
+			own := u.since(prev)
+			u = &own
+		}
 	}
 	ev := u.info()
 	r.run.usage.Add(ev)
