@@ -622,6 +622,9 @@ func (p *Pipeline) warn(ev *formats.Event) {
 				p.unknown = map[string]bool{}
 			}
 			p.unknown[key] = true
+			if d, ok := Lookup(ev.Source.Dialect); ok && slices.Contains(d.Bookkeeping, ev.Source.Type) {
+				return
+			}
 			what := fmt.Sprintf("%s event type %q", ev.Source.Dialect, ev.Source.Type)
 			if ev.Source.Type == "" {
 				what = "a " + ev.Source.Dialect + " event without a type"

@@ -460,14 +460,11 @@ func (w *sessionStats) Write(e *formats.Event) error {
 		w.dialect = e.Source.Dialect
 	}
 	switch e.Kind {
-	case formats.UserMessage:
-		if e.Agent == "" {
-			s.Prompts++
-		}
 	case formats.ToolCall:
 		s.ToolCalls++
 	case formats.RunEnd:
 		s.Runs++
+		s.Prompts += v.Prompts
 		s.Tokens += v.Usage.InputTokens.V + v.Usage.OutputTokens.V
 		if s.Session == "" {
 			s.Session = v.Info.SessionID

@@ -37,6 +37,11 @@ type Dialect struct {
 	// cannot keep of an event whose features it carries (adal-json's
 	// output previews). The docs' loss table lists them.
 	Quirks []string
+	// Bookkeeping names the reader's record types (Source.Type) that are
+	// the agent's own bookkeeping: read as raw events, copied by a writer of
+	// the same dialect, reported as lost by others, and not warned about as
+	// having no place in the event model.
+	Bookkeeping []string
 	// Resends names the dialects whose records the writer passes on as
 	// they are (otlp resends what otlp-json holds): nothing of them is lost.
 	Resends []string

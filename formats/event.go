@@ -39,7 +39,10 @@ const (
 	// TurnEnd: a turn ended, with Status and Text (its final text, if the
 	// source says it).
 	TurnEnd
-	// UserMessage: a prompt or follow-up; Text.
+	// UserMessage: a prompt or follow-up; Text. AgentInfo.Label names the
+	// agent that sent it when no person did: a message another agent of
+	// the team gave the running agent (Codex's subagent reporting to its
+	// parent), which is not a prompt.
 	UserMessage
 	// TextDelta: a piece of streamed assistant text; Text.
 	TextDelta

@@ -31,7 +31,8 @@ type RunView struct {
 	// Messages counts the main agent's assistant messages (a streamed
 	// message counts once).
 	Messages int
-	// Prompts counts the main agent's prompts (UserMessage events).
+	// Prompts counts the main agent's prompts (UserMessage events that
+	// no other agent sent).
 	Prompts int
 
 	answer   string
@@ -163,7 +164,7 @@ func (v *RunView) Observe(e *Event) {
 			a.Status, a.Report, a.Ended = e.Status, e.Text, true
 		}
 	case UserMessage:
-		if main {
+		if main && e.AgentInfo.Label == "" {
 			v.Prompts++
 		}
 	case TurnEnd:

@@ -325,11 +325,19 @@ func expected(t *testing.T, src source) []Item {
 
 // canonical orders each run of calls and results, which agents interleave
 // differently (Codex 0.45 runs parallel calls one by one), as the calls in
-// their order, then their results in the calls' order. Anything else
-// keeps its place.
+// their order, then their results in the calls' order; and it joins texts
+// that follow one another into one, as the server reads the Responses
+// API's input (two responses' messages with nothing between them are
+// items in a row, which no boundary tells apart from one response's).
+// Anything else keeps its place.
 func canonical(items []Item) []Item {
 	out := make([]Item, 0, len(items))
 	for i := 0; i < len(items); {
+		if n := len(out); items[i].Kind == "text" && n > 0 && out[n-1].Kind == "text" {
+			out[n-1].Text = joinText(out[n-1].Text, items[i].Text)
+			i++
+			continue
+		}
 		j := i
 		for j < len(items) && (items[j].Kind == "call" || items[j].Kind == "result") {
 			j++

@@ -27,10 +27,16 @@ var Session = formats.Dialect{
 	Detect:      detectSession,
 	Carries:     sessionCarries,
 	Quirks:      sessionQuirks,
-	DirFiles:    "*.jsonl",
-	Files:       true,
-	Places:      sessionPlaces,
-	Owner:       fileOwner,
+	// 2.x's records of its own state: the prompt queue, attachments it
+	// adds, its API requests' shapes, costs, telemetry, titles, modes and
+	// file snapshots.
+	Bookkeeping: []string{"queue-operation", "attachment", "api-request-shape", "api-request-blob", "api-request",
+		"system/ui_telemetry", "system/attribution_snapshot", "last-prompt", "cost-state", "atis-latch", "tools-used",
+		"summary", "custom-title", "mode", "file-history-snapshot"},
+	DirFiles: "*.jsonl",
+	Files:    true,
+	Places:   sessionPlaces,
+	Owner:    fileOwner,
 }
 
 // What a session file carries: no durations, costs or outcomes but a

@@ -316,3 +316,42 @@ func TestCaptureResumedTotals(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureInterAgentMessages: Codex 0.171 gives a subagent its task and
+// its parent the subagent's FINAL_ANSWER as agent_message items, which the
+// model reads as user messages. The subagent's rollout has its task as its
+// prompt; the parent's has the answer as a message from the subagent,
+// after the wait call and before the last text, not as a second prompt.
+func TestCaptureInterAgentMessages(t *testing.T) {
+	rollouts := captureRollouts(t, "0.171.0", "subagent")
+	if len(rollouts) != 2 {
+		t.Fatalf("%d rollouts, want the parent's and the subagent's", len(rollouts))
+	}
+	for _, data := range rollouts {
+		evs := formatstest.Read(t, codex.Rollout, data)
+		users := formatstest.OfKind(evs, formats.UserMessage)
+		switch {
+		case strings.Contains(string(data), `"parent_thread_id"`):
+			if len(users) != 1 || users[0].AgentInfo.Label != "" || !strings.Contains(users[0].Text, "NEW_TASK") {
+				t.Errorf("the subagent's rollout: user messages %v, want its task as its prompt", users)
+			}
+		default:
+			if len(users) != 2 || users[0].Text != "agentconv-task: subagent" || users[1].AgentInfo.Label != "/root/agentconv_subtask" ||
+				!strings.Contains(users[1].Text, "FINAL_ANSWER") {
+				t.Errorf("the parent's rollout: user messages %+v, want the prompt, then the subagent's answer from it", users)
+			}
+			var kinds []string
+			for _, e := range evs {
+				switch {
+				case e.Kind == formats.UserMessage && e.AgentInfo.Label != "":
+					kinds = append(kinds, "from-agent")
+				case e.Kind == formats.Message:
+					kinds = append(kinds, e.Text)
+				}
+			}
+			if want := "A subagent will look.|Waiting for the subagent.|from-agent|The subagent is done."; strings.Join(kinds, "|") != want {
+				t.Errorf("order %q, want %q", strings.Join(kinds, "|"), want)
+			}
+		}
+	}
+}

@@ -35,6 +35,11 @@ var Rollout = formats.Dialect{
 		formats.ToolCalls | formats.ToolDurations | formats.TodoLists | formats.Compactions |
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |
 		formats.TokenUsage | formats.PerRequestUsage | formats.ReasoningTokens | formats.RunOutcomes,
+	// 0.171's records of its own state, a request's usage (token_count
+	// says it too), the items again as events, and the instructions and
+	// context it adds (reported as lost system instructions).
+	Bookkeeping: []string{"world_state", "event_msg/thread_settings_applied", "event_msg/item_completed",
+		"token_usage_record", "inter_agent_communication_metadata", contextType},
 	Quirks: []string{
 		"token counts the source did not give (written as 0)",
 		"token usage of runs beyond the sum of their requests",

@@ -48,6 +48,7 @@ type payload struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Input     json.RawMessage `json:"input"`
 	CallID    string          `json:"call_id"`
+	Author    string          `json:"author"` // agent_message's sender
 	Output    json.RawMessage `json:"output"`
 	Status    string          `json:"status"`
 	Action    json.RawMessage `json:"action"`
@@ -687,6 +688,17 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 			// The model's copy of a prompt the user_message gave.
 		default:
 			r.toPreface(&formats.Event{Kind: formats.UserMessage, Text: text}, true)
+		}
+	case "agent_message":
+		// A message of another agent of the team (0.171's subagents): a
+		// task for a subagent (its prompt), or a subagent's FINAL_ANSWER to
+		// its parent, which the model reads as a user message.
+		ev := &formats.Event{Kind: formats.UserMessage, Text: messageText(p.Content)}
+		if r.run.prompted {
+			ev.AgentInfo.Label = p.Author
+			r.emit(ev)
+		} else {
+			r.toPreface(ev, true)
 		}
 	case "reasoning":
 		r.output()

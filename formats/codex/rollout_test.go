@@ -412,8 +412,8 @@ func TestRolloutDetect(t *testing.T) {
 // it.
 func TestRolloutUnknownAndBad(t *testing.T) {
 	in := `{"timestamp":"2026-01-01T00:00:00Z","type":"session_meta","payload":{"id":"019c8a70-dda7-7f33-98ea-f30553347322","cwd":"/w"}}
-{"timestamp":"2026-01-01T00:00:01Z","type":"world_state","payload":{"a":1}}
-{"timestamp":"2026-01-01T00:00:01Z","type":"world_state","payload":{"a":2}}
+{"timestamp":"2026-01-01T00:00:01Z","type":"future_state","payload":{"a":1}}
+{"timestamp":"2026-01-01T00:00:01Z","type":"future_state","payload":{"a":2}}
 {"timestamp":"2026-01-01T00:00:02Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}
 {"timestamp":"2026-01-01T00:00:03Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hello"}]}}
 `
@@ -422,7 +422,7 @@ func TestRolloutUnknownAndBad(t *testing.T) {
 		t.Errorf("kinds %s", k)
 	}
 	code, out, stderr := converttest.Run(in, "--to", "codex-rollout")
-	if code != 0 || out != in || strings.Count(stderr, `"world_state"`) != 1 {
+	if code != 0 || out != in || strings.Count(stderr, `"future_state"`) != 1 {
 		t.Errorf("exit %d: %s\n%s", code, out, stderr)
 	}
 	_ = warn
