@@ -19,6 +19,7 @@ import (
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
 	"github.com/agentconv/agentconv/formats/pretty"
+	"github.com/agentconv/agentconv/formats/qwen"
 	"github.com/agentconv/agentconv/otel"
 )
 
@@ -34,7 +35,9 @@ var Dialects = []formats.Dialect{
 	claude.Stream,
 	claude.JSON,
 	claude.Session,
-	claude.QwenCode,
+	qwen.Stream,
+	qwen.JSON,
+	qwen.Session,
 	claude.Amp,
 	malac.Dialect,
 	cliagents.Dialect,

@@ -145,6 +145,9 @@ func Load(dir string) (*Capture, error) {
 		// the family declares it now.
 		_, c.Meta.StoreDialect = fam.Store(Pin{Agent: c.Meta.Agent, Version: c.Meta.Version})
 	}
+	// The stdout's dialect as the family declares it now (a capture made
+	// before agentconv read Qwen Code's json as its own).
+	c.Meta.Dialect = c.Mode().Dialect
 	return c, nil
 }
 

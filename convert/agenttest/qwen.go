@@ -53,11 +53,11 @@ func (qwenCode) Setup(pin Pin, home, work, url string) ([]string, error) {
 
 // Modes: stream-json is Claude Code's stream-json, which agentconv reads
 // as qwen-code; json is the array of the same messages, as Claude Code's
-// --verbose json.
+// --verbose json, which agentconv reads as qwen-json.
 func (qwenCode) Modes(pin Pin) []Mode {
 	return []Mode{
 		{Name: "stream-json", Dialect: "qwen-code", Ext: "jsonl"},
-		{Name: "json", Dialect: "claude-json", Ext: "json", Totals: true},
+		{Name: "json", Dialect: "qwen-json", Ext: "json", Totals: true},
 	}
 }
 
@@ -88,10 +88,9 @@ func (qwenCode) SessionID(pin Pin, home string, stdout []byte) string {
 	return ""
 }
 
-// Store: agentconv has no dialect for Qwen Code's session files (JSON
-// lines of records chained by uuid/parentUuid, each with a Gemini API
-// Content), so the dialect is "".
-func (qwenCode) Store(pin Pin) (string, string) { return ".qwen/projects", "" }
+// Store: Qwen Code's session files (JSON lines of records chained by
+// uuid/parentUuid, each with a Gemini API Content), read as qwen-session.
+func (qwenCode) Store(pin Pin) (string, string) { return ".qwen/projects", "qwen-session" }
 
 func (qwenCode) Tools(pin Pin) Toolset { return qwenTools{} }
 

@@ -28,7 +28,7 @@ var Stream = formats.Dialect{
 	Aliases:     []string{"claude", "claude-stream-json"},
 	Description: "Claude Code `-p --output-format stream-json --verbose`: NDJSON system/init, assistant, user, result, stream_event",
 	NewReader: func(r io.Reader, o formats.ReadOptions) formats.Reader {
-		return newReader(&lineSource{lines: formats.NewLineReader(r)}, o)
+		return newReader(&lineSource{lines: formats.NewLineReader(r)}, o, Copy{})
 	},
 	NewWriter: newStreamWriter,
 	Detect:    detectStream,
@@ -49,45 +49,70 @@ var streamQuirks = []string{lossExitCodes, lossFailedAnswers, lossCancelledRuns,
 	lossMergedErrors, lossTruncation, lossReports, lossLooseTodos, lossSilentAgents, lossCalllessAgents,
 	lossAgentDirs, lossLateUsage, lossUnprintedUsage}
 
-// QwenCode and Amp print copies of claude-stream (Qwen Code's `qwen -p
-// --output-format stream-json`, Amp's `amp -x --stream-json`): the same
-// reader and writer, with their agent's name. Qwen Code's init line names
-// its version (qwen_code_version), by which it is detected, and its token
-// counts are OpenAI's (input_tokens include the cache, the result's count
-// every request); Amp's content cannot be told apart from Claude Code's, so
-// it is never detected: --from names it.
-var (
-	QwenCode = formats.Dialect{
-		Name:        qwenName,
-		Aliases:     []string{"qwen"},
-		Description: "Qwen Code `-p --output-format stream-json`: a copy of claude-stream whose init line has qwen_code_version",
-		Detect:      detectQwen,
-		NewReader:   Stream.NewReader,
-		NewWriter:   newStreamWriter,
-		Carries:     streamCarries,
-		Quirks:      streamQuirks,
-	}
-	Amp = formats.Dialect{
-		Name:        "amp",
-		Description: "Amp `-x --stream-json`: a copy of claude-stream (never detected: use --from)",
-		NewReader:   Stream.NewReader,
-		NewWriter:   newStreamWriter,
-		Carries:     streamCarries,
-		Quirks:      streamQuirks,
-	}
+// Copy is another agent's copy of claude-stream and claude-json, which the
+// same reader and writer serve with that agent's name and counts: Qwen
+// Code's (package qwen) and Amp's (`amp -x --stream-json`). These agents
+// use the models of several providers, which their output does not name.
+type Copy struct {
+	// Agent names the agent of the runs read; "" is Claude Code.
+	Agent string
+	// OpenAICounts: input_tokens include the cached tokens (the OpenAI
+	// convention the agent gets them in), and the result's usage counts
+	// every request of the run, its subagents' included; after a resume,
+	// it is the session's running total (Qwen Code's).
+	OpenAICounts bool
+}
+
+// StreamReader reads the copy's claude-stream.
+func (c Copy) StreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return newReader(&lineSource{lines: formats.NewLineReader(r)}, o, c)
+}
+
+// JSONReader reads the copy's claude-json (the --verbose message array).
+func (c Copy) JSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return newReader(&valueSource{values: formats.NewValueReader(r)}, o, c)
+}
+
+// StreamWriter writes claude-stream by the copy's counts.
+func (c Copy) StreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
+	return newStreamWriterAs(w, o, c)
+}
+
+// JSONWriter writes claude-json by the copy's counts.
+func (c Copy) JSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
+	return newJSONWriterAs(w, o, c)
+}
+
+// StreamCarries, StreamQuirks, JSONCarries and JSONQuirks are what the
+// claude-stream and claude-json writers carry and report, a copy's too.
+const (
+	StreamCarries = streamCarries
+	JSONCarries   = jsonCarries
 )
 
-const qwenName = "qwen-code"
+var (
+	StreamQuirks = streamQuirks
+	JSONQuirks   = jsonQuirks
+)
 
-// agentOf is the provider and agent name of the runs a dialect reads. Qwen
-// Code and Amp use the models of several providers, which their streams
-// do not name.
-func agentOf(dialect string) (provider, agent string) {
-	switch dialect {
-	case QwenCode.Name:
-		return "", "qwen-code"
-	case Amp.Name:
-		return "", "amp"
+// Amp prints a copy of claude-stream (`amp -x --stream-json`) whose
+// content cannot be told apart from Claude Code's: it is never detected,
+// --from names it.
+var ampCopy = Copy{Agent: "amp"}
+
+var Amp = formats.Dialect{
+	Name:        "amp",
+	Description: "Amp `-x --stream-json`: a copy of claude-stream (never detected: use --from)",
+	NewReader:   ampCopy.StreamReader,
+	NewWriter:   ampCopy.StreamWriter,
+	Carries:     streamCarries,
+	Quirks:      streamQuirks,
+}
+
+// agent is the provider and agent name of the runs a copy reads.
+func (c Copy) agent() (provider, agent string) {
+	if c.Agent != "" {
+		return "", c.Agent
 	}
 	return Provider, AgentName
 }
@@ -97,16 +122,20 @@ var JSON = formats.Dialect{
 	Name:        "claude-json",
 	Description: "Claude Code `-p --output-format json`: the result object per run (reads the --verbose message array too)",
 	NewReader: func(r io.Reader, o formats.ReadOptions) formats.Reader {
-		return newReader(&valueSource{values: formats.NewValueReader(r)}, o)
+		return newReader(&valueSource{values: formats.NewValueReader(r)}, o, Copy{})
 	},
 	NewWriter: newJSONWriter,
 	Detect:    detectJSON,
-	// A result object holds the run's outcome, answer, errors, refusals,
-	// usage, cost and duration.
-	Carries: formats.AssistantText | formats.Refusals | formats.TokenUsage | formats.CacheWrites |
-		formats.Costs | formats.RunDurations | formats.RunOutcomes,
-	Quirks: []string{lossMessages, lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons},
+	Carries:   jsonCarries,
+	Quirks:    jsonQuirks,
 }
+
+// A result object holds the run's outcome, answer, errors, refusals,
+// usage, cost and duration.
+const jsonCarries = formats.AssistantText | formats.Refusals | formats.TokenUsage | formats.CacheWrites |
+	formats.Costs | formats.RunDurations | formats.RunOutcomes
+
+var jsonQuirks = []string{lossMessages, lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons}
 
 // probe is what detection looks at in a message.
 type probe struct {
@@ -147,7 +176,7 @@ func claudeMessage(b []byte) (typ string, ok bool) {
 	return p.Type, p.Type != "" && p.SessionID != nil && p.UUID != nil && p.Timestamp == nil
 }
 
-func detectStream(head []byte) int {
+func streamShape(head []byte) int {
 	results := 0
 	score := formats.DetectByTypes(head, func(line []byte, _ string) bool {
 		typ, ok := claudeMessage(line)
@@ -160,36 +189,43 @@ func detectStream(head []byte) int {
 		// Result objects alone are what --output-format json prints.
 		return 60
 	}
-	if score > 1 && qwenInit.Match(head) {
-		return score - 1 // Qwen Code's copy (detectQwen)
+	return score
+}
+
+// StreamShape and JSONShape score how much the head looks like
+// claude-stream and claude-json, whoever printed it: a copy's detection
+// (package qwen) builds on them. Claude's own detection gives half where
+// the init message is Qwen Code's (QwenInit), which its copy claims.
+func StreamShape(head []byte) int { return streamShape(head) }
+
+// JSONShape: see StreamShape.
+func JSONShape(head []byte) int { return detectJSONOf(head) }
+
+func detectStream(head []byte) int { return notQwen(streamShape(head), head) }
+
+func detectJSON(head []byte) int { return notQwen(detectJSONOf(head), head) }
+
+func notQwen(score int, head []byte) int {
+	if score > 1 && QwenInit(head) {
+		return score / 2
 	}
 	return score
 }
 
-// qwenInit is the field of Qwen Code's system init line that Claude
+// qwenInit is the field of Qwen Code's system init message that Claude
 // Code's has not.
 var qwenInit = regexp.MustCompile(`"subtype"\s*:\s*"init"[^\n]*"qwen_code_version"\s*:`)
 
-// detectQwen: claude-stream whose init line is Qwen Code's, above
-// claude-stream's score; other claude-stream barely, so that --from
-// qwen-code reads a Qwen Code stream whose init line says nothing of it.
-func detectQwen(head []byte) int {
-	s := detectStream(head)
-	switch {
-	case s == 0:
-		return 0
-	case qwenInit.Match(head):
-		return s + 2 // claude-stream's is s+1
-	}
-	return 1 // a copy, which --from qwen-code may name
-}
+// QwenInit says whether the head's init message is Qwen Code's, whose
+// copies of claude-stream and claude-json then score above Claude's.
+func QwenInit(head []byte) bool { return qwenInit.Match(head) }
 
 var (
 	arrayStart  = regexp.MustCompile(`^\[\s*\{\s*"type"\s*:\s*"(system|assistant|user|result)"`)
 	resultStart = regexp.MustCompile(`^\{\s*"type"\s*:\s*"result"`)
 )
 
-func detectJSON(head []byte) int {
+func detectJSONOf(head []byte) int {
 	t := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
 	if len(t) == 0 || (t[0] != '[' && t[0] != '{') {
 		return 0

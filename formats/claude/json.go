@@ -16,7 +16,14 @@ type jsonWriter struct {
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &jsonWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
+	return newJSONWriterAs(w, o, Copy{})
+}
+
+func newJSONWriterAs(w io.Writer, o formats.WriteOptions, c Copy) formats.Writer {
+	j := &jsonWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
+	j.run.dialect = o.Dialect
+	j.run.cacheIn = c.OpenAICounts // Qwen Code's input_tokens count the cache
+	return j
 }
 
 // Observe follows a record that the pipeline copies as it came: the
@@ -26,6 +33,7 @@ func (j *jsonWriter) Observe(e *formats.Event) {
 	j.run.follow(e, v)
 	if e.Kind == formats.RunEnd {
 		j.run.sessionCost(v)
+		j.run.sessionTokens(v)
 	}
 }
 

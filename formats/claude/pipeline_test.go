@@ -17,6 +17,7 @@ import (
 	"github.com/agentconv/agentconv/formats/adal"
 	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/formatstest"
+	"github.com/agentconv/agentconv/formats/qwen"
 )
 
 // convertWith runs data through the pipeline from one dialect to another
@@ -189,7 +190,7 @@ func TestCopiesOfClaudeStream(t *testing.T) {
 	for _, d := range []struct {
 		dialect formats.Dialect
 		agent   string
-	}{{claude.QwenCode, "qwen-code"}, {claude.Amp, "amp"}} {
+	}{{qwen.Stream, "qwen-code"}, {claude.Amp, "amp"}} {
 		if d.dialect.Detect != nil && d.dialect.Detect(data) > 1 {
 			t.Errorf("%s is detected", d.dialect.Name)
 		}
@@ -206,7 +207,7 @@ func TestCopiesOfClaudeStream(t *testing.T) {
 		}
 		fromClaude, _ := convertWith(t, claude.Stream, d.dialect, data)
 		asClaude, _ := convertWith(t, claude.Amp, claude.Stream, data)
-		if d.dialect.Name == claude.QwenCode.Name {
+		if d.dialect.Name == qwen.Stream.Name {
 			asClaude = strings.ReplaceAll(asClaude, `"input_tokens":100,`, `"input_tokens":2150,`)
 			asClaude = strings.ReplaceAll(asClaude, `"input_tokens":200,`, `"input_tokens":2250,`)
 			asClaude = strings.ReplaceAll(asClaude, `"input_tokens":300,`, `"input_tokens":4400,`)

@@ -162,6 +162,25 @@ type apiUsage struct {
 	CacheRead     *int64 `json:"cache_read_input_tokens"`
 }
 
+// since is u less an earlier running total of its session, where every
+// count of u is at least the earlier one's; else u as it is.
+func (u apiUsage) since(prev apiUsage) apiUsage {
+	fields := [][2]**int64{{&u.InputTokens, &prev.InputTokens}, {&u.OutputTokens, &prev.OutputTokens},
+		{&u.CacheCreation, &prev.CacheCreation}, {&u.CacheRead, &prev.CacheRead}}
+	for _, f := range fields {
+		if *f[0] != nil && *f[1] != nil && **f[0] < **f[1] {
+			return u
+		}
+	}
+	for _, f := range fields {
+		if *f[0] != nil && *f[1] != nil {
+			d := **f[0] - **f[1]
+			*f[0] = &d
+		}
+	}
+	return u
+}
+
 // info gives the model's usage: Claude's input_tokens leave out the
 // cache, the model's input counts cache reads and writes too.
 func (u *apiUsage) info() formats.UsageInfo {
@@ -182,14 +201,11 @@ func (u *apiUsage) info() formats.UsageInfo {
 // already (the OpenAI convention it gets them in).
 func (d *decoder) usage(u *apiUsage) formats.UsageInfo {
 	i := u.info()
-	if d.qwen() {
+	if d.copy.OpenAICounts {
 		i.InputTokens = formats.OptFrom(u.InputTokens)
 	}
 	return i
 }
-
-// qwen says whether the stream is Qwen Code's.
-func (d *decoder) qwen() bool { return d.opts.Dialect == qwenName }
 
 // response is what the message says of the request it answers.
 func (m *apiMessage) response() formats.Response {
@@ -368,6 +384,9 @@ func (m *pendingMsg) think(b *block) {
 // record at a time.
 type decoder struct {
 	opts formats.ReadOptions
+	// copy is the agent whose copy of Claude Code's output is read, and
+	// its counts.
+	copy Copy
 	out  formats.EventQueue
 
 	// The record being decoded, and the records held before it (a line of a
@@ -419,6 +438,9 @@ type decoder struct {
 	// taken from: modelUsage is a running total too.
 	usageSession string
 	usageTotal   map[string]modelUsage
+	// totals are the last result's usage of each session of the input,
+	// for a copy whose result counts the session's running total.
+	totals map[string]apiUsage
 	// models are the models the run's messages named.
 	models map[string]bool
 	// background: a subagent of the run runs in the background (2.1's
@@ -640,7 +662,7 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	clear(d.models)
 	clear(d.calls)
 	d.agents = d.agents[:0]
-	info.Provider, info.AgentName = agentOf(d.opts.Dialect)
+	info.Provider, info.AgentName = d.copy.agent()
 	d.emit(&formats.Event{Kind: formats.RunStart, Run: info})
 	pre := d.preRun
 	d.preRun = nil
@@ -1143,7 +1165,7 @@ func (d *decoder) result(r *record) {
 	case ok && (d.subUsage || d.spawned || statsSpawned(r.SubagentStats)):
 		end.Usage = totals
 	case r.Usage != nil && !d.subUsage:
-		end.Usage = d.usage(r.Usage)
+		end.Usage = d.usage(d.runUsage(end.Run.SessionID, r.Usage))
 	}
 	if r.TotalCostUSD != nil {
 		cost := *r.TotalCostUSD
@@ -1159,6 +1181,26 @@ func (d *decoder) result(r *record) {
 	d.emit(end)
 	d.open = false
 	d.msg = pendingMsg{}
+}
+
+// runUsage is the run's own part of a result's usage. A copy with OpenAI
+// counts (Qwen Code) prints, after a resume, the session's running total:
+// where the session's earlier result is in the same input (its stdouts one
+// after the other), the run counts from that total.
+func (d *decoder) runUsage(session string, u *apiUsage) *apiUsage {
+	if !d.copy.OpenAICounts || session == "" {
+		return u
+	}
+	if d.totals == nil {
+		d.totals = map[string]apiUsage{}
+	}
+	prev, seen := d.totals[session]
+	d.totals[session] = *u
+	if !seen {
+		return u
+	}
+	own := u.since(prev)
+	return &own
 }
 
 // modelTotals is the run's part of a result's modelUsage: the running
@@ -1295,8 +1337,8 @@ type reader struct {
 	eof bool
 }
 
-func newReader(src recordSource, o formats.ReadOptions) *reader {
-	return &reader{src: src, dec: decoder{opts: o, src: formats.Carrier{Dialect: o.Dialect}}}
+func newReader(src recordSource, o formats.ReadOptions, c Copy) *reader {
+	return &reader{src: src, dec: decoder{opts: o, copy: c, src: formats.Carrier{Dialect: o.Dialect}}}
 }
 
 func (r *reader) Next() (*formats.Event, error) {
@@ -1371,7 +1413,7 @@ func (s *valueSource) next() ([]byte, []byte, int, error) {
 
 // emitUsage gives a request's usage, and what the message says of it.
 func (d *decoder) emitUsage(agent string, u formats.UsageInfo, resp formats.Response) {
-	if d.qwen() {
+	if d.copy.OpenAICounts {
 		// Qwen Code prints a message per content block, the request's
 		// usage on one of them and 0/0 on the others; its result's usage
 		// counts its subagents' requests too.

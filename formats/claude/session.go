@@ -118,6 +118,7 @@ type sessionProbe struct {
 	UUID      *json.RawMessage `json:"uuid"`
 	Message   *struct {
 		Content *json.RawMessage `json:"content"`
+		Parts   *json.RawMessage `json:"parts"`
 	} `json:"message"`
 	MessageID *json.RawMessage `json:"messageId"`
 	Snapshot  *json.RawMessage `json:"snapshot"`
@@ -125,6 +126,9 @@ type sessionProbe struct {
 	LeafUUID  *json.RawMessage `json:"leafUuid"`
 	// Claude Code's stream envelope is snake_case.
 	StreamSession *json.RawMessage `json:"session_id"`
+	// Qwen Code's look-alike records (qwen-session) hold a systemPayload
+	// or Gemini parts.
+	SystemPayload *json.RawMessage `json:"systemPayload"`
 }
 
 // sessionRecordLine reports whether a line is a record of a session file:
@@ -132,7 +136,8 @@ type sessionProbe struct {
 // one of the records without it (file-history-snapshot, summary).
 func sessionRecordLine(b []byte) bool {
 	var p sessionProbe
-	if json.Unmarshal(b, &p) != nil || p.StreamSession != nil || p.Type == "" {
+	if json.Unmarshal(b, &p) != nil || p.StreamSession != nil || p.SystemPayload != nil || p.Type == "" ||
+		p.Message != nil && p.Message.Parts != nil {
 		return false
 	}
 	switch p.Type {

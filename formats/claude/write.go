@@ -57,6 +57,9 @@ type run struct {
 	// dialect is the name the writer was chosen under (claude-stream, or
 	// a copy of it).
 	dialect string
+	// tokens are the running token totals of each session written, for a
+	// copy whose result counts them (sessionTokens).
+	tokens map[string]formats.UsageInfo
 }
 
 // follow keeps the run's encoding state from any event, written or not.
@@ -96,6 +99,32 @@ func (r *run) sessionCost(v *formats.RunView) *float64 {
 	return &total
 }
 
+// sessionTokens is the session's running token total after the run (v):
+// what a copy with OpenAI counts (Qwen Code) prints in a result, which
+// after a resume counts the session's earlier runs too. Only the copies
+// keep it.
+func (r *run) sessionTokens(v *formats.RunView) formats.UsageInfo {
+	u := v.Usage
+	if !r.cacheIn {
+		return u
+	}
+	id := v.Info.SessionID
+	if id == "" {
+		return u
+	}
+	if r.tokens == nil {
+		r.tokens = map[string]formats.UsageInfo{}
+	}
+	if prev, ok := r.tokens[id]; ok {
+		u.InputTokens = u.InputTokens.Plus(prev.InputTokens)
+		u.OutputTokens = u.OutputTokens.Plus(prev.OutputTokens)
+		u.CacheReadTokens = u.CacheReadTokens.Plus(prev.CacheReadTokens)
+		u.CacheWriteTokens = u.CacheWriteTokens.Plus(prev.CacheWriteTokens)
+	}
+	r.tokens[id] = u
+	return u
+}
+
 // roundCost drops the noise that adding and subtracting dollars in binary
 // leaves (0.578 - 0.2 = 0.37799999999999995).
 func roundCost(c float64) float64 { return math.Round(c*1e12) / 1e12 }
@@ -123,9 +152,9 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 		o.DurationMS = dur.Milliseconds()
 	}
 	o.TotalCostUSD = r.sessionCost(v)
-	u := v.Usage
+	u := r.sessionTokens(v) // Qwen's counts the session's every request
 	if perMessage && !r.cacheIn {
-		u = mainUsage(v) // Claude's counts the main agent's; Qwen's every request
+		u = mainUsage(v) // Claude's counts the main agent's
 	}
 	if u.InputTokens.OK || u.OutputTokens.OK || u.CacheReadTokens.OK || u.CacheWriteTokens.OK {
 		o.Usage = usageIn(u, r.cacheIn)
@@ -451,9 +480,13 @@ type streamWriter struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
+	return newStreamWriterAs(w, o, Copy{})
+}
+
+func newStreamWriterAs(w io.Writer, o formats.WriteOptions, c Copy) formats.Writer {
 	s := &streamWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
 	s.run.dialect = o.Dialect
-	s.run.cacheIn = o.Dialect == qwenName // Qwen Code's input_tokens count the cache
+	s.run.cacheIn = c.OpenAICounts // Qwen Code's input_tokens count the cache
 	s.reset()
 	return s
 }
@@ -505,6 +538,7 @@ func (s *streamWriter) Observe(e *formats.Event) {
 	s.run.follow(e, v)
 	if e.Kind == formats.RunEnd {
 		s.run.sessionCost(v)
+		s.run.sessionTokens(v)
 		s.reset()
 	}
 }
