@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goccy/go-json"
 )
 
 // acpValidate checks each line of each file against ACP's own JSON Schema
@@ -198,6 +200,54 @@ func TestLiveBridge(t *testing.T) {
 	}
 	if !strings.Contains(string(rest), `"stopReason":"end_turn"`) {
 		t.Errorf("the run did not end with its stop reason:\n%s", rest)
+	}
+}
+
+// TestACPAnswerChunkCaptures: what the agents themselves printed, written
+// as ACP, shows the run's last answer in agent_message_chunk updates (the
+// only text an editor shows) exactly once, whether the agent gave it as
+// streamed text, a whole message, or only in its result (Claude Code's
+// and AdaL's json, Codex's last message).
+func TestACPAnswerChunkCaptures(t *testing.T) {
+	answers := map[string]string{
+		"text-shell": "The command printed agentconv-shell-output.",
+		"parallel":   "Both commands ran.",
+		"edit":       "The file notes.txt is written.",
+		"thinking":   "Thought, then answered.",
+	}
+	var files []string
+	for sc := range answers {
+		for _, ext := range []string{"json", "jsonl"} {
+			m, _ := filepath.Glob(filepath.Join("..", "testdata", "agents", "*", "*", sc, "*", "stdout."+ext))
+			files = append(files, m...)
+		}
+	}
+	if len(files) < 20 {
+		t.Fatalf("only %d captures", len(files))
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata", "agents"), f)
+		want := answers[strings.Split(filepath.ToSlash(rel), "/")[2]]
+		out, _ := convertTo(t, readFixture(t, f), "", "acp")
+		var shown strings.Builder
+		for _, l := range strings.Split(out, "\n") {
+			var m struct {
+				Params struct {
+					Update struct {
+						SessionUpdate string `json:"sessionUpdate"`
+						Content       struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"update"`
+				} `json:"params"`
+			}
+			if json.Unmarshal([]byte(l), &m) == nil && m.Params.Update.SessionUpdate == "agent_message_chunk" {
+				shown.WriteString(m.Params.Update.Content.Text)
+			}
+		}
+		if n := strings.Count(shown.String(), want); n != 1 {
+			t.Errorf("%s: the editor shows %q %d times in %q", rel, want, n, shown.String())
+		}
 	}
 }
 

@@ -367,3 +367,49 @@ func TestReadAgentSideHandshake(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAnswerChunk: the run's answer reaches the client as an
+// agent_message_chunk, the only thing a client shows, once: not when the
+// last message (whole, or its deltas) said it already. Read back, it is
+// the run's answer, and no text is repeated.
+func TestWriteAnswerChunk(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		evs    []*formats.Event
+		chunks int // the answer's chunks
+	}{
+		{"answer apart", []*formats.Event{{Kind: formats.Message, Text: "Working."}, {Kind: formats.Answer, Text: "Done: 3 files."}}, 1},
+		{"answer only", []*formats.Event{{Kind: formats.Answer, Text: "Done: 3 files."}}, 1},
+		{"answer is the message", []*formats.Event{{Kind: formats.Message, Text: "Done: 3 files."}, {Kind: formats.Answer, Text: "Done: 3 files."}}, 0},
+		{"answer is the deltas", []*formats.Event{{Kind: formats.TextDelta, Text: "Done: "}, {Kind: formats.TextDelta, Text: "3 files."},
+			{Kind: formats.Answer, Text: "Done: 3 files."}}, 0},
+		{"no answer event", []*formats.Event{{Kind: formats.Message, Text: "Done: 3 files."}}, 0},
+		{"a turn's final text", []*formats.Event{{Kind: formats.TurnEnd, Status: formats.Completed, Text: "Done: 3 files."}}, 1},
+	} {
+		evs := append([]*formats.Event{{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}}, {Kind: formats.UserMessage, Text: "go"}},
+			c.evs...)
+		evs = append(evs, &formats.Event{Kind: formats.RunEnd, Status: formats.Completed})
+		out, _ := formatstest.WriteReport(t, Dialect, evs)
+		chunks := strings.Count(out, `"_meta":{"agentconv":{"answer":true}}`)
+		if chunks != c.chunks || strings.Contains(out, `"answer":"`) {
+			t.Errorf("%s: %d answer chunks, want %d:\n%s", c.name, chunks, c.chunks, out)
+		}
+		var shown strings.Builder
+		for _, e := range formatstest.Read(t, Dialect, out) {
+			if e.Kind == formats.TextDelta || e.Kind == formats.Answer {
+				shown.WriteString(e.Text)
+			}
+		}
+		if n := strings.Count(shown.String(), "Done: 3 files."); n != 1 {
+			t.Errorf("%s: read back, the answer is said %d times: %q", c.name, n, shown.String())
+		}
+		back := formatstest.Read(t, Dialect, out)
+		v := &formats.RunView{}
+		for _, e := range back {
+			v.Observe(e)
+		}
+		if v.Answer() != "Done: 3 files." {
+			t.Errorf("%s: read back, the answer is %q", c.name, v.Answer())
+		}
+	}
+}

@@ -346,6 +346,11 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 	case "user_message_chunk", "user_message":
 		evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: blockText(u.Content)})
 	case "agent_message_chunk":
+		if me["answer"] == true {
+			// The run's answer, which agentconv sends as a chunk of its own.
+			evs = append(evs, &formats.Event{Kind: formats.Answer, Text: blockText(u.Content)})
+			break
+		}
 		evs = append(evs, &formats.Event{Kind: formats.TextDelta, Text: blockText(u.Content)})
 	case "agent_message":
 		evs = append(evs, &formats.Event{Kind: formats.Message, Text: blockText(u.Content)})
