@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/goccy/go-json"
 )
 
 // acpValidate checks each line of each file against ACP's own JSON Schema
@@ -39,10 +41,17 @@ def part(name):
     return V({"$ref": "#/$defs/" + name, "$defs": defs})
 by_method = {"session/update": part("SessionNotification"),
              "session/request_permission": part("RequestPermissionRequest"),
-             "session/prompt": part("PromptRequest")}
+             "session/prompt": part("PromptRequest"),
+             # A transcript's handshake and cancellation, which a copied
+             # ACP input keeps.
+             "initialize": part("InitializeRequest"), "session/new": part("NewSessionRequest"),
+             "session/cancel": part("CancelNotification")}
 permission, prompt = part("RequestPermissionResponse"), part("PromptResponse")
+results = {"initialize": part("InitializeResponse"), "session/new": part("NewSessionResponse"),
+           "session/prompt": prompt, "session/request_permission": permission}
 checked = 0
 for path in sys.argv[2:]:
+    asked = {}  # the method of each request, by id
     for no, line in enumerate(open(path, encoding="utf-8"), 1):
         if not line.strip():
             continue
@@ -53,6 +62,8 @@ for path in sys.argv[2:]:
         except ValueError as e:
             print("%s: not JSON: %s" % (where, e)); continue
         errs = [e.message for e in root.iter_errors(m)]
+        if "method" in m and "id" in m:
+            asked[json.dumps(m["id"])] = m["method"]
         if "method" in m:
             v = by_method.get(m["method"])
             if v is None:
@@ -60,7 +71,11 @@ for path in sys.argv[2:]:
             else:
                 errs += [e.message for e in v.iter_errors(m.get("params"))]
         elif "result" in m:
-            v = prompt if "stopReason" in (m["result"] or {}) else permission
+            r = m["result"] or {}
+            v = results.get(asked.pop(json.dumps(m.get("id")), None))
+            if v is None:  # a response whose request the input lacks
+                v = prompt if "stopReason" in r else results["initialize"] if "protocolVersion" in r else \
+                    results["session/new"] if "sessionId" in r else permission
             errs += [e.message for e in v.iter_errors(m["result"])]
         elif "error" not in m:
             errs.append("neither a request, a notification nor a response")
@@ -86,7 +101,8 @@ print("checked", checked, file=sys.stderr)
 }
 
 // TestACPValidates: every line written as acp from every fixture is valid
-// under ACP's own schema.
+// under ACP's own schema; an ACP fixture goes out as it came, handshake
+// included, so its lines are checked too.
 func TestACPValidates(t *testing.T) {
 	dir := t.TempDir()
 	var files []string
@@ -184,5 +200,86 @@ func TestLiveBridge(t *testing.T) {
 	}
 	if !strings.Contains(string(rest), `"stopReason":"end_turn"`) {
 		t.Errorf("the run did not end with its stop reason:\n%s", rest)
+	}
+}
+
+// TestACPAnswerChunkCaptures: what the agents themselves printed, written
+// as ACP, shows the run's last answer in agent_message_chunk updates (the
+// only text an editor shows) exactly once, whether the agent gave it as
+// streamed text, a whole message, or only in its result (Claude Code's
+// and AdaL's json, Codex's last message).
+func TestACPAnswerChunkCaptures(t *testing.T) {
+	answers := map[string]string{
+		"text-shell": "The command printed agentconv-shell-output.",
+		"parallel":   "Both commands ran.",
+		"edit":       "The file notes.txt is written.",
+		"thinking":   "Thought, then answered.",
+	}
+	var files []string
+	for sc := range answers {
+		for _, ext := range []string{"json", "jsonl"} {
+			m, _ := filepath.Glob(filepath.Join("..", "testdata", "agents", "*", "*", sc, "*", "stdout."+ext))
+			files = append(files, m...)
+		}
+	}
+	if len(files) < 20 {
+		t.Fatalf("only %d captures", len(files))
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata", "agents"), f)
+		want := answers[strings.Split(filepath.ToSlash(rel), "/")[2]]
+		out, _ := convertTo(t, readFixture(t, f), "", "acp")
+		var shown strings.Builder
+		for _, l := range strings.Split(out, "\n") {
+			var m struct {
+				Params struct {
+					Update struct {
+						SessionUpdate string `json:"sessionUpdate"`
+						Content       struct {
+							Text string `json:"text"`
+						} `json:"content"`
+					} `json:"update"`
+				} `json:"params"`
+			}
+			if json.Unmarshal([]byte(l), &m) == nil && m.Params.Update.SessionUpdate == "agent_message_chunk" {
+				shown.WriteString(m.Params.Update.Content.Text)
+			}
+		}
+		if n := strings.Count(shown.String(), want); n != 1 {
+			t.Errorf("%s: the editor shows %q %d times in %q", rel, want, n, shown.String())
+		}
+	}
+}
+
+// TestACPHandshake: real ACP transcripts, Gemini CLI 0.61.0's (both
+// sides) and ACPLazyBridge's (the agent's side), begin with initialize and
+// session/new: they make no run of their own and no warning, in any
+// target, and a copy to acp is the input.
+func TestACPHandshake(t *testing.T) {
+	for _, name := range []string{"gemini-cli-0.61.0-text-shell.jsonl", "gemini-cli-0.61.0-two-prompts.jsonl",
+		"gemini-cli-0.61.0-cancel.jsonl", "acplazybridge-codex-hello.jsonl"} {
+		in := readFixture(t, filepath.Join("..", "testdata", "acp", name))
+		for _, to := range []string{"acp", "claude-stream", "adal-json", "otlp-json"} {
+			out, stderr := convertTo(t, in, "", to)
+			if strings.Contains(stderr, "warning") || strings.Contains(stderr, "unknown acp events") {
+				t.Errorf("%s → %s: %s", name, to, stderr)
+			}
+			if to == "acp" && strings.TrimSpace(out) != strings.TrimSpace(in) {
+				t.Errorf("%s → acp changed the input", name)
+			}
+		}
+		runs := 1
+		if strings.Contains(name, "two-prompts") {
+			runs = 2
+		}
+		facts := readFacts(t, "", in)
+		if len(facts) != runs {
+			t.Errorf("%s: %d runs, want %d", name, len(facts), runs)
+		}
+		for _, f := range facts {
+			if f.cut || !f.success && !strings.Contains(name, "cancel") {
+				t.Errorf("%s: %+v", name, f)
+			}
+		}
 	}
 }

@@ -617,6 +617,9 @@ func (p *Pipeline) warn(ev *formats.Event) {
 	rep := p.opts.Report
 	switch ev.Kind {
 	case formats.Raw:
+		if ev.Source.Known {
+			break // the reader knows it: nothing of the run
+		}
 		if key := ev.Source.Dialect + "\x00" + ev.Source.Type; !p.unknown[key] {
 			if p.unknown == nil {
 				p.unknown = map[string]bool{}

@@ -318,6 +318,11 @@ type Source struct {
 	Line []byte
 	// Continued: an earlier event already carried this event's record.
 	Continued bool
+	// Known marks a Raw event whose record the reader knows and that
+	// holds nothing of a run (a protocol's handshake, a setting of the
+	// client's): it is kept for its own dialect, and neither warned
+	// about nor reported lost where another dialect leaves it out.
+	Known bool
 	// LineNo is the 1-based line of the record in its input.
 	LineNo int
 }

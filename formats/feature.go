@@ -294,7 +294,9 @@ func Needs(e *Event) Feature {
 			f |= SubagentAnswers
 		}
 	case Raw:
-		f |= RawEvents
+		if !e.Source.Known {
+			f |= RawEvents
+		}
 	}
 	return f
 }

@@ -57,6 +57,9 @@ const (
 	methodPrompt     = "session/prompt"
 	methodPermission = "session/request_permission"
 	methodNew        = "session/new"
+	methodLoad       = "session/load"
+	methodResume     = "session/resume"
+	methodCancel     = "session/cancel"
 )
 
 // metaKey is the key under _meta where agentconv keeps what ACP v1 has no

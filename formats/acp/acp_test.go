@@ -131,6 +131,7 @@ func TestDetect(t *testing.T) {
 func FuzzReader(f *testing.F) {
 	f.Add(formatstest.Fixture(f, "acp", "prompt-turn-example.jsonl"))
 	f.Add([]byte(v2Turn))
+	f.Add(formatstest.Fixture(f, "acp", "gemini-cli-0.61.0-cancel.jsonl"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		formatstest.RoundTrip(t, Dialect, data, formats.UserMessage, formats.ToolCall, formats.ToolResult,
 			formats.PermissionRequest, formats.PermissionAnswer, formats.Todos)
@@ -266,6 +267,149 @@ func TestWriteStopReasons(t *testing.T) {
 			if !strings.Contains(lines[len(lines)-1], w) {
 				t.Errorf("%v: last line %s lacks %s", c.status, lines[len(lines)-1], w)
 			}
+		}
+	}
+}
+
+// TestReadGeminiHandshake: Gemini CLI 0.61.0 over ACP (a real two-way
+// transcript): initialize and session/new, with their responses, come
+// before the first prompt. They make no run of their own: the one run
+// starts with them, and takes its session id from session/new's response
+// and its folder from the request. The handshake, the commands Gemini
+// lists and a call on its way are known: raw events that need no warning.
+func TestReadGeminiHandshake(t *testing.T) {
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "acp", "gemini-cli-0.61.0-text-shell.jsonl"))
+	if got, want := formatstest.Kinds(evs), "run_start raw raw raw raw user_message raw text_delta tool_call tool_result text_delta run_end"; got != want {
+		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
+	}
+	start := evs[0]
+	if start.Run.SessionID != "b5d1d35b-839a-4676-b928-dd4cf759ed4f" || start.Run.Cwd != "/tmp/acpcap2696964026/work" {
+		t.Errorf("the run's session and folder: %+v", start.Run)
+	}
+	if start.Source.Type != "initialize" || start.Source.Line == nil {
+		t.Errorf("the start carries the first record: %q", start.Source.Type)
+	}
+	for _, e := range formatstest.OfKind(evs, formats.Raw) {
+		if !e.Source.Known {
+			t.Errorf("line %d (%s) is not known", e.Source.LineNo, e.Source.Type)
+		}
+	}
+	if end := evs[len(evs)-1]; end.Status != formats.Completed {
+		t.Errorf("end: %v", end.Status)
+	}
+}
+
+// TestReadGeminiTwoPrompts: two prompts after one handshake are two runs
+// of the session session/new made, both in its folder.
+func TestReadGeminiTwoPrompts(t *testing.T) {
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "acp", "gemini-cli-0.61.0-two-prompts.jsonl"))
+	starts, ends := formatstest.OfKind(evs, formats.RunStart), formatstest.OfKind(evs, formats.RunEnd)
+	if len(starts) != 2 || len(ends) != 2 {
+		t.Fatalf("%d starts, %d ends: %s", len(starts), len(ends), formatstest.Kinds(evs))
+	}
+	for _, s := range starts {
+		if s.Run.SessionID != "a0cc3740-d25c-4981-a154-68654a769090" || s.Run.Cwd != "/tmp/acpcap799561936/work" {
+			t.Errorf("start: %+v", s.Run)
+		}
+	}
+}
+
+// TestReadGeminiCancel: the client cancels while Gemini asks for
+// permission; it answers the request cancelled, and Gemini ends the turn
+// with the cancelled stop reason.
+func TestReadGeminiCancel(t *testing.T) {
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "acp", "gemini-cli-0.61.0-cancel.jsonl"))
+	if got, want := formatstest.Kinds(evs), "run_start raw raw raw raw user_message raw text_delta permission_request raw permission_answer run_end"; got != want {
+		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
+	}
+	if a := evs[10].Permission; a.Allowed || a.Reason != "cancelled" {
+		t.Errorf("the answer: %+v", a)
+	}
+	if evs[9].Source.Type != "session/cancel" || !evs[9].Source.Known {
+		t.Errorf("the cancellation: %+v", evs[9].Source)
+	}
+	if end := evs[11]; end.Status != formats.Cancelled {
+		t.Errorf("end: %v", end.Status)
+	}
+}
+
+// TestReadCancelThenError: an agent that ends a cancelled turn with an
+// error (not the stop reason ACP asks for): the run is cancelled still.
+func TestReadCancelThenError(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}
+{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s9"}}
+{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s9","prompt":[{"type":"text","text":"hi"}]}}
+{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s9"}}
+{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}
+`
+	evs := formatstest.Read(t, Dialect, in)
+	end := evs[len(evs)-1]
+	if end.Kind != formats.RunEnd || end.Status != formats.Cancelled || evs[0].Run.SessionID != "s9" || evs[0].Run.Cwd != "/w" {
+		t.Errorf("%s: end %v, start %+v", formatstest.Kinds(evs), end.Status, evs[0].Run)
+	}
+}
+
+// TestReadAgentSideHandshake: ACPLazyBridge's stdout, the agent's side
+// alone: the responses to initialize and session/new, whose requests it
+// lacks, and a mode update before the first chunk, make no run; the run
+// takes its session id from session/new's response.
+func TestReadAgentSideHandshake(t *testing.T) {
+	evs := formatstest.Read(t, Dialect, formatstest.Fixture(t, "acp", "acplazybridge-codex-hello.jsonl"))
+	if got, want := formatstest.Kinds(evs), "run_start raw raw raw text_delta text_delta text_delta run_end"; got != want {
+		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
+	}
+	if evs[0].Run.SessionID != "session-bd635d62-6c93-42bc-838e-4fdd4833daa3" {
+		t.Errorf("session: %q", evs[0].Run.SessionID)
+	}
+	for _, e := range formatstest.OfKind(evs, formats.Raw) {
+		if !e.Source.Known {
+			t.Errorf("line %d (%s) is not known", e.Source.LineNo, e.Source.Type)
+		}
+	}
+}
+
+// TestWriteAnswerChunk: the run's answer reaches the client as an
+// agent_message_chunk, the only thing a client shows, once: not when the
+// last message (whole, or its deltas) said it already. Read back, it is
+// the run's answer, and no text is repeated.
+func TestWriteAnswerChunk(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		evs    []*formats.Event
+		chunks int // the answer's chunks
+	}{
+		{"answer apart", []*formats.Event{{Kind: formats.Message, Text: "Working."}, {Kind: formats.Answer, Text: "Done: 3 files."}}, 1},
+		{"answer only", []*formats.Event{{Kind: formats.Answer, Text: "Done: 3 files."}}, 1},
+		{"answer is the message", []*formats.Event{{Kind: formats.Message, Text: "Done: 3 files."}, {Kind: formats.Answer, Text: "Done: 3 files."}}, 0},
+		{"answer is the deltas", []*formats.Event{{Kind: formats.TextDelta, Text: "Done: "}, {Kind: formats.TextDelta, Text: "3 files."},
+			{Kind: formats.Answer, Text: "Done: 3 files."}}, 0},
+		{"no answer event", []*formats.Event{{Kind: formats.Message, Text: "Done: 3 files."}}, 0},
+		{"a turn's final text", []*formats.Event{{Kind: formats.TurnEnd, Status: formats.Completed, Text: "Done: 3 files."}}, 1},
+	} {
+		evs := append([]*formats.Event{{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}}, {Kind: formats.UserMessage, Text: "go"}},
+			c.evs...)
+		evs = append(evs, &formats.Event{Kind: formats.RunEnd, Status: formats.Completed})
+		out, _ := formatstest.WriteReport(t, Dialect, evs)
+		chunks := strings.Count(out, `"_meta":{"agentconv":{"answer":true}}`)
+		if chunks != c.chunks || strings.Contains(out, `"answer":"`) {
+			t.Errorf("%s: %d answer chunks, want %d:\n%s", c.name, chunks, c.chunks, out)
+		}
+		var shown strings.Builder
+		for _, e := range formatstest.Read(t, Dialect, out) {
+			if e.Kind == formats.TextDelta || e.Kind == formats.Answer {
+				shown.WriteString(e.Text)
+			}
+		}
+		if n := strings.Count(shown.String(), "Done: 3 files."); n != 1 {
+			t.Errorf("%s: read back, the answer is said %d times: %q", c.name, n, shown.String())
+		}
+		back := formatstest.Read(t, Dialect, out)
+		v := &formats.RunView{}
+		for _, e := range back {
+			v.Observe(e)
+		}
+		if v.Answer() != "Done: 3 files." {
+			t.Errorf("%s: read back, the answer is %q", c.name, v.Answer())
 		}
 	}
 }

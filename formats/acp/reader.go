@@ -25,6 +25,23 @@ type reader struct {
 	// cost is the session's cumulative cost that the last usage_update
 	// gave, by session: each update's cost is what it adds.
 	cost map[string]float64
+	// requests are the methods of the other requests without a response
+	// (the handshake's, files', terminals'), by id.
+	requests map[string]string
+	// session and cwd are what session/new or session/load gave, for the
+	// runs of the session.
+	session, cwd string
+	// cancelling: the client sent session/cancel during the open run.
+	cancelling bool
+	// held are the records that came outside a run and hold nothing of
+	// one (the handshake): they go out with the next run, after its start,
+	// so that they make no run of their own.
+	held []heldRecord
+}
+
+type heldRecord struct {
+	src formats.Source
+	evs []*formats.Event
 }
 
 type permission struct {
@@ -34,13 +51,20 @@ type permission struct {
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &reader{lines: formats.NewLineReader(r), opts: o, prompts: map[string]bool{}, perms: map[string]*permission{},
-		names: map[string]string{}, calls: map[string]bool{}, cost: map[string]float64{}}
+		names: map[string]string{}, calls: map[string]bool{}, cost: map[string]float64{}, requests: map[string]string{}}
 }
 
 func (r *reader) Next() (*formats.Event, error) {
 	for r.queue.Len() == 0 {
 		if err := r.readRecord(); err != nil {
-			return nil, err
+			if len(r.held) == 0 {
+				return nil, err
+			}
+			// The input ended outside a run: what it held goes out as it is.
+			for _, h := range r.held {
+				r.queue.Record(h.src, h.evs...)
+			}
+			r.held = nil
 		}
 	}
 	return r.queue.Pop(), nil
@@ -77,8 +101,34 @@ func (r *reader) readRecord() error {
 	if len(evs) == 0 {
 		evs = []*formats.Event{{Kind: formats.Raw}}
 	}
-	r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: typ, Line: append([]byte(nil), line...), LineNo: n}, evs...)
+	src := formats.Source{Dialect: r.opts.Dialect, Type: typ, Line: append([]byte(nil), line...), LineNo: n}
+	switch {
+	case !r.open && evs[0].Kind == formats.Raw:
+		// Nothing of a run, outside one: held until a run starts.
+		r.held = append(r.held, heldRecord{src, evs})
+	case len(r.held) > 0 && evs[0].Kind == formats.RunStart:
+		// The run starts before the records held for it, which the
+		// start's event carries, then its own record's events.
+		held := r.held
+		r.held = nil
+		r.queue.Record(held[0].src, append([]*formats.Event{evs[0]}, held[0].evs...)...)
+		for _, h := range held[1:] {
+			r.queue.Record(h.src, h.evs...)
+		}
+		if evs = evs[1:]; len(evs) == 0 {
+			evs = []*formats.Event{known()}
+		}
+		r.queue.Record(src, evs...)
+	default:
+		r.queue.Record(src, evs...)
+	}
 	return nil
+}
+
+// known is a raw event of a record the dialect knows, which holds nothing
+// of the run.
+func known() *formats.Event {
+	return &formats.Event{Kind: formats.Raw, Source: formats.Source{Known: true}}
 }
 
 // events reads one message.
@@ -125,8 +175,34 @@ func (r *reader) events(m *message, typ *string) []*formats.Event {
 		r.perms[id] = perm
 		evs = append(evs, &formats.Event{Kind: formats.PermissionRequest, Permission: formats.Permission{RequestID: id},
 			Call: formats.Call{ID: p.ToolCall.ID, Name: r.names[p.ToolCall.ID], Summary: p.ToolCall.Title}})
+	case m.Method == methodCancel:
+		// The client cancels the turn: the agent ends it with the
+		// cancelled stop reason, or an error that is the cancellation.
+		r.cancelling = r.open
+		evs = append(evs, known())
 	case m.Method != "":
-		// Session setup, files, terminals: nothing of a run.
+		// The handshake, the session's settings, files, terminals:
+		// nothing of a run. session/new and session/load name the
+		// session and its folder.
+		if len(m.ID) > 0 {
+			r.requests[id] = m.Method
+		}
+		if m.Method == methodNew || m.Method == methodLoad || m.Method == methodResume {
+			var p struct {
+				SessionID string `json:"sessionId"`
+				Cwd       string `json:"cwd"`
+			}
+			json.Unmarshal(m.Params, &p)
+			if p.SessionID != "" {
+				r.session = p.SessionID
+			}
+			if p.Cwd != "" {
+				r.cwd = p.Cwd
+			}
+		}
+		if knownMethods[m.Method] {
+			evs = append(evs, known())
+		}
 	case r.perms[id] != nil && len(m.Result) > 0:
 		perm := r.perms[id]
 		delete(r.perms, id)
@@ -140,6 +216,9 @@ func (r *reader) events(m *message, typ *string) []*formats.Event {
 		json.Unmarshal(m.Result, &res)
 		allowed := res.Outcome.Outcome == "selected" && strings.HasPrefix(perm.kinds[res.Outcome.OptionID], "allow")
 		reason, _ := res.Meta[metaKey]["reason"].(string)
+		if res.Outcome.Outcome == "cancelled" && reason == "" {
+			reason = "cancelled" // the client cancelled the turn
+		}
 		*typ = "permission_response"
 		evs = append(evs, &formats.Event{Kind: formats.PermissionAnswer,
 			Permission: formats.Permission{RequestID: id, Allowed: allowed, Reason: reason}})
@@ -153,8 +232,49 @@ func (r *reader) events(m *message, typ *string) []*formats.Event {
 		*typ = "prompt_response"
 		evs = append(evs, r.start("")...) // a turn that sent nothing before its end
 		evs = append(evs, r.end(m))
+	case r.requests[id] != "" || isSetupResult(m.Result):
+		// The answer to a request of the handshake, of a setting, of a
+		// file or a terminal; session/new's names the session.
+		method := r.requests[id]
+		delete(r.requests, id)
+		var res struct {
+			SessionID string `json:"sessionId"`
+		}
+		json.Unmarshal(m.Result, &res)
+		if res.SessionID != "" {
+			r.session = res.SessionID
+		}
+		if method != "" {
+			*typ = method + " response"
+		}
+		if m.Error == nil && (method == "" || knownMethods[method]) {
+			evs = append(evs, known())
+		}
 	}
 	return evs
+}
+
+// knownMethods are ACP's methods besides a prompt turn's, which hold
+// nothing of a run: the handshake, the session's settings, files,
+// terminals.
+var knownMethods = map[string]bool{
+	"initialize": true, "authenticate": true, "logout": true, methodNew: true, methodLoad: true, methodResume: true,
+	"session/list": true, "session/close": true, "session/delete": true, "session/set_mode": true, "session/set_model": true,
+	"session/set_config_option": true, "fs/read_text_file": true, "fs/write_text_file": true, "terminal/create": true,
+	"terminal/output": true, "terminal/release": true, "terminal/wait_for_exit": true, "terminal/kill": true,
+	"$/cancel_request": true, "elicitation/create": true, "elicitation/complete": true,
+}
+
+// isSetupResult says whether a response whose request the input lacks
+// (an agent's side alone) answers initialize (its protocol version) or
+// session/new (a session id without a stop reason).
+func isSetupResult(res json.RawMessage) bool {
+	var r struct {
+		ProtocolVersion json.RawMessage `json:"protocolVersion"`
+		SessionID       string          `json:"sessionId"`
+		StopReason      json.RawMessage `json:"stopReason"`
+	}
+	return len(res) > 0 && json.Unmarshal(res, &r) == nil && (len(r.ProtocolVersion) > 0 || r.SessionID != "" && r.StopReason == nil)
 }
 
 func isPromptResult(res json.RawMessage) bool {
@@ -166,9 +286,12 @@ func (r *reader) start(session string) []*formats.Event {
 	if r.open {
 		return nil
 	}
-	r.open = true
+	r.open, r.cancelling = true, false
 	clear(r.calls)
-	return []*formats.Event{{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session}}}
+	if session == "" {
+		session = r.session
+	}
+	return []*formats.Event{{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session, Cwd: r.cwd}}}
 }
 
 type update struct {
@@ -203,12 +326,18 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 		// v2: an idle state with a stop reason or an error ends the turn
 		// that is open; any other state is kept as it is.
 		if u.State != "idle" || !r.open || u.StopReason == "" && u.Error == nil {
-			return []*formats.Event{{Kind: formats.Raw}}
+			return []*formats.Event{known()}
 		}
 		if u.Error != nil {
 			return []*formats.Event{r.end(&message{Error: u.Error})}
 		}
 		return []*formats.Event{r.end(&message{Result: raw})}
+	}
+	switch u.SessionUpdate {
+	case "available_commands_update", "current_mode_update", "config_option_update", "session_info_update":
+		// The session's commands, mode, settings and title: nothing of a
+		// run, and no run of their own.
+		return []*formats.Event{known()}
 	}
 	evs := r.start(session)
 	me := u.Meta[metaKey]
@@ -217,6 +346,11 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 	case "user_message_chunk", "user_message":
 		evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: blockText(u.Content)})
 	case "agent_message_chunk":
+		if me["answer"] == true {
+			// The run's answer, which agentconv sends as a chunk of its own.
+			evs = append(evs, &formats.Event{Kind: formats.Answer, Text: blockText(u.Content)})
+			break
+		}
 		evs = append(evs, &formats.Event{Kind: formats.TextDelta, Text: blockText(u.Content)})
 	case "agent_message":
 		evs = append(evs, &formats.Event{Kind: formats.Message, Text: blockText(u.Content)})
@@ -226,9 +360,10 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 		evs = append(evs, &formats.Event{Kind: formats.Message, Thinking: blockText(u.Content)})
 	case "tool_call", "tool_call_update":
 		evs = append(evs, r.tool(&u, agent, me)...)
-		if len(evs) == 0 && u.Status != nil {
-			// A status on its way (in_progress): the model has no place for it.
-			*typ += "/" + *u.Status
+		if len(evs) == 0 {
+			// A call on its way (in_progress, its output so far): the
+			// run learns nothing until it ends.
+			evs = append(evs, known())
 		}
 	case "plan", "plan_update":
 		var todos []formats.Todo
@@ -264,8 +399,7 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 		}
 		evs = append(evs, ev)
 	default:
-		// available commands, modes, session info, v2's state and terminal
-		// updates: kept as they are.
+		// An update ACP v1 does not name: kept as it is.
 		evs = append(evs, &formats.Event{Kind: formats.Raw})
 	}
 	return evs
@@ -347,8 +481,14 @@ func (r *reader) end(m *message) *formats.Event {
 		Meta       map[string]map[string]any `json:"_meta"`
 	}
 	var me map[string]any
+	cancelling := r.cancelling
+	r.cancelling = false
 	if m.Error != nil {
 		e.Status, e.Text = formats.Failed, m.Error.Message
+		if cancelling {
+			// The error that ends a turn the client cancelled.
+			e.Status = formats.Cancelled
+		}
 		var data map[string]map[string]any
 		if json.Unmarshal(m.Error.Data, &data) == nil {
 			me = data[metaKey]

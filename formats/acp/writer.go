@@ -3,7 +3,9 @@ package acp
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -28,7 +30,14 @@ type writer struct {
 	// streamed: text or thought chunks came since the last whole message,
 	// by agent, so that the message does not repeat them.
 	streamed, streamedThought map[string]bool
-	buf                       bytes.Buffer
+	// said is the main agent's last text that went out in chunks, and
+	// saying that its chunks still come (the deltas of one message), so
+	// that the run's answer is sent only when it is not that text.
+	said   string
+	saying bool
+	// sid is the session id the run's messages name.
+	sid string
+	buf bytes.Buffer
 	// cost is the session's cost so far, which usage_update gives.
 	cost     float64
 	costSess string
@@ -43,25 +52,38 @@ func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 // permission ids matter for what the writer may write after it.
 func (w *writer) Observe(e *formats.Event) {
 	w.run.Follow(e)
-	if e.Kind == formats.RunEnd {
+	switch e.Kind {
+	case formats.RunStart:
+		w.sid = ""
+	case formats.RunEnd:
 		w.runs++
 	}
 }
 
+// session is the run's session id: the one its first message named, so
+// that an id the source gives later (at the run's end) does not change it
+// halfway.
 func (w *writer) session() string {
-	if s := w.run.View().Info.SessionID; s != "" {
-		return s
+	if w.sid == "" {
+		w.sid = w.run.View().Info.SessionID
 	}
-	return "session-" + strconv.Itoa(w.runs+1)
+	if w.sid == "" {
+		w.sid = "session-" + strconv.Itoa(w.runs+1)
+	}
+	return w.sid
 }
 
 func (w *writer) Write(e *formats.Event) error {
 	v := w.run.Follow(e)
+	if e.Kind != formats.TextDelta || e.Agent != "" {
+		w.saying = false
+	}
 	switch e.Kind {
 	case formats.RunStart:
 		clear(w.asked)
 		clear(w.streamed)
 		clear(w.streamedThought)
+		w.said, w.sid = "", ""
 	case formats.UserMessage:
 		if e.Agent != "" {
 			w.opts.Report.Lose(lostSubagentPrompts)
@@ -71,6 +93,11 @@ func (w *writer) Write(e *formats.Event) error {
 	case formats.TextDelta:
 		if e.Agent == "" {
 			w.streamed[e.Agent] = true
+			if w.saying {
+				w.said += e.Text
+			} else {
+				w.said, w.saying = e.Text, true
+			}
 			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
 		}
 	case formats.ThinkingDelta:
@@ -139,8 +166,11 @@ func (w *writer) message(e *formats.Event) error {
 			return err
 		}
 	}
-	if e.Text != "" && !streamed && e.Agent == "" {
-		return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+	if e.Text != "" && e.Agent == "" {
+		w.said = e.Text
+		if !streamed {
+			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+		}
 	}
 	return nil
 }
@@ -297,6 +327,19 @@ func usageMeta(u formats.UsageInfo) map[string]any {
 // reason, or an error for a run that failed; the outcome and totals are
 // in _meta.
 func (w *writer) end(e *formats.Event, v *formats.RunView) error {
+	a := v.Answer()
+	if strings.TrimSpace(a) != "" && strings.TrimSpace(a) != strings.TrimSpace(w.said) &&
+		(v.Status == formats.Completed || a != v.Failure && !slices.Contains(v.Errors, a)) {
+		// A client shows the user the chunks: the answer is one, unless
+		// it is the text the last chunks said (or the error the
+		// response says). _meta marks it, so that it is read back as the
+		// answer, not as more of the message before it.
+		w.said = a
+		if err := w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(a),
+			"_meta": map[string]any{metaKey: map[string]any{"answer": true}}}); err != nil {
+			return err
+		}
+	}
 	w.runs++
 	m := usageMeta(v.Usage)
 	out := m[metaKey].(map[string]any)
@@ -304,9 +347,6 @@ func (w *writer) end(e *formats.Event, v *formats.RunView) error {
 	out["exitCode"] = v.ExitCode
 	if len(v.Errors) > 0 {
 		out["errors"] = v.Errors
-	}
-	if v.Answered() && v.Answer() != v.LastText {
-		out["answer"] = v.Answer()
 	}
 	msg := map[string]any{"jsonrpc": "2.0", "id": w.runs}
 	switch v.Status {
