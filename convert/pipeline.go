@@ -108,6 +108,8 @@ type Pipeline struct {
 	// unknown holds the source event types already warned about, so that
 	// each is reported once.
 	unknown map[string]bool
+	// books holds each source dialect's bookkeeping record types.
+	books map[string][]string
 	// observer is the writer, when it lets the pipeline copy the records
 	// of its own dialect and only observes them.
 	observer formats.Observer
@@ -611,12 +613,30 @@ func (p *Pipeline) Interrupt() error {
 	return nil
 }
 
+// bookkeeping says whether a raw event's record type is one that its
+// dialect declares as its agent's own bookkeeping (Dialect.Bookkeeping).
+func (p *Pipeline) bookkeeping(src formats.Source) bool {
+	if p.books == nil {
+		p.books = map[string][]string{}
+	}
+	types, ok := p.books[src.Dialect]
+	if !ok {
+		d, _ := Lookup(src.Dialect)
+		types = d.Bookkeeping
+		p.books[src.Dialect] = types
+	}
+	return slices.Contains(types, src.Type)
+}
+
 // warn says what is odd about an event: a type the model has no place for
 // (once per type), a call id used twice, a result without its call.
 func (p *Pipeline) warn(ev *formats.Event) {
 	rep := p.opts.Report
 	switch ev.Kind {
 	case formats.Raw:
+		if !ev.Source.Known && p.bookkeeping(ev.Source) {
+			ev.Source.Known = true
+		}
 		if ev.Source.Known {
 			break // the reader knows it: nothing of the run
 		}
@@ -625,9 +645,6 @@ func (p *Pipeline) warn(ev *formats.Event) {
 				p.unknown = map[string]bool{}
 			}
 			p.unknown[key] = true
-			if d, ok := Lookup(ev.Source.Dialect); ok && slices.Contains(d.Bookkeeping, ev.Source.Type) {
-				return
-			}
 			what := fmt.Sprintf("%s event type %q", ev.Source.Dialect, ev.Source.Type)
 			if ev.Source.Type == "" {
 				what = "a " + ev.Source.Dialect + " event without a type"

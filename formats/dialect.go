@@ -38,9 +38,10 @@ type Dialect struct {
 	// output previews). The docs' loss table lists them.
 	Quirks []string
 	// Bookkeeping names the reader's record types (Source.Type) that are
-	// the agent's own bookkeeping: read as raw events, copied by a writer of
-	// the same dialect, reported as lost by others, and not warned about as
-	// having no place in the event model.
+	// the agent's own bookkeeping, holding nothing of a run: the pipeline
+	// marks their raw events Source.Known (copied by a writer of the same
+	// dialect, neither warned about nor reported lost by others), as a
+	// reader marks the records it knows by their content.
 	Bookkeeping []string
 	// Resends names the dialects whose records the writer passes on as
 	// they are (otlp resends what otlp-json holds): nothing of them is lost.

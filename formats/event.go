@@ -321,7 +321,9 @@ type Source struct {
 	// Known marks a Raw event whose record the reader knows and that
 	// holds nothing of a run (a protocol's handshake, a setting of the
 	// client's): it is kept for its own dialect, and neither warned
-	// about nor reported lost where another dialect leaves it out.
+	// about nor reported lost where another dialect leaves it out. The
+	// pipeline sets it too, for the record types that the dialect
+	// declares as its agent's bookkeeping (Dialect.Bookkeeping).
 	Known bool
 	// LineNo is the 1-based line of the record in its input.
 	LineNo int
