@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -144,7 +145,7 @@ func Run(args []string, sys Sys) int {
 		args = append([]string{args[0]}, flagsFirst(args[1:], sessionsFlags())...)
 	}
 	if err := app.Run(args); err != nil {
-		fmt.Fprintf(sys.Stderr, "agentconv: %v\n", err)
+		fmt.Fprintf(sys.Stderr, "agentconv: %s\n", formats.Visible(err.Error(), true))
 		return ExitUsage
 	}
 	return status
@@ -159,6 +160,7 @@ func flags() []cli.Flag {
 		&cli.BoolFlag{Name: "strict", Usage: "fail (exit 3) at the first thing the target dialect cannot carry"},
 		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},
 		&cli.StringFlag{Name: "files-from", Usage: "also read the inputs named in `FILE`, one path per line (\"-\": standard input), as `agentconv sessions --paths` prints them"},
+		&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "--files-from names end with a NUL byte, not a line break (`agentconv sessions --paths --null`, find -print0): any file name reads back as it is"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show no progress bar (it shows on a terminal for long work: many files, or more than a few seconds)"},
 		&cli.IntFlag{Name: "workers", Hidden: true, Usage: "read at most `N` files at once (default: the number of cores)"},
 		&cli.BoolFlag{Name: "deterministic", Usage: "use a fixed clock (2000-01-01T00:00:00Z, +1ms per event) where the source has no times, for reproducible output"},
@@ -311,7 +313,7 @@ func PrintFormats(w io.Writer) {
 
 func convertCmd(c *cli.Context, sys Sys) int {
 	fail := func(code int, format string, args ...any) int {
-		fmt.Fprintf(sys.Stderr, "agentconv: "+format+"\n", args...)
+		fmt.Fprintf(sys.Stderr, "agentconv: %s\n", formats.Visible(fmt.Sprintf(format, args...), true))
 		return code
 	}
 	if stop, err := startProfiles(c.String("cpuprofile"), c.String("memprofile")); err != nil {
@@ -346,7 +348,7 @@ func convertCmd(c *cli.Context, sys Sys) int {
 
 	names := c.Args().Slice()
 	if list := c.String("files-from"); list != "" {
-		more, err := readList(list, sys.Stdin)
+		more, err := readList(list, sys.Stdin, c.Bool("null"))
 		if err != nil {
 			return fail(ExitInput, "%v", err)
 		}
@@ -559,7 +561,7 @@ func convertCmd(c *cli.Context, sys Sys) int {
 
 	for _, dir := range many.SkippedDirs {
 		n := many.Skipped[dir]
-		fmt.Fprintf(sys.Stderr, "agentconv: skipped %d %s under %s that no dialect reads\n", n, plural(n, "file", "files"), dir)
+		fmt.Fprintf(sys.Stderr, "agentconv: skipped %d %s under %s that no dialect reads\n", n, plural(n, "file", "files"), formats.Visible(dir, false))
 	}
 
 	code := exitFor(runErr, sys.Stderr)
@@ -675,22 +677,22 @@ func exitFor(err error, stderr io.Writer) int {
 		// The reader of our output went away (| head): end quietly.
 		return ExitOK
 	case errors.As(err, &ie):
-		fmt.Fprintf(stderr, "agentconv: %v\n", ie)
+		fmt.Fprintf(stderr, "agentconv: %s\n", formats.Visible(ie.Error(), true))
 		return ExitInput
 	case errors.As(err, &le):
-		fmt.Fprintf(stderr, "agentconv: %v\n", le)
+		fmt.Fprintf(stderr, "agentconv: %s\n", formats.Visible(le.Error(), true))
 		return ExitLoss
 	case errors.As(err, &oe):
-		fmt.Fprintf(stderr, "agentconv: cannot write the output: %v\n", oe.Err)
+		fmt.Fprintf(stderr, "agentconv: cannot write the output: %s\n", formats.Visible(oe.Err.Error(), true))
 		return ExitOutput
 	}
-	fmt.Fprintf(stderr, "agentconv: %v\n", err)
+	fmt.Fprintf(stderr, "agentconv: %s\n", formats.Visible(err.Error(), true))
 	return ExitInput
 }
 
 // readList reads the input names of --files-from: one path a line, blank
-// lines left out.
-func readList(name string, stdin io.Reader) ([]string, error) {
+// lines left out; with null, each ended by a NUL byte, as it is.
+func readList(name string, stdin io.Reader, null bool) ([]string, error) {
 	r := stdin
 	if name != "-" {
 		f, err := os.Open(name)
@@ -703,8 +705,23 @@ func readList(name string, stdin io.Reader) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	if null {
+		sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+			if i := bytes.IndexByte(data, 0); i >= 0 {
+				return i + 1, data[:i], nil
+			}
+			if atEOF && len(data) > 0 {
+				return len(data), data, nil
+			}
+			return 0, nil, nil
+		})
+	}
 	for sc.Scan() {
-		if l := strings.TrimRight(sc.Text(), "\r"); strings.TrimSpace(l) != "" {
+		l := sc.Text()
+		if !null {
+			l = strings.TrimRight(l, "\r")
+		}
+		if strings.TrimSpace(l) != "" {
 			out = append(out, l)
 		}
 	}

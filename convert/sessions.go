@@ -61,6 +61,7 @@ func sessionsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "project", Usage: "only the sessions that ran in `PATH` or under it"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per session (path, dialect and the fields), instead of the table"},
 		&cli.BoolFlag{Name: "paths", Usage: "print only the session files' paths, one a line, for agentconv --files-from -"},
+		&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "with --paths, end each path with a NUL byte instead of a line break, for agentconv --files-from - --null (as find -print0 and xargs -0)"},
 	}
 }
 
@@ -119,7 +120,7 @@ func (s SessionInfo) MarshalJSON() ([]byte, error) {
 
 func sessionsCmd(c *cli.Context, sys Sys) int {
 	fail := func(code int, format string, args ...any) int {
-		fmt.Fprintf(sys.Stderr, "agentconv sessions: "+format+"\n", args...)
+		fmt.Fprintf(sys.Stderr, "agentconv sessions: %s\n", formats.Visible(fmt.Sprintf(format, args...), true))
 		return code
 	}
 	now := time.Now
@@ -141,6 +142,9 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 			return fail(ExitUsage, "--project %q: %v", project, err)
 		}
 		project = abs
+	}
+	if c.Bool("null") && !c.Bool("paths") {
+		return fail(ExitUsage, "--null ends each path of --paths with a NUL byte: give --paths too")
 	}
 	if c.Bool("json") && c.Bool("paths") {
 		return fail(ExitUsage, "--json and --paths are two ways to print the list; pick one")
@@ -210,9 +214,20 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 	switch {
 	case c.Bool("paths"):
 		var b strings.Builder
+		end := byte('\n')
+		if c.Bool("null") {
+			end = 0
+		}
 		for _, s := range out {
+			if end == '\n' && strings.ContainsAny(s.Path, "\n\r") {
+				// One path a line cannot say it: read back, it would name
+				// other files.
+				fmt.Fprintf(sys.Stderr, "agentconv sessions: %s: the name holds a line break, so --paths leaves it out; --paths --null lists it (read with --files-from - --null)\n", strconv.Quote(s.Path))
+				unread++
+				continue
+			}
 			b.WriteString(s.Path)
-			b.WriteByte('\n')
+			b.WriteByte(end)
 		}
 		_, werr = io.WriteString(sys.Stdout, b.String())
 	case c.Bool("json"):
@@ -465,7 +480,7 @@ func (w *sessionStats) Write(e *formats.Event) error {
 	case formats.RunEnd:
 		s.Runs++
 		s.Prompts += v.Prompts
-		s.Tokens += v.Usage.InputTokens.V + v.Usage.OutputTokens.V
+		s.Tokens = formats.Some(s.Tokens).Plus(v.Usage.InputTokens).Plus(v.Usage.OutputTokens).V
 		if s.Session == "" {
 			s.Session = v.Info.SessionID
 		}
@@ -496,7 +511,9 @@ func printSessions(out io.Writer, list []SessionInfo, home string) error {
 		if !s.Start.IsZero() {
 			start = s.Start.Local().Format("2006-01-02 15:04")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.Agent, orDash(s.Session), orDash(tildeHome(s.Project, home)),
+		// The id and the project are the input's words: shown, not obeyed.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", formats.Visible(s.Agent, false), orDash(formats.Visible(s.Session, false)),
+			orDash(formats.Visible(tildeHome(s.Project, home), false)),
 			start, s.Prompts, s.ToolCalls, s.Tokens, humanBytes(s.Bytes))
 	}
 	return tw.Flush()

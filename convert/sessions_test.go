@@ -245,3 +245,105 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsPathsLineBreak: a session file whose name holds a line break
+// is left out of --paths, with a word and exit 1, since read back one a
+// line it would name two other files (here, files that exist); with
+// --paths --null, --files-from - --null reads it back as it is.
+func TestSessionsPathsLineBreak(t *testing.T) {
+	dir := t.TempDir()
+	session := readFile(t, filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl"))
+	for _, name := range []string{"a\nb.jsonl", "a", "b.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(session), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := func(string) string { return "" }
+	code, out, stderr := runSessions(env, time.Time{}, "--paths", dir)
+	if code != ExitInput || strings.Contains(out, "a\nb.jsonl") || !strings.Contains(out, filepath.Join(dir, "b.jsonl")+"\n") ||
+		!strings.Contains(stderr, `a\nb.jsonl`) || !strings.Contains(stderr, "--null") {
+		t.Errorf("--paths: exit %d\n%q\n%s", code, out, stderr)
+	}
+	code, out, stderr = runSessions(env, time.Time{}, "--paths", "--null", dir)
+	want := filepath.Join(dir, "a\nb.jsonl") + "\x00"
+	if code != ExitOK || !strings.Contains(out, want) || strings.Count(out, "\x00") != 2 {
+		t.Fatalf("--paths --null: exit %d\n%q\n%s", code, out, stderr)
+	}
+	var got bytes.Buffer
+	sys := Sys{Stdin: strings.NewReader(want), Stdout: &got, Stderr: &bytes.Buffer{}, Getenv: env}
+	if code := Run([]string{"agentconv", "--to", "atif", "--files-from", "-", "--null"}, sys); code != ExitOK || !strings.Contains(got.String(), `"schema_version"`) {
+		t.Errorf("--files-from - --null: exit %d: %s", code, got.String())
+	}
+	if code, _, stderr := runSessions(env, time.Time{}, "--null", dir); code != ExitUsage || !strings.Contains(stderr, "--paths") {
+		t.Errorf("--null without --paths: exit %d: %s", code, stderr)
+	}
+}
+
+// TestSessionsTerminalSafe: what the input names (a session id, a project,
+// a file) reaches the terminal escaped: no escape sequence (clear screen,
+// OSC 52 writing the clipboard, a window title), no carriage return, no
+// bidi override, in the table, in warnings and in errors.
+func TestSessionsTerminalSafe(t *testing.T) {
+	dir := t.TempDir()
+	evil := "s\x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202eid"
+	doc := map[string]any{"schema_version": "ATIF-v1.7", "session_id": evil,
+		"agent":                    map[string]any{"name": "a\x1b]0;title\x07", "version": "1"},
+		"steps":                    []any{map[string]any{"step_id": 1, "source": "user", "message": "hi"}},
+		"extra":                    map[string]any{"cwd": "/w\x1b[31m\u202e"},
+		"continued_trajectory_ref": "next\x1b[2J.json"}
+	b, _ := json.Marshal(doc)
+	if err := os.WriteFile(filepath.Join(dir, "t\x1b[2J.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runSessions(func(string) string { return "" }, time.Time{}, dir)
+	for _, s := range []string{out, stderr} {
+		if strings.ContainsAny(s, "\x1b\x07\r\u202e") {
+			t.Errorf("raw control characters reach the terminal: %q", s)
+		}
+	}
+	if code != ExitOK || !strings.Contains(out, `s\x1b]52;c;ZXZpbA==\x07\x1b[2J\r\u202eid`) {
+		t.Errorf("exit %d: the table does not show the id escaped: %q %q", code, out, stderr)
+	}
+	var o, e bytes.Buffer
+	sys := Sys{Stdin: strings.NewReader(""), Stdout: &o, Stderr: &e, Getenv: func(string) string { return "" }}
+	Run([]string{"agentconv", "--to", "pretty", filepath.Join(dir, "t\x1b[2J.json")}, sys)
+	if strings.ContainsAny(o.String()+e.String(), "\x1b\x07\r\u202e") {
+		t.Errorf("pretty and its warnings: raw control characters: %q %q", o.String(), e.String())
+	}
+	if !strings.Contains(e.String(), `t\x1b[2J.json`) {
+		t.Errorf("the warnings do not name the file escaped: %q", e.String())
+	}
+	e.Reset()
+	Run([]string{"agentconv", "--from", "claude-stream", "--to", "pretty", filepath.Join(dir, "t\x1b[2J.json")}, sys)
+	if strings.ContainsAny(e.String(), "\x1b\x07\r\u202e") || !strings.Contains(e.String(), `\x1b`) {
+		t.Errorf("an error quoting the input: %q", e.String())
+	}
+}
+
+// TestNegativeTokenCounts: a count below zero is a warning and no count:
+// it is not summed into the run's tokens, in a conversion or in sessions.
+func TestNegativeTokenCounts(t *testing.T) {
+	in := `{"type":"system","subtype":"init","session_id":"s1","model":"m","cwd":"/w","tools":[]}
+{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":-10,"output_tokens":5}},"session_id":"s1"}
+{"type":"result","subtype":"success","is_error":false,"result":"hi","session_id":"s1","usage":{"input_tokens":-1000,"output_tokens":5}}
+`
+	var out, errb bytes.Buffer
+	sys := Sys{Stdin: strings.NewReader(in), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	if code := Run([]string{"agentconv", "--to", "adal-json"}, sys); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "<stdin>:2: token counts below zero (input -10)") || !strings.Contains(errb.String(), "<stdin>:3:") {
+		t.Errorf("no warning naming the counts: %s", errb.String())
+	}
+	if strings.Contains(out.String(), "-10") || strings.Contains(out.String(), "-1000") {
+		t.Errorf("a negative count is written: %s", out.String())
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, js, stderr := runSessions(func(string) string { return "" }, time.Time{}, "--json", filepath.Join(dir, "s.jsonl"))
+	if code != ExitOK || !strings.Contains(js, `"tokens":5,`) {
+		t.Errorf("sessions: exit %d: %s %s", code, js, stderr)
+	}
+}

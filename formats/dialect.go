@@ -377,7 +377,8 @@ func (r *Report) Warn(line int, format string, args ...any) {
 			where = fmt.Sprintf("line %d: ", line)
 		}
 	}
-	fmt.Fprintf(r.out, "%swarning: %s%s\n", r.Prefix, where, fmt.Sprintf(format, args...))
+	// One line, whatever the input put in the names and texts it quotes.
+	fmt.Fprintf(r.out, "%swarning: %s\n", r.Prefix, Visible(where+fmt.Sprintf(format, args...), false))
 }
 
 // Summary prints one line per kind of loss, and the count of warnings that

@@ -9,6 +9,8 @@
 package formats
 
 import (
+	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -522,7 +524,7 @@ func (u UsageInfo) Total() Opt[int64] {
 		return u.TotalTokens
 	}
 	if u.InputTokens.OK || u.OutputTokens.OK {
-		return Some(u.InputTokens.V + u.OutputTokens.V)
+		return u.InputTokens.Plus(u.OutputTokens)
 	}
 	return Opt[int64]{}
 }
@@ -543,9 +545,44 @@ type Opt[T int | int64 | float64] struct {
 // Some makes a known Opt.
 func Some[T int | int64 | float64](v T) Opt[T] { return Opt[T]{V: v, OK: true} }
 
-// Plus adds two optionals; the sum is known if either is.
+// Plus adds two optionals; the sum is known if either is. An integer sum
+// saturates at the type's largest value, never wraps.
 func (o Opt[T]) Plus(p Opt[T]) Opt[T] {
-	return Opt[T]{V: o.V + p.V, OK: o.OK || p.OK}
+	sum := o.V + p.V
+	if (o.V > 0 && p.V > 0 && sum < o.V) || (o.V < 0 && p.V < 0 && sum > o.V) {
+		switch any(sum).(type) {
+		case int64:
+			sum = any(int64(math.MaxInt64)).(T)
+		case int:
+			sum = any(int(math.MaxInt)).(T)
+		}
+		if o.V < 0 {
+			sum = -sum
+		}
+	}
+	return Opt[T]{V: sum, OK: o.OK || p.OK}
+}
+
+// Negative clears each count of u below zero, which no source means (a
+// count is never negative), and names the fields it cleared.
+func (u *UsageInfo) Negative() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		o    *Opt[int64]
+	}{{"input", &u.InputTokens}, {"output", &u.OutputTokens}, {"cache read", &u.CacheReadTokens},
+		{"cache write", &u.CacheWriteTokens}, {"reasoning", &u.ReasoningTokens}, {"total", &u.TotalTokens},
+		{"context", &u.ContextTokens}} {
+		if f.o.OK && f.o.V < 0 {
+			out = append(out, fmt.Sprintf("%s %d", f.name, f.o.V))
+			*f.o = Opt[int64]{}
+		}
+	}
+	if u.CostUSD.OK && (u.CostUSD.V < 0 || math.IsNaN(u.CostUSD.V) || math.IsInf(u.CostUSD.V, 0)) {
+		out = append(out, fmt.Sprintf("cost %v", u.CostUSD.V))
+		u.CostUSD = Opt[float64]{}
+	}
+	return out
 }
 
 // Ptr returns nil when unknown, so that JSON writers print null.

@@ -67,17 +67,17 @@ func oneLine(s string) string {
 }
 
 // clean replaces the control characters of untrusted text, escape sequences
-// above all, so that a tool's output cannot drive the terminal. Line breaks
-// and tabs stay; carriage returns go.
+// above all, and the bidirectional overrides (formats.Unsafe), so that a
+// tool's output cannot drive the terminal or reorder what it shows. Line
+// breaks and tabs stay; carriage returns go.
 func clean(s string) string {
-	ok := true
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+	ok := utf8.ValidString(s)
+	for _, r := range s {
+		if ok && formats.Unsafe(r) && r != '\n' && r != '\t' {
 			ok = false
-			break
 		}
 	}
-	if ok && !strings.ContainsRune(s, 0x9b) && utf8.ValidString(s) {
+	if ok {
 		return s
 	}
 	var b strings.Builder
@@ -86,7 +86,7 @@ func clean(s string) string {
 		case r == '\r':
 		case r == '\n' || r == '\t':
 			b.WriteRune(r)
-		case r < 0x20 || (r >= 0x7f && r < 0xa0):
+		case formats.Unsafe(r):
 			b.WriteRune('�')
 		default:
 			b.WriteRune(r)
