@@ -100,6 +100,9 @@ type SessionInfo struct {
 
 	modified time.Time
 	walked   bool // found under a directory
+	// malformed: lines of the file could not be read; its counts leave
+	// them out.
+	malformed bool
 }
 
 // MarshalJSON writes the times in RFC 3339, left out when unknown.
@@ -177,7 +180,8 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 		}
 		files = kept
 	}
-	list, skipped := readSessions(files, rep)
+	list, skipped, failed := readSessions(files, rep)
+	unread += failed
 	if skipped > 0 {
 		fmt.Fprintf(sys.Stderr, "agentconv sessions: skipped %d %s that no dialect reads\n", skipped, plural(skipped, "file", "files"))
 	}
@@ -388,9 +392,9 @@ func ownedFiles(dir string, from formats.Dialect) map[string]int64 {
 	return out
 }
 
-// readSessions reads the files on the machine's cores; a file that no
-// dialect reads is left out and counted.
-func readSessions(files []SessionInfo, rep *formats.Report) (list []SessionInfo, skipped int) {
+// readSessions reads files at once on the machine's cores: the sessions,
+// how many files no dialect reads, and how many could not be read whole.
+func readSessions(files []SessionInfo, rep *formats.Report) (list []SessionInfo, skipped, failed int) {
 	ok := make([]bool, len(files))
 	var wg sync.WaitGroup
 	work := make(chan int)
@@ -409,13 +413,16 @@ func readSessions(files []SessionInfo, rep *formats.Report) (list []SessionInfo,
 	close(work)
 	wg.Wait()
 	for i, s := range files {
+		if s.Dialect == "-" || s.malformed {
+			failed++
+		}
 		if ok[i] {
 			list = append(list, s)
 		} else if s.Dialect == "" {
 			skipped++
 		}
 	}
-	return list, skipped
+	return list, skipped, failed
 }
 
 // readSession reads one file through a pipeline whose writer only counts;
@@ -445,6 +452,11 @@ func readSession(s *SessionInfo, rep *formats.Report) bool {
 		rep.Warn(0, "%s: %v; left out of the list", s.Path, err)
 		s.Dialect = "-"
 		return false
+	}
+	if bad := p.Result().Skipped; len(bad) > 0 {
+		// Listed with what could be read; the exit status says the rest.
+		rep.Warn(0, "%d malformed %s (%s) left out of its counts", len(bad), plural(len(bad), "line", "lines"), strings.Join(limit(bad, 3), ", "))
+		s.malformed = true
 	}
 	if s.walked {
 		if d, ok := Lookup(w.dialect); !ok || !readsDir(d, s.Path) {

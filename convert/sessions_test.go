@@ -347,3 +347,20 @@ func TestNegativeTokenCounts(t *testing.T) {
 		t.Errorf("sessions: exit %d: %s %s", code, js, stderr)
 	}
 }
+
+// TestSessionsMalformedLine: a session file with a malformed line is
+// listed with what could be read, with a warning naming the line, and the
+// exit status is 1.
+func TestSessionsMalformedLine(t *testing.T) {
+	lines := strings.SplitAfter(readFile(t, filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")), "\n")
+	dir := t.TempDir()
+	f := filepath.Join(dir, "s.jsonl")
+	bad := strings.Join(lines[:3], "") + "{\"type\":\"user\", broken\n" + strings.Join(lines[3:6], "")
+	if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runSessions(func(string) string { return "" }, time.Time{}, "--json", dir)
+	if code != ExitInput || !strings.Contains(out, `"session_id":"06381696-0074-49f8-863e-6ad4fac507f9"`) || !strings.Contains(stderr, f+":4") {
+		t.Errorf("exit %d: %s\n%s", code, out, stderr)
+	}
+}
