@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -17,6 +18,22 @@ var (
 // parallelAgents is how many agent processes run at once: each is a Node
 // process that mostly waits for the server.
 const parallelAgents = 6
+
+// TestMain lets as many tests run at once as agent processes may: go test
+// runs GOMAXPROCS parallel tests by default (2 on a 2-core machine), and
+// agents that wait (Qwen Code's seven attempts at a failing API take 80
+// seconds) would hold both. A -test.parallel on the command line wins.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if p := flag.Lookup("test.parallel"); p != nil && !set {
+		if n, err := strconv.Atoi(p.Value.String()); err == nil && n < parallelAgents {
+			p.Value.Set(strconv.Itoa(parallelAgents))
+		}
+	}
+	os.Exit(m.Run())
+}
 
 // TestAgents runs every scenario with every pinned agent that is installed,
 // in every output mode, and checks each capture. In CI an agent that is
