@@ -1,10 +1,14 @@
 package convert
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -124,5 +128,49 @@ func TestLongLines(t *testing.T) {
 	code, out, stderr := runCLI(in, "--to", "adal-stream")
 	if code != 0 || len(out) < len(big) {
 		t.Fatalf("exit %d, %d bytes out: %s", code, len(out), stderr)
+	}
+}
+
+// TestFoundFilesRegularOnly: files a reader finds by itself beside its
+// input (a Claude session's subagents) are read only when regular: a FIFO
+// (which would block the reader for ever) and a link to /dev/zero (which
+// never ends) are warned about and left out, and the session converts, in
+// a conversion and in sessions.
+func TestFoundFilesRegularOnly(t *testing.T) {
+	dir := t.TempDir()
+	const sid = "06381696-0074-49f8-863e-6ad4fac507f9"
+	session := filepath.Join(dir, sid+".jsonl")
+	if err := os.WriteFile(session, []byte(readFile(t, filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, sid, "subagents")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(sub, "agent-x.jsonl"), 0o644); err != nil {
+		t.Skipf("no FIFO here: %v", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(sub, "agent-y.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--to", "pretty", session}, {"sessions", dir}} {
+		done := make(chan struct{})
+		var out, errb bytes.Buffer
+		go func() {
+			defer close(done)
+			Run(append([]string{"agentconv"}, args...), Sys{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: still reading after 30 s", args)
+		}
+		if !strings.Contains(out.String(), sid[:8]) {
+			t.Errorf("%v: the session is not converted: %s\n%s", args, out.String(), errb.String())
+		}
+		if args[0] == "--to" && (!strings.Contains(errb.String(), "agent-x.jsonl (not a regular file but a FIFO)") ||
+			!strings.Contains(errb.String(), "agent-y.jsonl (not a regular file but a device)")) {
+			t.Errorf("%v: no warning naming the FIFO and the device: %s", args, errb.String())
+		}
 	}
 }

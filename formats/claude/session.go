@@ -201,7 +201,7 @@ func agentFileID(id string) string {
 // flatOwner: a 2.0 version's agent-<id>.jsonl in the project directory
 // belongs to the session file its records name, when that is beside it.
 func flatOwner(p string) string {
-	f, err := os.Open(p)
+	f, err := formats.OpenFound(p)
 	if err != nil {
 		return ""
 	}

@@ -544,7 +544,7 @@ func (b *sessBuild) agentFiles(p string) {
 			continue
 		}
 		id := m[1]
-		f, err := os.Open(name)
+		f, err := formats.OpenFound(name)
 		if err != nil {
 			b.rep.Warn(0, "cannot read the subagent's file %s (%v); its events are left out", name, err)
 			continue
@@ -572,7 +572,7 @@ func (b *sessBuild) agentFiles(p string) {
 		a.recs = recs
 		b.scan(recs)
 		var meta agentMeta
-		if mb, err := os.ReadFile(strings.TrimSuffix(name, ".jsonl") + ".meta.json"); err == nil {
+		if mb, err := formats.ReadFound(strings.TrimSuffix(name, ".jsonl")+".meta.json", 1<<20); err == nil {
 			if json.Unmarshal(mb, &meta) != nil {
 				b.rep.Warn(0, "%s.meta.json is not the JSON object expected; the subagent is linked by its results instead", strings.TrimSuffix(name, ".jsonl"))
 			}

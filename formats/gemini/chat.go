@@ -3,7 +3,6 @@ package gemini
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -97,7 +96,7 @@ func sanitizeID(id string) string {
 // sessionIDOf reads the session id of a session file from its start: the
 // metadata line of a .jsonl, or the first key of a legacy document.
 func sessionIDOf(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := formats.OpenFound(path)
 	if err != nil {
 		return "", err
 	}

@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -394,7 +393,7 @@ func (e *emitter) subagent(tc *toolCallRecord, t time.Time, src formats.Source) 
 
 // load reads a subagent's file whole.
 func (r *chatReader) load(path string) (*session, error) {
-	f, err := os.Open(path)
+	f, err := formats.OpenFound(path)
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/agentconv/agentconv/formats"
 )
 
 // Gemini CLI names a session's project (the directory it ran in, its
@@ -43,7 +44,7 @@ var projectHashRe = regexp.MustCompile(`"projectHash"\s*:\s*"([0-9a-fA-F]{64})"`
 // chatInProject says whether the session file at path ran in dir, by its
 // projectHash: for a session whose file names its project only so (0.2x).
 func chatInProject(path, dir string) bool {
-	f, err := os.Open(path)
+	f, err := formats.OpenFound(path)
 	if err != nil {
 		return false
 	}
@@ -70,7 +71,7 @@ func projectRoot(path string) string {
 	dir := filepath.Dir(path)
 	for range 2 {
 		if filepath.Base(dir) == "chats" {
-			b, err := os.ReadFile(filepath.Join(filepath.Dir(dir), ".project_root"))
+			b, err := formats.ReadFound(filepath.Join(filepath.Dir(dir), ".project_root"), 64<<10)
 			if err != nil || len(b) > 64<<10 {
 				return ""
 			}

@@ -297,7 +297,7 @@ func (s *sessionReader) agentFiles() {
 	files, _ := filepath.Glob(filepath.Join(dir, "agent-*.jsonl"))
 	sort.Strings(files)
 	for _, f := range files {
-		fh, err := os.Open(f)
+		fh, err := formats.OpenFound(f)
 		if err != nil {
 			s.warn("cannot read the subagent's file %s (%v); its events are left out", f, err)
 			continue
