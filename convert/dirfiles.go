@@ -18,15 +18,22 @@ import (
 // and renamed into place when the writer closes it, so that no
 // half-written file ever has the name; a file of the same name from an
 // earlier conversion is replaced, as -o replaces a file.
+//
+// Every file is made through an os.Root on DIR: a symbolic link planted
+// under DIR that leads out of it is an error, never followed, so nothing
+// outside DIR is written or replaced.
 type dirFiles struct {
-	dir  string
-	mu   sync.Mutex
-	open map[*dirFile]bool
-	err  error // the first failure to put a file in place
+	dir     string
+	root    *os.Root
+	rootErr error
+	mu      sync.Mutex
+	open    map[*dirFile]bool
+	err     error // the first failure to put a file in place
 }
 
 func newDirFiles(dir string) *dirFiles {
-	return &dirFiles{dir: dir, open: map[*dirFile]bool{}}
+	root, err := os.OpenRoot(dir)
+	return &dirFiles{dir: dir, root: root, rootErr: err, open: map[*dirFile]bool{}}
 }
 
 // create makes the file at name, a slash-separated path under the
@@ -37,14 +44,19 @@ func (d *dirFiles) create(name string) (io.WriteCloser, error) {
 		return nil, fmt.Errorf("cannot write %q under %s: not a plain relative path", name, d.dir)
 	}
 	target := filepath.Join(d.dir, filepath.FromSlash(clean))
-	if err := os.MkdirAll(filepath.Dir(target), 0o777); err != nil {
-		return nil, fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
+	if d.rootErr != nil {
+		return nil, fmt.Errorf("cannot write %s: %v", target, unwrapPath(d.rootErr))
 	}
-	f, err := createTemp(target, 0o666)
+	if dir := path.Dir(clean); dir != "." {
+		if err := d.root.MkdirAll(dir, 0o777); err != nil {
+			return nil, fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
+		}
+	}
+	f, tmp, err := createTempIn(d.root, clean, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
 	}
-	df := &dirFile{d: d, f: f, bw: bufio.NewWriterSize(f, 64<<10), target: target}
+	df := &dirFile{d: d, f: f, bw: bufio.NewWriterSize(f, 64<<10), target: target, rel: clean, tmp: tmp}
 	d.mu.Lock()
 	d.open[df] = true
 	d.mu.Unlock()
@@ -73,12 +85,13 @@ func (d *dirFiles) finish(failed bool) error {
 }
 
 type dirFile struct {
-	d      *dirFiles
-	f      *os.File
-	bw     *bufio.Writer
-	target string
-	err    error
-	closed bool
+	d        *dirFiles
+	f        *os.File
+	bw       *bufio.Writer
+	target   string // for messages
+	rel, tmp string // the file's and its temporary file's paths under the root
+	err      error
+	closed   bool
 }
 
 func (f *dirFile) Write(p []byte) (int, error) {
@@ -106,14 +119,17 @@ func (f *dirFile) Close() error {
 	if err == nil {
 		err = f.bw.Flush()
 	}
+	if err == nil {
+		err = f.f.Sync()
+	}
 	if cerr := f.f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.f.Name(), f.target)
+		err = f.d.root.Rename(f.tmp, f.rel)
 	}
 	if err != nil {
-		os.Remove(f.f.Name())
+		f.d.root.Remove(f.tmp)
 		if f.err == nil {
 			f.err = fmt.Errorf("cannot write %s: %v", f.target, unwrapPath(err))
 		}
@@ -129,7 +145,7 @@ func (f *dirFile) abort() {
 	}
 	f.closed = true
 	f.f.Close()
-	os.Remove(f.f.Name())
+	f.d.root.Remove(f.tmp)
 	if f.err == nil {
 		f.err = errAborted
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,6 +172,55 @@ func TestFoundFilesRegularOnly(t *testing.T) {
 		if args[0] == "--to" && (!strings.Contains(errb.String(), "agent-x.jsonl (not a regular file but a FIFO)") ||
 			!strings.Contains(errb.String(), "agent-y.jsonl (not a regular file but a device)")) {
 			t.Errorf("%v: no warning naming the FIFO and the device: %s", args, errb.String())
+		}
+	}
+}
+
+// TestOutputDirLinks: a symbolic link planted under -o DIR that leads out
+// of it is never followed: a run whose session id is the link's name
+// (atif's DIR/<sid>/, codex-rollout's DIR/YYYY/) fails to write, exit 4,
+// with a message that says so, and nothing outside DIR changes; a link in
+// place of a file (claude-session's DIR/<sid>.jsonl) is replaced, its
+// target left as it was.
+func TestOutputDirLinks(t *testing.T) {
+	in := `{"type":"system","subtype":"init","session_id":"victim","model":"m","cwd":"/w","tools":[]}
+{"type":"result","subtype":"success","is_error":false,"result":"hi","session_id":"victim","timestamp":"2026-01-02T03:04:05Z","usage":{"input_tokens":1,"output_tokens":1}}
+`
+	for _, c := range []struct{ to, link, code string }{
+		{"atif", "victim", "4"},
+		{"codex-rollout", time.Now().Format("2006"), "4"},
+		{"claude-session", "victim.jsonl", "0"},
+	} {
+		base := t.TempDir()
+		out, elsewhere := filepath.Join(base, "out"), filepath.Join(base, "elsewhere")
+		for _, d := range []string{out, elsewhere} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		victim := filepath.Join(elsewhere, "victim.jsonl")
+		if err := os.WriteFile(victim, []byte("keep\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		target := elsewhere
+		if strings.HasSuffix(c.link, ".jsonl") {
+			target = victim
+		}
+		if err := os.Symlink(target, filepath.Join(out, c.link)); err != nil {
+			t.Fatal(err)
+		}
+		var o, e bytes.Buffer
+		code := Run([]string{"agentconv", "--from", "claude-stream", "--to", c.to, "-o", out + "/"},
+			Sys{Stdin: strings.NewReader(in), Stdout: &o, Stderr: &e, Getenv: func(string) string { return "" }})
+		if got := strconv.Itoa(code); got != c.code {
+			t.Errorf("%s: exit %d, want %s: %s", c.to, code, c.code, e.String())
+		}
+		if c.code == "4" && !strings.Contains(e.String(), "symbolic link under the output directory leads out of it") {
+			t.Errorf("%s: the message does not say why: %s", c.to, e.String())
+		}
+		entries, _ := os.ReadDir(elsewhere)
+		if b, _ := os.ReadFile(victim); string(b) != "keep\n" || len(entries) != 1 {
+			t.Errorf("%s: outside -o DIR changed: %q, %d entries", c.to, b, len(entries))
 		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -75,6 +77,24 @@ func createTemp(target string, perm os.FileMode) (*os.File, error) {
 	return nil, errors.New("cannot make a temporary file beside it")
 }
 
+// createTempIn makes a new file beside rel, a slash-separated path under
+// root, with perm less the umask; it returns the file and its path under
+// root. Through root, nothing is made outside it: a symbolic link under
+// it that leads out is an error, never followed.
+func createTempIn(root *os.Root, rel string, perm os.FileMode) (*os.File, string, error) {
+	dir, base := path.Split(rel)
+	for range 100 {
+		var b [6]byte
+		rand.Read(b[:])
+		tmp := dir + "." + base + "." + hex.EncodeToString(b[:]) + ".tmp"
+		f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, tmp, err
+		}
+	}
+	return nil, "", errors.New("cannot make a temporary file beside it")
+}
+
 // followLinks resolves name through its symlinks, to the file they name,
 // which may not exist yet (a dangling link is written through).
 func followLinks(name string) (string, error) {
@@ -98,7 +118,15 @@ func followLinks(name string) (string, error) {
 func unwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		return pe.Err
+		err = pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		err = le.Err
+	}
+	if strings.Contains(err.Error(), "path escapes from parent") {
+		// os.Root's refusal to follow a link out of the output directory.
+		return errors.New("a symbolic link under the output directory leads out of it, and nothing is written outside it: remove the link")
 	}
 	return err
 }

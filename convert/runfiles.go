@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -33,8 +34,13 @@ type runFiles struct {
 	report    *formats.Report
 	w         formats.Writer
 
-	cur *os.File // the temporary file of the run being written
-	bw  *bufio.Writer
+	// root is dir, through which every file is made: a symbolic link
+	// under it that leads out is an error, never followed.
+	root    *os.Root
+	rootErr error
+	cur     *os.File // the temporary file of the run being written
+	curTmp  string   // its path under root
+	bw      *bufio.Writer
 	// ended: the run's end was seen; name is its file's name.
 	ended bool
 	name  string
@@ -76,6 +82,7 @@ func newRunFilesPipeline(to formats.Dialect, dir string, wo formats.WriteOptions
 	}
 	wo.Run = opts.View
 	rf := &runFiles{dir: dir, file: to.RunFile, view: opts.View, report: opts.Report, used: map[string]bool{}}
+	rf.root, rf.rootErr = os.OpenRoot(dir)
 	rf.w = to.NewWriter(rf, wo)
 	opts.Out = rf
 	var w formats.Writer = (*runFilesWriter)(rf)
@@ -91,7 +98,11 @@ func (rf *runFiles) Write(p []byte) (int, error) {
 		return 0, rf.err
 	}
 	if rf.cur == nil {
-		f, err := createTemp(filepath.Join(rf.dir, "run"), 0o666)
+		err := rf.rootErr
+		var f *os.File
+		if err == nil {
+			f, rf.curTmp, err = createTempIn(rf.root, "run", 0o666)
+		}
 		if err != nil {
 			rf.err = fmt.Errorf("cannot write in %s: %v", rf.dir, unwrapPath(err))
 			return 0, rf.err
@@ -174,13 +185,13 @@ func (rf *runFiles) finish() {
 	}
 	target := filepath.Join(rf.dir, rf.name, rf.file)
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(target), 0o777)
+		err = rf.root.MkdirAll(rf.name, 0o777)
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), target)
+		err = rf.root.Rename(rf.curTmp, path.Join(rf.name, rf.file))
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		rf.root.Remove(rf.curTmp)
 		rf.err = fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
 		return
 	}
@@ -205,7 +216,7 @@ func (rf *runFiles) Close() error {
 func (rf *runFiles) abort() {
 	if rf.cur != nil {
 		rf.cur.Close()
-		os.Remove(rf.cur.Name())
+		rf.root.Remove(rf.curTmp)
 		rf.cur = nil
 	}
 }
