@@ -35,6 +35,8 @@ func TestBadSettingsExitAtStart(t *testing.T) {
 		{"zero timeout", nil, []string{"--otlp-timeout", "0s"}, "--otlp-timeout"},
 		{"malformed header variable", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization"}, nil, "OTEL_EXPORTER_OTLP_HEADERS"},
 		{"malformed header flag", nil, []string{"--otlp-header", "authorization"}, "--otlp-header"},
+		// An endpoint that is not a URL never shows its password (issue 28 #14).
+		{"password in an endpoint that is not a URL", nil, []string{"--otlp-endpoint", "http://alice:s3c/r3t@host"}, `"http://xxxxx@host" is not a URL`},
 		{"missing certificate", map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, nil, "OTEL_EXPORTER_OTLP_CERTIFICATE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +45,9 @@ func TestBadSettingsExitAtStart(t *testing.T) {
 			code, _, stderr := runCLI(t, in, tc.env, args...)
 			if code != convert.ExitUsage || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, want 2 with %q; stderr:\n%s", code, tc.want, stderr)
+			}
+			for _, secret := range []string{"s3cr3t", "r3t"} {
+				noSecret(t, "stderr", stderr, secret)
 			}
 			if n := in.reads.Load(); n != 0 {
 				t.Errorf("standard input was read %d times before the settings were refused", n)

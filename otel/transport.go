@@ -86,7 +86,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 			otlptracehttp.WithMaxRequestSize(maxRequest),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig(retry)))
 		if err != nil {
-			return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
+			return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.shown, err)
 		}
 		return &exporterUploader{exp: exp, capped: true, retryConn: true, http: hc}, nil
 	}
@@ -103,7 +103,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 	}
 	conn, err := grpc.NewClient(u.Host, dial...)
 	if err != nil {
-		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
+		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.shown, err)
 	}
 	exp, err := otlptracegrpc.New(ctx,
 		otlptracegrpc.WithGRPCConn(conn),
@@ -113,7 +113,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig(retry)))
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
+		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.shown, err)
 	}
 	return &exporterUploader{exp: exp, capped: true, conn: conn}, nil
 }
