@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/convert"
 )
@@ -97,4 +99,51 @@ func TestCredentialsInTheEndpoint(t *testing.T) {
 			t.Errorf("authorization %q", a)
 		}
 	})
+}
+
+// TestRedirectsAreNotFollowed (issue 28 #15): a 3xx answer over http is a
+// delivery error that says so and names the Location (its password
+// redacted); nothing, neither spans nor headers, goes to the redirect's
+// target, and the spans are spooled.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var reached atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+	}))
+	defer target.Close()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var asked atomic.Int32
+			loc := withUser(target.URL, "bob:pw2") + "/v1/traces"
+			redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				http.Redirect(w, r, loc, status)
+			}))
+			defer redirector.Close()
+			spool := filepath.Join(t.TempDir(), "spool")
+			start := time.Now()
+			code, _, stderr := runCLI(t, nil, nil, "--to", "otlp", "--otlp-protocol", "http/protobuf",
+				"--otlp-endpoint", withUser(redirector.URL, "alice:s3cr3t"), "--otlp-header", "x-tenant=t1",
+				"--otlp-timeout", "20s", "--otlp-spool", spool, fixture("adal/seed-stream.ndjson"))
+			want := fmt.Sprintf("the collector answered %d %s to ", status, http.StatusText(status))
+			if code != convert.ExitOutput || !strings.Contains(stderr, want) || !strings.Contains(stderr, "does not follow redirects") ||
+				!strings.Contains(stderr, strings.Replace(target.URL, "http://", "http://bob:xxxxx@", 1)+"/v1/traces") {
+				t.Errorf("exit %d, want 4 with %q, the redacted Location and why; stderr:\n%s", code, want, stderr)
+			}
+			noSecret(t, "stderr", stderr, "s3cr3t")
+			noSecret(t, "stderr", stderr, "pw2")
+			if n := reached.Load(); n != 0 {
+				t.Errorf("the redirect's target got %d requests", n)
+			}
+			if n := asked.Load(); n != 1 {
+				t.Errorf("the redirecting collector was asked %d times, want once (a redirect is not tried again)", n)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("took %v: a redirect is not retried until the timeout", took)
+			}
+			if data, err := os.ReadFile(spool); err != nil || len(data) == 0 {
+				t.Errorf("the spans were not spooled: %v", err)
+			}
+		})
+	}
 }
