@@ -270,7 +270,7 @@ func headers(o formats.WriteOptions) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(h, "=")
 		if k = strings.TrimSpace(k); !ok || k == "" {
-			return nil, fmt.Errorf("--otlp-header %q: give KEY=VALUE, such as authorization=Bearer%%20…", h)
+			return nil, fmt.Errorf("--otlp-header %s: give KEY=VALUE, such as authorization=Bearer%%20…", malformedPair(h))
 		}
 		m[k] = strings.TrimSpace(v)
 	}
@@ -290,15 +290,30 @@ func parsePairs(s string) ([][2]string, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not KEY=VALUE; separate pairs with commas and percent-encode commas in values (%%2C)", kv)
+			return nil, fmt.Errorf("%s is not KEY=VALUE; separate pairs with commas and percent-encode commas in values (%%2C)", malformedPair(kv))
 		}
 		dv, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, fmt.Errorf("%q: bad percent-encoding in the value (write %% as %%25)", kv)
+			return nil, fmt.Errorf("%q: bad percent-encoding in its value (write %% as %%25)", k)
 		}
 		out = append(out, [2]string{k, dv})
 	}
 	return out, nil
+}
+
+// malformedPair names a pair that is not KEY=VALUE in an error, by its key
+// alone, never its value, which may be a secret: what comes before its
+// first "=", ":" or space, quoted ("authorization: Bearer …" is
+// "authorization"), or "a pair with no key" when that is empty.
+func malformedPair(kv string) string {
+	kv = strings.TrimSpace(kv)
+	if i := strings.IndexAny(kv, "=: \t"); i >= 0 {
+		kv = kv[:i]
+	}
+	if kv == "" {
+		return "(a pair with no key)"
+	}
+	return strconv.Quote(kv)
 }
 
 // resourceAttrs reads OTEL_RESOURCE_ATTRIBUTES in their order, and the

@@ -35,6 +35,11 @@ func TestBadSettingsExitAtStart(t *testing.T) {
 		{"zero timeout", nil, []string{"--otlp-timeout", "0s"}, "--otlp-timeout"},
 		{"malformed header variable", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization"}, nil, "OTEL_EXPORTER_OTLP_HEADERS"},
 		{"malformed header flag", nil, []string{"--otlp-header", "authorization"}, "--otlp-header"},
+		// A malformed header is named by its key, never its value (issue 28 #17).
+		{"header with a colon flag", nil, []string{"--otlp-header", "authorization: Bearer s3cr3t"}, `--otlp-header "authorization"`},
+		{"header with a colon variable", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-a=1,authorization:Bearer%20s3cr3t"}, nil, `OTEL_EXPORTER_OTLP_HEADERS: "authorization" is not KEY=VALUE`},
+		{"header without a key", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "=s3cr3t"}, nil, "OTEL_EXPORTER_OTLP_HEADERS: (a pair with no key)"},
+		{"header with a bad escape", map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization=s3cr3t%zz"}, nil, `"authorization": bad percent-encoding`},
 		// An endpoint that is not a URL never shows its password (issue 28 #14).
 		{"password in an endpoint that is not a URL", nil, []string{"--otlp-endpoint", "http://alice:s3c/r3t@host"}, `"http://xxxxx@host" is not a URL`},
 		{"missing certificate", map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, nil, "OTEL_EXPORTER_OTLP_CERTIFICATE"},
