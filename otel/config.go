@@ -185,6 +185,11 @@ func (c *config) endpointURL(ep string, specific bool) (*url.Userinfo, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("OTLP endpoint %q is not a URL such as http://localhost:4317", redactEndpoint(ep))
 	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("OTLP endpoint %q: port %s is out of range: give a port from 1 to 65535", redactEndpoint(ep), p)
+		}
+	}
 	if u.Scheme == "http" {
 		c.insecure = true
 	}
