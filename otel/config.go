@@ -3,6 +3,7 @@ package otel
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/url"
@@ -37,7 +38,8 @@ const DefaultContentLimit = 4096
 // config is what a writer needs to know, from its parameters and the
 // standard OpenTelemetry environment variables.
 type config struct {
-	endpoint     string // URL with scheme
+	endpoint     string // URL with scheme, without its userinfo
+	shown        string // the endpoint as messages show it: its password redacted
 	protocol     string
 	headers      map[string]string
 	insecure     bool
@@ -102,13 +104,19 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 	if ep == "" {
 		ep, specific = env(o, "ENDPOINT")
 	}
-	var err error
-	if c.endpoint, err = c.endpointURL(ep, specific); err != nil {
+	user, err := c.endpointURL(ep, specific)
+	if err != nil {
 		return nil, err
 	}
 
 	if c.headers, err = headers(o); err != nil {
 		return nil, err
+	}
+	// Credentials in the URL are sent as Basic auth, as curl sends them,
+	// unless an authorization header is given, which wins.
+	if user != nil && !hasHeader(c.headers, "authorization") {
+		pass, _ := user.Password()
+		c.headers["authorization"] = "Basic " + base64.StdEncoding.EncodeToString([]byte(user.Username()+":"+pass))
 	}
 
 	if t := o.Param(ParamTimeout, ""); t != "" {
@@ -145,10 +153,12 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 	return c, nil
 }
 
-// endpointURL completes an endpoint into a URL. Without a scheme, a
-// loopback host gets plain http (a local Jaeger or Collector) and any other
-// host https, unless insecure is set.
-func (c *config) endpointURL(ep string, specific bool) (string, error) {
+// endpointURL completes an endpoint into c.endpoint, a URL, and c.shown.
+// Without a scheme, a loopback host gets plain http (a local Jaeger or
+// Collector) and any other host https, unless insecure is set. The URL's
+// userinfo (user:password@) is taken out of c.endpoint and returned: it is
+// sent as a header, and never shown (see redactEndpoint).
+func (c *config) endpointURL(ep string, specific bool) (*url.Userinfo, error) {
 	if ep == "" {
 		ep = "localhost:4317"
 		if c.protocol == "http/protobuf" {
@@ -156,8 +166,13 @@ func (c *config) endpointURL(ep string, specific bool) (string, error) {
 		}
 	}
 	if !strings.Contains(ep, "://") {
-		host := ep
-		if h, _, err := net.SplitHostPort(ep); err == nil {
+		hostport := ep
+		if i := strings.IndexAny(hostport, "/?#"); i >= 0 {
+			hostport = hostport[:i]
+		}
+		hostport = hostport[strings.LastIndex(hostport, "@")+1:]
+		host := hostport
+		if h, _, err := net.SplitHostPort(hostport); err == nil {
 			host = h
 		}
 		scheme := "https"
@@ -168,7 +183,12 @@ func (c *config) endpointURL(ep string, specific bool) (string, error) {
 	}
 	u, err := url.Parse(ep)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("OTLP endpoint %q is not a URL such as http://localhost:4317", ep)
+		return nil, fmt.Errorf("OTLP endpoint %q is not a URL such as http://localhost:4317", redactEndpoint(ep))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("OTLP endpoint %q: port %s is out of range: give a port from 1 to 65535", redactEndpoint(ep), p)
+		}
 	}
 	if u.Scheme == "http" {
 		c.insecure = true
@@ -176,7 +196,61 @@ func (c *config) endpointURL(ep string, specific bool) (string, error) {
 	if c.protocol == "http/protobuf" && (!specific || u.Path == "" || u.Path == "/") && !strings.HasSuffix(u.Path, "/v1/traces") {
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/traces"
 	}
-	return u.String(), nil
+	user := u.User
+	if _, hasPass := user.Password(); user != nil && user.Username() == "" && !hasPass {
+		user = nil // http://@host
+	}
+	u.User = nil
+	c.endpoint = u.String()
+	c.shown = c.endpoint
+	if user != nil {
+		u.User = user
+		c.shown = redactEndpoint(u.String())
+	}
+	return user, nil
+}
+
+// redactEndpoint is an endpoint as a message may show it: the password of
+// its userinfo replaced by xxxxx, and a user without a password (which may
+// be a token) replaced whole. A URL that does not parse, with an @ after
+// its scheme, has everything from the scheme to its last @ replaced.
+func redactEndpoint(ep string) string {
+	scheme, rest, ok := strings.Cut(ep, "://")
+	if !ok {
+		scheme, rest = "", ep
+	} else {
+		scheme += "://"
+	}
+	if strings.LastIndex(rest, "@") < 0 {
+		return ep
+	}
+	if u, err := url.Parse(ep); err == nil && ok {
+		if u.User == nil {
+			return ep // an @ in the path, query or fragment
+		}
+		// As url.Parse reads it: the authority ends at the first /, ? or
+		// #, and the userinfo at its last @.
+		authority := rest
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			authority = rest[:i]
+		}
+		at := strings.LastIndex(authority, "@")
+		if user, _, hasPass := strings.Cut(rest[:at], ":"); hasPass {
+			return scheme + user + ":xxxxx" + rest[at:]
+		}
+		return scheme + "xxxxx" + rest[at:]
+	}
+	return scheme + "xxxxx" + rest[strings.LastIndex(rest, "@"):]
+}
+
+// hasHeader says whether hs has key, in any case.
+func hasHeader(hs map[string]string, key string) bool {
+	for k := range hs {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // headers reads OTEL_EXPORTER_OTLP_(TRACES_)HEADERS, then the
@@ -201,7 +275,7 @@ func headers(o formats.WriteOptions) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(h, "=")
 		if k = strings.TrimSpace(k); !ok || k == "" {
-			return nil, fmt.Errorf("--otlp-header %q: give KEY=VALUE, such as authorization=Bearer%%20…", h)
+			return nil, fmt.Errorf("--otlp-header %s: give KEY=VALUE, such as authorization=Bearer%%20…", malformedPair(h))
 		}
 		m[k] = strings.TrimSpace(v)
 	}
@@ -221,15 +295,30 @@ func parsePairs(s string) ([][2]string, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("%q is not KEY=VALUE; separate pairs with commas and percent-encode commas in values (%%2C)", kv)
+			return nil, fmt.Errorf("%s is not KEY=VALUE; separate pairs with commas and percent-encode commas in values (%%2C)", malformedPair(kv))
 		}
 		dv, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, fmt.Errorf("%q: bad percent-encoding in the value (write %% as %%25)", kv)
+			return nil, fmt.Errorf("%q: bad percent-encoding in its value (write %% as %%25)", k)
 		}
 		out = append(out, [2]string{k, dv})
 	}
 	return out, nil
+}
+
+// malformedPair names a pair that is not KEY=VALUE in an error, by its key
+// alone, never its value, which may be a secret: what comes before its
+// first "=", ":" or space, quoted ("authorization: Bearer …" is
+// "authorization"), or "a pair with no key" when that is empty.
+func malformedPair(kv string) string {
+	kv = strings.TrimSpace(kv)
+	if i := strings.IndexAny(kv, "=: \t"); i >= 0 {
+		kv = kv[:i]
+	}
+	if kv == "" {
+		return "(a pair with no key)"
+	}
+	return strconv.Quote(kv)
 }
 
 // resourceAttrs reads OTEL_RESOURCE_ATTRIBUTES in their order, and the

@@ -74,7 +74,9 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 		if cfg.compression == "gzip" {
 			compression = otlptracehttp.GzipCompression
 		}
-		hc := &http.Client{Transport: tr, Timeout: cfg.timeout}
+		// Redirects are not followed: the spans and the headers (the
+		// credentials among them) go to the endpoint named, or nowhere.
+		hc := &http.Client{Transport: tr, Timeout: cfg.timeout, CheckRedirect: refuseRedirect}
 		exp, err := otlptracehttp.New(ctx,
 			otlptracehttp.WithEndpointURL(cfg.endpoint),
 			otlptracehttp.WithTLSClientConfig(clientTLS),
@@ -86,7 +88,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 			otlptracehttp.WithMaxRequestSize(maxRequest),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig(retry)))
 		if err != nil {
-			return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
+			return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.shown, err)
 		}
 		return &exporterUploader{exp: exp, capped: true, retryConn: true, http: hc}, nil
 	}
@@ -103,7 +105,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 	}
 	conn, err := grpc.NewClient(u.Host, dial...)
 	if err != nil {
-		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
+		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.shown, err)
 	}
 	exp, err := otlptracegrpc.New(ctx,
 		otlptracegrpc.WithGRPCConn(conn),
@@ -113,7 +115,7 @@ func newTransport(cfg *config) (*exporterUploader, error) {
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig(retry)))
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.endpoint, err)
+		return nil, fmt.Errorf("OTLP endpoint %s: %v", cfg.shown, err)
 	}
 	return &exporterUploader{exp: exp, capped: true, conn: conn}, nil
 }
@@ -168,6 +170,10 @@ func (e *exporterUploader) upload(ctx context.Context, items []item) (int64, str
 		if e.capped && len(items) > 1 && tooLarge(err) {
 			return e.halves(ctx, items)
 		}
+		var re *redirectError
+		if errors.As(err, &re) {
+			return 0, "", re // not tried again, and without the url.Error's unredacted Location
+		}
 		var ue *url.Error
 		if !e.retryConn || ctx.Err() != nil || !errors.As(err, &ue) {
 			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
@@ -184,6 +190,26 @@ func (e *exporterUploader) upload(ctx context.Context, items []item) (int64, str
 		case <-t.C:
 		}
 	}
+}
+
+// redirectError is a collector's redirect, which is not followed.
+type redirectError struct {
+	status   string // "307 Temporary Redirect"
+	location string // redacted
+}
+
+func (e *redirectError) Error() string {
+	return fmt.Sprintf("the collector answered %s to %s; agentconv does not follow redirects: point --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT) at the final URL", e.status, e.location)
+}
+
+// refuseRedirect is the http client's CheckRedirect: req, the request the
+// redirect would make, is never sent.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	status := "a redirect"
+	if req.Response != nil {
+		status = req.Response.Status
+	}
+	return &redirectError{status: status, location: redactEndpoint(req.URL.String())}
 }
 
 // halves sends items in two parts.

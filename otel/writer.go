@@ -186,7 +186,7 @@ func newOTLPWriter(_ io.Writer, o formats.WriteOptions) formats.Writer {
 		if err != nil {
 			return nil, err
 		}
-		return newExportSink(c, cfg, o, cfg.endpoint+" ("+cfg.protocol+")", true), nil
+		return newExportSink(c, cfg, o, cfg.shown+" ("+cfg.protocol+")", true), nil
 	})
 }
 
