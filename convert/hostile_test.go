@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -222,5 +223,34 @@ func TestOutputDirLinks(t *testing.T) {
 		if b, _ := os.ReadFile(victim); string(b) != "keep\n" || len(entries) != 1 {
 			t.Errorf("%s: outside -o DIR changed: %q, %d entries", c.to, b, len(entries))
 		}
+	}
+}
+
+// TestATIFReferencesReadOnce: an embedded subagent trajectory that the
+// document refers to ten times, nested six deep (10^6 expansions if each
+// reference read it again), is read once, with a warning for the others.
+func TestATIFReferencesReadOnce(t *testing.T) {
+	var traj func(depth int) map[string]any
+	traj = func(depth int) map[string]any {
+		t := map[string]any{"schema_version": "ATIF-v1.7", "trajectory_id": "sub" + strconv.Itoa(depth),
+			"agent": map[string]any{"name": "a", "version": "1"},
+			"steps": []any{map[string]any{"step_id": 1, "source": "user", "message": "go"}}}
+		if depth < 6 {
+			refs := make([]any, 10)
+			for i := range refs {
+				refs[i] = map[string]any{"trajectory_id": "sub" + strconv.Itoa(depth+1)}
+			}
+			t["steps"] = append(t["steps"].([]any), map[string]any{"step_id": 2, "source": "agent", "message": "x",
+				"tool_calls":  []any{map[string]any{"tool_call_id": "c", "function_name": "task", "arguments": map[string]any{}}},
+				"observation": map[string]any{"results": []any{map[string]any{"source_call_id": "c", "subagent_trajectory_ref": refs}}}})
+			t["subagent_trajectories"] = []any{traj(depth + 1)}
+		}
+		return t
+	}
+	doc, _ := json.Marshal(traj(0))
+	var out, stderr bytes.Buffer
+	code := Run([]string{"agentconv", "--to", "cli-agents"}, Sys{Stdin: bytes.NewReader(doc), Stdout: &out, Stderr: &stderr, Getenv: func(string) string { return "" }})
+	if code != 0 || strings.Count(out.String(), "\n") > 200 || !strings.Contains(stderr.String(), `subagent trajectory "sub1" is referred to again; it is read once`) {
+		t.Errorf("exit %d, %d lines out: %s", code, strings.Count(out.String(), "\n"), stderr.String())
 	}
 }

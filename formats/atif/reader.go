@@ -87,6 +87,10 @@ type decoder struct {
 	q      *formats.EventQueue
 	line   int
 	report *formats.Report
+	// read are the embedded trajectories already read: each is read once,
+	// however often the document refers to it, so that references cannot
+	// multiply a small document into millions of events.
+	read map[*readTrajectory]bool
 }
 
 func (d *decoder) add(e *formats.Event) { d.q.Add(e) }
@@ -296,6 +300,14 @@ func (d *decoder) subagent(ref subagentRef, t *readTrajectory, parent, call stri
 		}
 		return
 	}
+	if d.read[t] {
+		d.report.Warn(d.line, "subagent trajectory %q is referred to again; it is read once, at its first reference", id)
+		return
+	}
+	if d.read == nil {
+		d.read = map[*readTrajectory]bool{}
+	}
+	d.read[t] = true
 	start := &formats.Event{Kind: formats.AgentStart, Agent: id, Time: at, AgentInfo: formats.AgentInfo{
 		Label: t.Agent.Name, Parent: parent, ParentCall: call, Model: t.Agent.Model, Cwd: str(t.Extra[extraCwd])}}
 	d.add(start)
