@@ -158,6 +158,14 @@ type SessionFiler interface {
 	SessionFile(rel string) bool
 }
 
+// SessionReader is a Family whose session files do not all carry the
+// whole session id in their names (Gemini CLI names a session's file by
+// the id's first eight characters): FileSession reads the id of the main
+// session a file is of ("" for a subagent's).
+type SessionReader interface {
+	FileSession(file string) string
+}
+
 // StoreFiles lists the session files the capture kept, as paths.
 func (c *Capture) StoreFiles() []string {
 	if c.Meta.Store == "" {

@@ -237,6 +237,9 @@ func (k *checker) mainSession(file string) bool {
 	if id == "" {
 		return false
 	}
+	if r, ok := Families[k.c.Meta.Agent].(SessionReader); ok {
+		return r.FileSession(file) == id
+	}
 	return strings.Contains(filepath.Base(file), id)
 }
 

@@ -114,6 +114,11 @@ func sessionIDOf(name string) string {
 	return v.SessionID
 }
 
+// FileSession implements SessionReader: Gemini CLI names a session's file
+// session-<time>-<the id's first eight characters>, and a subagent's
+// file (0.61, kind "subagent") has an id of its own.
+func (geminiCLI) FileSession(file string) string { return sessionIDOf(file) }
+
 func (geminiCLI) Store(pin Pin) (string, string) { return ".gemini/tmp", "gemini-chat" }
 
 func (geminiCLI) Tools(pin Pin) Toolset { return geminiTools{pin} }
@@ -150,3 +155,9 @@ func (t geminiTools) SubagentEnd(id, result string) Call {
 // CountsSide implements SideCounter: Gemini CLI's stats count its model
 // router's classifier requests with the rest.
 func (geminiCLI) CountsSide(Pin) bool { return true }
+
+// Extra implements Extras: Gemini CLI runs the resume of a thinking
+// session (its chat files restate the history on a resume) and the loop
+// (it stops a run after 5 identical calls in a row: 0.2x at the fifth,
+// 0.61 tells the model of the loop at the fifth and stops at the next).
+func (geminiTools) Extra(name string) bool { return name == "resume-thinking" || name == "loop" }

@@ -33,6 +33,17 @@ type SubagentEnder interface {
 	SubagentEnd(id, result string) Call
 }
 
+// Extras is a Toolset whose agent also runs scenarios of its own, which
+// other agents do not (ExtraScenarios): Extra says whether it runs name.
+type Extras interface {
+	Extra(name string) bool
+}
+
+// LoopLimit is the number of identical calls in a row that the loop
+// scenario's model asks for at most (past them it answers with text): more
+// than any agent lets through before it stops the run as a loop.
+const LoopLimit = 8
+
 // The marks the server tells threads apart by.
 const (
 	MainMark = "agentconv-task"
@@ -43,7 +54,14 @@ const (
 var ScenarioNames = []string{
 	"text-shell", "parallel", "edit", "subagent", "api-error", "rate-limit",
 	"refused", "large-output", "resume", "thinking",
+	"resume-thinking", "loop",
 }
+
+// ExtraScenarios are the scenarios an agent runs only when its Toolset
+// says so (Extras): resume-thinking, a resumed session whose answers
+// think; loop, a model asking for the same call with the same arguments
+// again and again, until the agent's loop detection stops the run.
+var ExtraScenarios = map[string]bool{"resume-thinking": true, "loop": true}
 
 // usage gives reply k of a scenario numbers no other reply of it has.
 func usage(k int) Usage {
@@ -53,6 +71,11 @@ func usage(k int) Usage {
 // NewScenario builds the scenario name for an agent's tools; ok is false
 // when the agent cannot act it (a subagent of an agent without them).
 func NewScenario(name string, ts Toolset) (sc Scenario, ok bool) {
+	if ExtraScenarios[name] {
+		if e, ok := ts.(Extras); !ok || !e.Extra(name) {
+			return sc, false
+		}
+	}
 	k := 0
 	reply := func(r Reply) Reply {
 		r.Usage = usage(k)
@@ -127,6 +150,20 @@ func NewScenario(name string, ts Toolset) (sc Scenario, ok bool) {
 	case "thinking":
 		sc.Threads = main(
 			reply(Reply{Thinking: "The user wants a short answer; think first.", Signature: "c2lnbmF0dXJlLW9mLWFnZW50Y29udg==", Text: "Thought, then answered."}))
+	case "resume-thinking":
+		sc.Resume = MainMark + ": resume and think again"
+		sc.Threads = main(
+			reply(Reply{Thinking: "First thought: the user wants a short answer.", Signature: "Zmlyc3Qtc2lnbmF0dXJl", Text: "First answer, after a thought."}),
+			reply(Reply{Thinking: "Second thought: the session was resumed.", Signature: "c2Vjb25kLXNpZ25hdHVyZQ==", Text: "Second answer, after another thought."}))
+	case "loop":
+		// The same call, the same arguments, LoopLimit times (each reply
+		// its own call id), then text: an agent that detects the loop
+		// stops before the text.
+		var rs []Reply
+		for i := 1; i <= LoopLimit; i++ {
+			rs = append(rs, reply(Reply{Text: "Again.", Calls: []Call{ts.Shell(fmt.Sprintf("call_loop_%d", i), "echo agentconv-loop")}}))
+		}
+		sc.Threads = main(append(rs, reply(Reply{Text: "The loop ended."}))...)
 	default:
 		return sc, false
 	}

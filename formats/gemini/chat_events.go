@@ -33,7 +33,12 @@ type emitter struct {
 	// calls are the calls started and not yet ended, by id.
 	calls map[string]*formats.Call
 	order []string
-	depth int
+	// keys are the run's calls in order, each its name and arguments:
+	// Gemini CLI's loop detection compares them.
+	keys []string
+	// looped: the run ended as Gemini CLI stops a run on a loop.
+	looped bool
+	depth  int
 }
 
 // emit queues the events of a session read whole.
@@ -161,7 +166,7 @@ func (e *emitter) start(en *entry, rest []*entry) {
 	}
 	e.q.Push(&formats.Event{Kind: formats.RunStart, Time: t, Run: e.info(firstModel(rest)),
 		Source: formats.Source{Dialect: e.r.opts.Dialect, Type: "metadata", LineNo: en.lineNo}})
-	e.open, e.last = true, nil
+	e.open, e.last, e.keys = true, nil, nil
 	before := e.before
 	e.before = nil
 	for _, b := range before {
@@ -206,6 +211,13 @@ func (e *emitter) record(en *entry) {
 			// Gemini CLI's own context, which it makes anew for each
 			// session (the date, the system, the workspace): not the
 			// conversation; the project is read from it.
+		case userLoop:
+			// Gemini CLI's own notice to the model that it repeats
+			// itself; taken back (undone), Gemini CLI stopped the run
+			// on the loop.
+			e.last = m
+			e.q.Record(e.src(en), &formats.Event{Kind: formats.Notice, Time: t, Agent: e.agent, Text: partsText(m.Content, false),
+				Severity: formats.Warning})
 		case userSnapshot:
 			// The summary that a compression put in place of the history.
 			e.q.Record(e.src(en), &formats.Event{Kind: formats.Compaction, Time: t, Agent: e.agent, Text: partsText(m.Content, false)})
@@ -295,6 +307,7 @@ func (e *emitter) call(c formats.Call, t time.Time) {
 	}
 	cc := c
 	e.calls[c.ID] = &cc
+	e.keys = append(e.keys, c.Name+"\x00"+string(c.Args))
 	e.q.Add(&formats.Event{Kind: formats.ToolCall, Time: t, Agent: e.agent, Call: c})
 }
 
@@ -435,6 +448,10 @@ func (e *emitter) outcome(eof, cut bool) (st formats.Status, text string, ok boo
 	case m == nil:
 		// Notices alone: nothing was asked, nothing is left to answer.
 		return formats.StatusUnknown, "", true
+	case m.undone && m.Type == "user" && userKind(m.Content) == userLoop, e.loopStopped(eof):
+		// Gemini CLI stopped the run on a loop: it ends so, as a success.
+		e.looped = true
+		return formats.Completed, "", true
 	case m.undone:
 		return formats.Failed, undoneText, true
 	case m.Type == "user":
@@ -457,6 +474,41 @@ func (e *emitter) outcome(eof, cut bool) (st formats.Status, text string, ok boo
 	return formats.Completed, "", true
 }
 
+// loopThreshold is the number of identical calls in a row (the same
+// tool, the same arguments) at which Gemini CLI detects a loop
+// (TOOL_CALL_LOOP_THRESHOLD in loopDetectionService.ts). It does not run
+// the last one, nor record the response that asked for it: 0.2x stops
+// the run there; later versions tell the model of the loop (userLoop),
+// and stop at the next identical call, taking the notice back.
+const loopThreshold = 5
+
+// loopStopped says whether the run ends, at the end of the file, on the
+// calls Gemini CLI ran before it stopped the run on a loop: its last
+// response's calls all ended, and its last loopThreshold-1 calls are the
+// same call. The file records nothing else of the stop (0.2x).
+func (e *emitter) loopStopped(eof bool) bool {
+	m := e.last
+	if !eof || m == nil || m.Type != "gemini" || len(m.ToolCalls) == 0 || len(e.calls) > 0 || len(e.keys) < loopThreshold-1 {
+		return false
+	}
+	for _, tc := range m.ToolCalls {
+		if callStatusWords[tc.Status] == formats.StatusUnknown {
+			return false
+		}
+	}
+	last := e.keys[len(e.keys)-loopThreshold+1:]
+	for _, k := range last {
+		if k != last[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// loopText is what Gemini CLI says when it stops a run on a loop (its
+// stream-json's warning, its json's warnings).
+const loopText = "Loop detected, stopping execution"
+
 // undoneText is the failure of a turn that Gemini CLI took back from the
 // session, as it does when the turn fails: the file says no more.
 const undoneText = "Gemini CLI took this turn back from the session, as it does when a turn fails (the session file does not say why)"
@@ -474,6 +526,11 @@ func (e *emitter) end(eof, cut bool) {
 	}
 	t := e.lastTime()
 	e.closeCalls(t, "not completed: the next prompt came first")
+	if e.looped {
+		e.looped = false
+		e.q.Push(&formats.Event{Kind: formats.Notice, Time: t, Agent: e.agent, Text: loopText, Severity: formats.Warning,
+			Source: formats.Source{Dialect: e.r.opts.Dialect, Type: "end"}})
+	}
 	e.q.Push(&formats.Event{Kind: formats.RunEnd, Time: t, Status: st, Text: text, Run: e.info(""),
 		Source: formats.Source{Dialect: e.r.opts.Dialect, Type: "end"}})
 	e.open = false
@@ -579,8 +636,13 @@ const (
 	userResponses
 	userSnapshot
 	userSession
+	userLoop
 	userOther
 )
+
+// loopNotice starts the message Gemini CLI sends the model when it detects
+// a loop (_recoverFromLoop in client.ts): its own, not a prompt.
+const loopNotice = "System: Potential loop detected."
 
 // userKind tells a typed prompt from the tool responses and the context
 // that Gemini CLI records as user messages.
@@ -600,6 +662,8 @@ func userKind(c json.RawMessage) int {
 		return userResponses
 	case strings.HasPrefix(t, "<session_context>"):
 		return userSession
+	case strings.HasPrefix(t, loopNotice):
+		return userLoop
 	case t == "" || strings.HasPrefix(t, "<hook_context>"):
 		return userOther
 	case strings.Contains(t, "<state_snapshot>") && strings.Contains(t, "</state_snapshot>"):

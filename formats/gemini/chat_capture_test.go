@@ -1,0 +1,145 @@
+package gemini
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+var geminiVersions = []string{"0.61.0", "0.20.2"}
+
+func readCapture(t *testing.T, d formats.Dialect, file string) ([]*formats.Event, string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return formatstest.ReadWarnings(t, d, data)
+}
+
+// A resumed session whose answers think (issue 24 #10, "thinking appears
+// twice after a resume"): Gemini CLI 0.61's resume restates the first
+// answer in a checkpoint with its thought as a content part (beside the
+// record's own thoughts); 0.20 rewrites its JSON document. Each thought
+// is read once, in its own run, and each run's tokens are what the server
+// sent: 1,200 in and 30 + 11 out of which 11 reasoning, then 1,348 in and
+// 37 + 12 out of which 12 reasoning.
+func TestChatResumeThinking(t *testing.T) {
+	agents := filepath.Join("..", "..", "testdata", "agents", "gemini-cli")
+	for _, v := range geminiVersions {
+		for _, mode := range []string{"stream-json", "json"} {
+			dir := filepath.Join(agents, v, "resume-thinking", mode)
+			evs, warn := readCapture(t, Chat, chatFile(t, dir))
+			var thoughts []string
+			var usage [][3]int64
+			runs := 0
+			for _, e := range evs {
+				switch e.Kind {
+				case formats.ThinkingDelta:
+					thoughts = append(thoughts, e.Text)
+				case formats.Usage:
+					usage = append(usage, [3]int64{e.Usage.InputTokens.V, e.Usage.OutputTokens.V, e.Usage.ReasoningTokens.V})
+				case formats.RunEnd:
+					runs++
+					if e.Status != formats.Completed {
+						t.Errorf("%s %s: run %d ends %v", v, mode, runs, e.Status)
+					}
+				}
+			}
+			want := []string{"First thought: the user wants a short answer.", "Second thought: the session was resumed."}
+			if strings.Join(thoughts, "|") != strings.Join(want, "|") {
+				t.Errorf("%s %s: thoughts %q, want each once: %q", v, mode, thoughts, want)
+			}
+			if wantU := [][3]int64{{1200, 41, 11}, {1348, 49, 12}}; len(usage) != 2 || usage[0] != wantU[0] || usage[1] != wantU[1] {
+				t.Errorf("%s %s: usage %v, want %v", v, mode, usage, wantU)
+			}
+			if runs != 2 || warn != "" {
+				t.Errorf("%s %s: %d runs, warnings %q", v, mode, runs, warn)
+			}
+		}
+	}
+}
+
+// A run Gemini CLI stops on a loop (issue 24 #10, "a finished session
+// that ends on tool results is read as cut"). The model asked for the same
+// call again and again; Gemini CLI ran four, and at the fifth identical
+// call stopped reading the response, recorded none of it, and exited 0:
+// 0.20 stops there, so its file ends on the fourth call's results; 0.61
+// first tells the model of the loop (a user message "System: Potential
+// loop detected. …"), stops at the next identical call and takes that
+// message back with a checkpoint. The file is read as one run, completed,
+// with the four calls and a warning that the loop stopped it; 0.61's
+// notice to the model is a notice, not a prompt or a failed run.
+func TestChatLoop(t *testing.T) {
+	agents := filepath.Join("..", "..", "testdata", "agents", "gemini-cli")
+	for _, v := range geminiVersions {
+		for _, mode := range []string{"stream-json", "json"} {
+			dir := filepath.Join(agents, v, "loop", mode)
+			evs, warn := readCapture(t, Chat, chatFile(t, dir))
+			ends := formatstest.OfKind(evs, formats.RunEnd)
+			prompts := formatstest.OfKind(evs, formats.UserMessage)
+			if len(ends) != 1 || ends[0].Status != formats.Completed || ends[0].Cut || len(prompts) != 1 || warn != "" {
+				t.Errorf("%s %s: %d runs %+v, %d prompts, warnings %q", v, mode, len(ends), ends, len(prompts), warn)
+			}
+			if n := len(formatstest.OfKind(evs, formats.ToolResult)); n != 4 {
+				t.Errorf("%s %s: %d call results, want 4", v, mode, n)
+			}
+			var notices []string
+			for _, e := range formatstest.OfKind(evs, formats.Notice) {
+				notices = append(notices, e.Text)
+			}
+			last := len(notices) - 1
+			if last < 0 || notices[last] != loopText || (v == "0.61.0") != (last == 1 && strings.HasPrefix(notices[0], loopNotice)) {
+				t.Errorf("%s %s: notices %q", v, mode, notices)
+			}
+			// What Gemini CLI printed says the same: a success, with the
+			// loop's warning.
+			d, file := Stream, filepath.Join(dir, "stdout.jsonl")
+			if mode == "json" {
+				d, file = JSON, filepath.Join(dir, "stdout.json")
+			}
+			evs, _ = readCapture(t, d, file)
+			ends = formatstest.OfKind(evs, formats.RunEnd)
+			if len(ends) != 1 || ends[0].Status != formats.Completed || ends[0].Cut {
+				t.Errorf("%s %s stdout: %+v", v, mode, ends)
+			}
+		}
+	}
+}
+
+// Only Gemini CLI's loop ends a run on calls: four calls in a row that
+// differ, or a file whose last call is not the fourth of a kind, is a run
+// the file leaves open (cut), as before.
+func TestChatLoopOnly(t *testing.T) {
+	call := func(n int, args string) string {
+		id := string(rune('0' + n))
+		return `{"id":"g` + id + `","timestamp":"2026-06-10T10:00:0` + id + `.000Z","type":"gemini","content":"again","model":"m","toolCalls":[{"id":"c` + id +
+			`","name":"run_shell_command","args":` + args + `,"status":"success","timestamp":"2026-06-10T10:00:0` + id + `.500Z"}]}` + "\n"
+	}
+	same := `{"command":"echo x"}`
+	head := `{"sessionId":"sess-1","projectHash":"h","startTime":"2026-06-10T10:00:00.000Z","lastUpdated":"2026-06-10T10:00:00.000Z","kind":"main"}` + "\n" +
+		`{"id":"u1","timestamp":"2026-06-10T10:00:00.500Z","type":"user","content":"go"}` + "\n"
+	for _, tc := range []struct {
+		name string
+		in   string
+		want formats.Status
+		cut  bool
+	}{
+		{"four the same", head + call(1, same) + call(2, same) + call(3, same) + call(4, same), formats.Completed, false},
+		{"three the same", head + call(1, same) + call(2, same) + call(3, same), formats.Failed, true},
+		{"four, one differs", head + call(1, `{"command":"echo y"}`) + call(2, same) + call(3, same) + call(4, same) + call(5, `{"command":"echo z"}`), formats.Failed, true},
+	} {
+		evs := formatstest.Read(t, Chat, tc.in)
+		ends := formatstest.OfKind(evs, formats.RunEnd)
+		switch {
+		case tc.cut && len(ends) != 0:
+			t.Errorf("%s: the file leaves the run open, read as %+v", tc.name, ends)
+		case !tc.cut && (len(ends) != 1 || ends[0].Status != tc.want):
+			t.Errorf("%s: %+v", tc.name, ends)
+		}
+	}
+}
