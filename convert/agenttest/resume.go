@@ -40,6 +40,16 @@ func (codexFamily) Place(_ Pin, home, _ string) (string, string) {
 	return filepath.Join(home, ".codex", "sessions"), "codex-rollout"
 }
 
+// Flags implements Resumer.
+func (adal) Flags(Pin) []string { return nil }
+
+// Place implements Resumer: AdaL resumes ~/.adal/sessions/conversation_<id>.jsonl
+// by its id from any folder; it needs nothing else (it writes the session's
+// <id>_metadata.json and its ~/.adal/settings.json entry itself).
+func (adal) Place(_ Pin, home, _ string) (string, string) {
+	return filepath.Join(home, ".adal", "sessions"), "adal-session"
+}
+
 // OpaqueWire is a Family whose requests are not the conversation as its
 // sessions keep it (AdaL folds a response's calls into one adal_tool_reply
 // call and sends the history as marked text): its sessions are compared
@@ -50,6 +60,55 @@ type OpaqueWire interface {
 
 // OpaqueWire implements OpaqueWire.
 func (adal) OpaqueWire() {}
+
+// WireItems is an OpaqueWire family that reduces its own requests'
+// history to items: its prompts, texts, and as many calls and results as
+// it sent, without ids (a resumed history's ids are the agent's own).
+type WireItems interface {
+	WireItems(h []Msg) []Item
+}
+
+// adalQuery is where AdaL's history text gives a turn's prompt.
+var adalQuery = regexp.MustCompile(`(?s)User Query: (.*?)(?:\n*Turn \d+: |$)`)
+
+// adalResultHead opens each call's part of an adal_tool_reply result.
+var adalResultHead = regexp.MustCompile(`(?m)^\[\d+/\d+\] \S+ \[[a-z]+\]:`)
+
+// WireItems implements WireItems: AdaL sends each turn's prompt after
+// "User Query:" in a user message's text, each response's calls in one
+// adal_tool_reply call, and their results in one result, a part each.
+func (adal) WireItems(h []Msg) []Item {
+	var out []Item
+	for _, m := range h {
+		switch m.Role {
+		case "user":
+			for _, q := range adalQuery.FindAllStringSubmatch(m.Text, -1) {
+				if t := userText(q[1]); t != "" {
+					out = append(out, Item{"prompt", t})
+				}
+			}
+		case "assistant":
+			if t := strings.TrimSpace(m.Text); t != "" {
+				out = append(out, Item{"text", t})
+			}
+			for _, c := range m.Calls {
+				n := 1
+				if calls, ok := c.Args["calls"].([]any); ok && c.Name == "adal_tool_reply" {
+					n = len(calls)
+				}
+				for range n {
+					out = append(out, Item{"call", ""})
+				}
+			}
+		}
+		for _, r := range m.Results {
+			for range max(1, len(adalResultHead.FindAllString(r.Output, -1))) {
+				out = append(out, Item{"result", ""})
+			}
+		}
+	}
+	return out
+}
 
 // Item is one element of a conversation as the model sees it, reduced to
 // what every agent and dialect keeps: a prompt, an answer's text, a call

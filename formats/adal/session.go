@@ -21,14 +21,31 @@ import (
 // metadata.is_final_answer and its status) and usage, one per model call
 // (model, input_tokens, output_tokens, cached_read_input_tokens,
 // cache_creation_tokens, reasoning_tokens, source main or subagent). No
-// output format of AdaL has token counts: only these files do.
+// output format of AdaL has token counts: only these files do. A refused
+// call has status cancelled and its output's metadata.permission set, its
+// observation the reason; a run that stopped at it ends with a final
+// message of status cancelled.
+//
+// The writer (session_write.go) writes what AdaL 1.8.6 resumes with
+// `adal -r ID`.
 var Session = formats.Dialect{
 	Name:        "adal-session",
-	Description: "AdaL's session file ~/.adal/sessions/conversation_<id>.jsonl: prompts, steps with their calls, answers and the usage of each model call (read only)",
+	Description: "AdaL's session file ~/.adal/sessions/conversation_<id>.jsonl: prompts, steps with their calls, answers and the usage of each model call; -o DIR writes conversation_<id>.jsonl and <id>_metadata.json, which `adal -r ID` resumes",
 	NewReader:   newSessionReader,
+	NewWriter:   newSessionWriter,
 	Detect:      detectSession,
 	DirFiles:    "conversation_*.jsonl",
 	Places:      sessionPlaces,
+	Files:       true,
+	// A session keeps prompts, the main agent's text and reasoning, its
+	// calls with their outputs (any JSON value), statuses and refusals, the
+	// usage of each model call (a subagent's too), and the run's outcome;
+	// a subagent's own calls are not the main model's, and its text has
+	// no place.
+	Carries: formats.Timestamps | formats.WorkingDirs | formats.UserPrompts | formats.FollowUpPrompts | formats.AssistantText |
+		formats.Thinking | formats.ToolCalls | formats.CancelledCalls | formats.Refusals | formats.ToolOutputValues |
+		formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.RunOutcomes,
+	Quirks: []string{lossToolErrors, lossUnanswered, lossNoPrompt, lossZeroTokens, lossRunUsage, lossExitCodes},
 }
 
 // sessionPlaces: ~/.adal/sessions.
@@ -47,6 +64,7 @@ type sessionRecord struct {
 	ConversationID string `json:"conversation_id"`
 	Version        string `json:"version"`
 	ProjectPath    string `json:"project_path"`
+	CreatedAt      string `json:"created_at"`
 	// turn_created, message, usage
 	TurnID    string `json:"turn_id"`
 	Timestamp string `json:"timestamp"`
@@ -85,6 +103,11 @@ type sessionCall struct {
 	Output      *struct {
 		Output    json.RawMessage `json:"output"`
 		IsPreview bool            `json:"is_preview"`
+		Metadata  *struct {
+			// Permission, when set, says the call was refused
+			// ("unattended": nobody could approve it).
+			Permission *string `json:"permission"`
+		} `json:"metadata"`
 	} `json:"output"`
 	Status string `json:"status"`
 }
@@ -126,6 +149,13 @@ type sessionReader struct {
 	session, cwd, version string
 	// open: a run was started and has not ended.
 	open bool
+	// turns: turn_created records read; a run opened by the metadata
+	// record takes the first.
+	turns int
+	// started: the metadata record opened a run that no turn has yet.
+	started bool
+	// refused: the run's last call ended refused.
+	refused bool
 	// lastError is the error text an assistant step gave in the run.
 	lastError string
 }
@@ -174,10 +204,22 @@ func (r *sessionReader) record(rec *sessionRecord, line []byte, n int) error {
 	}
 	switch rec.Type {
 	case "metadata":
-		// What the runs of the file start with; no event of its own.
+		// What the runs of the file start with: it opens the first, so
+		// that a copy keeps it.
 		r.session, r.cwd, r.version = rec.ConversationID, rec.ProjectPath, rec.Version
+		r.open, r.started, r.lastError, r.refused = true, true, "", false
+		e := &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: r.session, Cwd: r.cwd, AgentName: "adal", AgentVersion: r.version}}
+		e.Time = sessionTime(rec.CreatedAt)
+		r.queue.Add(e)
 	case "turn_created":
-		r.open, r.lastError = true, ""
+		r.turns++
+		if r.started {
+			// The turn of the run its metadata opened.
+			r.started = false
+			add(&formats.Event{Kind: formats.Raw, Source: formats.Source{Known: true}})
+			return nil
+		}
+		r.open, r.lastError, r.refused = true, "", false
 		add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: r.session, Cwd: r.cwd, AgentName: "adal", AgentVersion: r.version}})
 	case "usage":
 		u := formats.UsageInfo{OutputTokens: formats.OptFrom(rec.OutputTokens), CacheReadTokens: formats.OptFrom(rec.CacheRead),
@@ -215,7 +257,18 @@ func (r *sessionReader) record(rec *sessionRecord, line []byte, n int) error {
 		for _, c := range m.Calls {
 			add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: c.ID, Name: c.Function.Name, Args: c.Function.Kwargs}})
 			res := formats.Call{ID: c.ID, Name: c.Function.Name, Status: formats.Completed}
-			if c.Status != "success" {
+			r.refused = false
+			switch {
+			case c.Output != nil && c.Output.Metadata != nil && c.Output.Metadata.Permission != nil:
+				// Refused: its observation is the reason; its output,
+				// what the tool says of a call it did not make.
+				res.Status, res.Error = formats.Denied, formats.Deref(c.Observation)
+				r.refused = true
+				add(&formats.Event{Kind: formats.ToolResult, Call: res})
+				continue
+			case c.Status == "cancelled":
+				res.Status = formats.Cancelled
+			case c.Status != "success":
 				res.Status = formats.Failed
 			}
 			if c.Output != nil && len(c.Output.Output) > 0 && string(c.Output.Output) != "null" {
@@ -249,6 +302,15 @@ func (r *sessionReader) final(m *stepMeta, content string, add func(*formats.Eve
 		}
 		add(&formats.Event{Kind: formats.Answer, Text: content})
 		add(&formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: r.session, ExitCode: formats.Some(0)}})
+		return
+	}
+	if m.Status == "cancelled" {
+		// Stopped at the refusal it ended with (exit 2), or cancelled.
+		if r.refused {
+			add(&formats.Event{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: r.session, ExitCode: formats.Some(2)}})
+		} else {
+			add(&formats.Event{Kind: formats.RunEnd, Status: formats.Cancelled, Text: r.lastError, Run: formats.RunInfo{SessionID: r.session}})
+		}
 		return
 	}
 	why := r.lastError

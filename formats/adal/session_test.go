@@ -89,3 +89,41 @@ func TestSessionFiles(t *testing.T) {
 		})
 	}
 }
+
+// A refusal as AdaL 1.8.6 keeps it (a headless run with --permission-mode
+// default whose model called create_file, which needs approval; AdaL's own
+// file, kept as it wrote it): the call has status cancelled and
+// output.metadata.permission, the run's final message status cancelled;
+// it is read as the refusal the run stopped at (exit 2), and written back
+// so, by the session writer.
+func TestSessionRefusal(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "refused-session-1.8.6.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, evs []*formats.Event) {
+		t.Helper()
+		var denied, end *formats.Event
+		for _, e := range evs {
+			switch {
+			case e.Kind == formats.ToolResult && e.Call.Status == formats.Denied:
+				denied = e
+			case e.Kind == formats.RunEnd:
+				end = e
+			}
+		}
+		if denied == nil || !strings.Contains(denied.Call.Error, "needs approval") {
+			t.Fatalf("%s: no refused call with AdaL's reason: %+v", what, denied)
+		}
+		if end == nil || end.Status != formats.Denied || end.Run.ExitCode.V != 2 {
+			t.Fatalf("%s: the run ends %+v, not refused with exit 2", what, end)
+		}
+	}
+	evs := formatstest.Read(t, adal.Session, string(b))
+	check("read", evs)
+	out, err := formatstest.WriteAll(adal.Session, evs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("written and read back", formatstest.Read(t, adal.Session, string(out)))
+}
