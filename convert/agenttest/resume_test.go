@@ -127,8 +127,7 @@ func TestResume(t *testing.T) {
 				}
 				t.Run(src.name, func(t *testing.T) {
 					t.Parallel()
-					sem <- struct{}{}
-					defer func() { <-sem }()
+					defer slot(pin, sem)()
 					resume(t, pin, fam, res, src)
 				})
 			}
