@@ -47,6 +47,10 @@ func dirInputs(dir string, from formats.Dialect, unreadable func(path string, er
 	}
 	var files []string
 	sizes := map[string]int64{}
+	root, rerr := filepath.EvalSymlinks(dir)
+	if rerr != nil {
+		root = dir
+	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == dir || unreadable == nil {
@@ -68,9 +72,18 @@ func dirInputs(dir string, from formats.Dialect, unreadable func(path string, er
 			return nil
 		}
 		if !d.Type().IsRegular() {
-			// A symlink or other: only one that leads to a regular file.
+			// A symlink or other: only one that leads to a regular file
+			// under the directory. One that leads out of it (to
+			// /proc/self/environ, say) is not read, lest a message quote
+			// what the user never named.
 			st, err := os.Stat(p)
 			if err != nil || !st.Mode().IsRegular() {
+				return nil
+			}
+			if !within(root, p) {
+				if unreadable != nil {
+					unreadable(p, errors.New("a symbolic link to a file outside the directory; left out (name the file to read it)"))
+				}
 				return nil
 			}
 			sizes[p] = st.Size()
@@ -162,4 +175,15 @@ func (e noFilesError) Error() string { return string(e) }
 // dialects would take) is not one of the directory's files.
 func readsDir(d formats.Dialect, path string) bool {
 	return d.DirFiles != "" && matchAny([]string{d.DirFiles}, filepath.Base(path))
+}
+
+// within says whether the file p, a symbolic link, leads to a file under
+// root (a directory with its links resolved).
+func within(root, p string) bool {
+	target, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(root, target)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

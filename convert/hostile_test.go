@@ -254,3 +254,29 @@ func TestATIFReferencesReadOnce(t *testing.T) {
 		t.Errorf("exit %d, %d lines out: %s", code, strings.Count(out.String(), "\n"), stderr.String())
 	}
 }
+
+// TestWalkLinksOut: a directory walk does not read a symbolic link that
+// leads out of the directory (to /proc/self/environ, whose bytes an error
+// would quote): it is warned about and left out; a link inside is read.
+func TestWalkLinksOut(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret.jsonl")
+	if err := os.WriteFile(secret, []byte("AWS_SECRET=hunter2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "x.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(dir, "s.jsonl")
+	if err := os.WriteFile(session, []byte(readFile(t, filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--from", "claude-session", "--to", "pretty", dir}, {"sessions", dir}} {
+		var out, errb bytes.Buffer
+		Run(append([]string{"agentconv"}, args...), Sys{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+		if strings.Contains(out.String()+errb.String(), "hunter2") || !strings.Contains(errb.String(), "x.jsonl: cannot read it: a symbolic link to a file outside the directory") ||
+			!strings.Contains(out.String(), "06381696") {
+			t.Errorf("%v:\n%s\n%s", args, out.String(), errb.String())
+		}
+	}
+}
