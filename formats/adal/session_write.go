@@ -2,8 +2,6 @@ package adal
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"io"
 	"strconv"
 	"strings"
@@ -153,41 +151,16 @@ func (f *sessionFile) newID() string {
 	return nameUUID(f.id + "/" + strconv.Itoa(f.ids))
 }
 
-// nameUUID is a name-based UUID (version 5 style, SHA-1) of s.
-func nameUUID(s string) string {
-	h := sha1.Sum([]byte("agentconv adal-session\x00" + s))
-	h[6] = h[6]&0x0f | 0x50
-	h[8] = h[8]&0x3f | 0x80
-	x := hex.EncodeToString(h[:16])
-	return x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
-}
+// nameUUID is a name-based UUID of s.
+func nameUUID(s string) string { return formats.NameUUID("agentconv adal-session\x00" + s) }
 
 // sessionUUID is the conversation id of a session: its own when it is a
 // UUID, else one derived from it.
 func sessionUUID(id string) string {
-	if isUUID(id) {
+	if formats.IsUUID(id) {
 		return strings.ToLower(id)
 	}
 	return nameUUID("session\x00" + id)
-}
-
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // file returns the conversation of the run's session, made if new; meta

@@ -165,19 +165,8 @@ type apiUsage struct {
 // since is u less an earlier running total of its session, where every
 // count of u is at least the earlier one's; else u as it is.
 func (u apiUsage) since(prev apiUsage) apiUsage {
-	fields := [][2]**int64{{&u.InputTokens, &prev.InputTokens}, {&u.OutputTokens, &prev.OutputTokens},
-		{&u.CacheCreation, &prev.CacheCreation}, {&u.CacheRead, &prev.CacheRead}}
-	for _, f := range fields {
-		if *f[0] != nil && *f[1] != nil && **f[0] < **f[1] {
-			return u
-		}
-	}
-	for _, f := range fields {
-		if *f[0] != nil && *f[1] != nil {
-			d := **f[0] - **f[1]
-			*f[0] = &d
-		}
-	}
+	formats.SinceTotal([2]**int64{&u.InputTokens, &prev.InputTokens}, [2]**int64{&u.OutputTokens, &prev.OutputTokens},
+		[2]**int64{&u.CacheCreation, &prev.CacheCreation}, [2]**int64{&u.CacheRead, &prev.CacheRead})
 	return u
 }
 

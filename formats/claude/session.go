@@ -156,19 +156,14 @@ func detectSession(head []byte) int {
 	return formats.DetectByTypes(head, func(line []byte, _ string) bool { return sessionRecordLine(line) })
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
 // SessionUUID is the session id a written session file gets: the source's
 // when it is a UUID (as `claude --resume` wants), else a name-based
 // (version 5 style, SHA-1) UUID derived from it, the same for the same id.
 func SessionUUID(id string) string {
-	if uuidRE.MatchString(id) {
+	if formats.IsUUID(id) {
 		return strings.ToLower(id)
 	}
-	h := sha1.Sum([]byte("agentconv claude-session\x00" + id))
-	h[6] = h[6]&0x0f | 0x50
-	h[8] = h[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+	return formats.NameUUID("agentconv claude-session\x00" + id)
 }
 
 // safeName is a session id as a file name, or "" when it cannot be one.

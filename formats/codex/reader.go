@@ -135,19 +135,8 @@ type usage struct {
 // since is u less an earlier running total of its thread, where every count
 // of u is at least the earlier one's; else u as it is.
 func (u usage) since(prev usage) usage {
-	fields := [][2]**int64{{&u.InputTokens, &prev.InputTokens}, {&u.CachedInputTokens, &prev.CachedInputTokens},
-		{&u.OutputTokens, &prev.OutputTokens}, {&u.ReasoningOutputTokens, &prev.ReasoningOutputTokens}}
-	for _, f := range fields {
-		if *f[0] != nil && *f[1] != nil && **f[0] < **f[1] {
-			return u
-		}
-	}
-	for _, f := range fields {
-		if *f[0] != nil && *f[1] != nil {
-			d := **f[0] - **f[1]
-			*f[0] = &d
-		}
-	}
+	formats.SinceTotal([2]**int64{&u.InputTokens, &prev.InputTokens}, [2]**int64{&u.CachedInputTokens, &prev.CachedInputTokens},
+		[2]**int64{&u.OutputTokens, &prev.OutputTokens}, [2]**int64{&u.ReasoningOutputTokens, &prev.ReasoningOutputTokens})
 	return u
 }
 

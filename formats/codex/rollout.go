@@ -2,8 +2,6 @@ package codex
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"path"
 	"strings"
 	"time"
@@ -124,26 +122,6 @@ func cutSessionMeta(l []byte) bool {
 	return i > 0 && i < 80 && bytes.Contains(l[:min(len(l), 200)], []byte(`"payload":{`))
 }
 
-// isUUID reports whether s is a UUID in its canonical form.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // urlNamespace is the URL namespace of RFC 9562 (6ba7b811-9dad-11d1-80b4-00c04fd430c8).
 var urlNamespace = [16]byte{0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
 
@@ -152,18 +130,10 @@ var urlNamespace = [16]byte{0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80
 // (version 5, RFC 9562) of the id in the URL namespace, so that the same
 // session always gets the same thread.
 func sessionUUID(id string) string {
-	if isUUID(id) {
+	if formats.IsUUID(id) {
 		return strings.ToLower(id)
 	}
-	h := sha1.New()
-	h.Write(urlNamespace[:])
-	h.Write([]byte(id))
-	var u [16]byte
-	copy(u[:], h.Sum(nil))
-	u[6] = u[6]&0x0f | 0x50
-	u[8] = u[8]&0x3f | 0x80
-	s := hex.EncodeToString(u[:])
-	return s[:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:]
+	return formats.NameUUID(string(urlNamespace[:]), id)
 }
 
 // rolloutPath is where Codex puts a session's rollout under its sessions
