@@ -260,13 +260,16 @@ func (e *emitter) gemini(en *entry, t time.Time) {
 		e.q.Add(&formats.Event{Kind: formats.Message, Time: t, Agent: e.agent, Text: text})
 	}
 	recorded := map[string]bool{}
-	for _, tc := range m.ToolCalls {
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		tc.ID = modelCallID(tc.Name, tc.ID)
 		recorded[tc.ID] = true
 		e.call(formats.Call{ID: tc.ID, Name: tc.Name, Args: rawArgs(tc.Args), Summary: tc.Description}, t)
 	}
 	// Calls in the content that no tool call record holds: a later user
 	// record may answer them.
 	for _, fc := range functionCalls(m.Content) {
+		fc.ID = modelCallID(fc.Name, fc.ID)
 		if fc.ID == "" || !recorded[fc.ID] {
 			recorded[fc.ID] = true
 			e.call(formats.Call{ID: fc.ID, Name: fc.Name, Args: rawArgs(fc.Args)}, t)
@@ -289,6 +292,16 @@ func (e *emitter) gemini(en *entry, t time.Time) {
 		e.q.Add(&formats.Event{Kind: formats.ToolResult, Time: orTime(parseTime(tc.Timestamp), t), Agent: e.agent,
 			Call: formats.Call{ID: tc.ID, Name: tc.Name, Status: st, Output: out, Error: errText}})
 	}
+}
+
+// modelCallID is the id the model gave a call: Gemini CLI 0.61 keeps it
+// as <tool>__<id> in its files and stream (0.20 kept the model's id as it
+// was), and the model's is the conversation's, which another agent gets.
+func modelCallID(name, id string) string {
+	if rest, ok := strings.CutPrefix(id, name+"__"); ok && name != "" && rest != "" {
+		return rest
+	}
+	return id
 }
 
 func orTime(t, or time.Time) time.Time {
@@ -326,6 +339,7 @@ func (e *emitter) responses(en *entry, t time.Time) {
 		if fr == nil {
 			continue
 		}
+		fr.ID = modelCallID(fr.Name, fr.ID)
 		c, ok := e.calls[fr.ID]
 		if !ok {
 			continue
