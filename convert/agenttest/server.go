@@ -207,10 +207,8 @@ type Server struct {
 	Other http.Handler
 }
 
-// Start starts a server on a free port of 127.0.0.1.
-func Start(sc Scenario) (*Server, error) { return StartWith(sc, nil) }
-
-// StartWith starts a server whose Other handler is other.
+// StartWith starts a server on a free port of 127.0.0.1, whose Other
+// handler is other.
 func StartWith(sc Scenario, other http.Handler) (*Server, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
