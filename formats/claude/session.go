@@ -180,8 +180,8 @@ func safeName(id string) string {
 }
 
 // subagentPath is where a subagent's transcript goes under -o DIR.
-func subagentPath(session, agent, ext string) string {
-	return path.Join(session, "subagents", "agent-"+agentFileID(agent)+ext)
+func subagentPath(session, fileID, ext string) string {
+	return path.Join(session, "subagents", "agent-"+fileID+ext)
 }
 
 // agentFileID makes an agent id safe as a part of a file name.

@@ -3,6 +3,8 @@ package claude_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -697,5 +699,46 @@ func TestSessionImagesAndLookAlikes(t *testing.T) {
 	qwen := `{"uuid":"q1","parentUuid":null,"sessionId":"s","timestamp":"2026-01-01T00:00:00Z","type":"user","cwd":"/w","version":"0.1","message":{"role":"user","parts":[{"text":"hi"}]}}` + "\n"
 	if s := claude.Session.Detect([]byte(qwen)); s != 0 {
 		t.Errorf("a Qwen Code record scores %d", s)
+	}
+}
+
+// TestSessionSubagentFileNames: a subagent whose id cannot be a file name
+// gets a name derived from it; when another subagent's own id is that
+// name, the second gets another file, with a warning, and neither's
+// records or meta.json are lost (issue: they were merged, exit 0).
+func TestSessionSubagentFileNames(t *testing.T) {
+	unsafe := "../../evil"
+	h := sha1.Sum([]byte(unsafe))
+	derived := hex.EncodeToString(h[:8])
+	sub := func(id, text string) map[string]any {
+		return map[string]any{"schema_version": "ATIF-v1.7", "trajectory_id": id, "agent": map[string]any{"name": "helper", "version": "1"},
+			"steps": []any{map[string]any{"step_id": 1, "source": "user", "message": "task " + id},
+				map[string]any{"step_id": 2, "source": "agent", "message": text}}}
+	}
+	step := func(n int, call, id string) map[string]any {
+		return map[string]any{"step_id": n, "source": "agent", "message": "",
+			"tool_calls":  []any{map[string]any{"tool_call_id": call, "function_name": "Task", "arguments": map[string]any{"prompt": "go"}}},
+			"observation": map[string]any{"results": []any{map[string]any{"source_call_id": call, "content": "done", "subagent_trajectory_ref": []any{map[string]any{"trajectory_id": id}}}}}}
+	}
+	doc := map[string]any{"schema_version": "ATIF-v1.7", "session_id": "0a1b2c3d-0000-4000-8000-000000000001",
+		"agent": map[string]any{"name": "claude-code", "version": "2.1.0"},
+		"steps": []any{map[string]any{"step_id": 1, "source": "user", "message": "hi"}, step(2, "c1", unsafe), step(3, "c2", derived),
+			map[string]any{"step_id": 4, "source": "agent", "message": "bye"}},
+		"subagent_trajectories": []any{sub(unsafe, "from the unsafe one"), sub(derived, "from the other")}}
+	b, _ := json.Marshal(doc)
+	dir := t.TempDir()
+	code, _, stderr := converttest.Run(string(b), "--from", "atif", "--to", "claude-session", "-o", dir+"/")
+	if code != 0 || !strings.Contains(stderr, "another subagent's file") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*", "subagents", "agent-*"))
+	var texts []string
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		texts = append(texts, filepath.Base(f)+": "+string(data))
+	}
+	all := strings.Join(texts, "\n")
+	if len(files) != 4 || !strings.Contains(all, "from the unsafe one") || !strings.Contains(all, "from the other") {
+		t.Errorf("%d files:\n%s", len(files), all)
 	}
 }

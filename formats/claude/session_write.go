@@ -104,6 +104,10 @@ type sessionWriter struct {
 	main    *sessFile
 	files   map[string]*sessFile
 	agents  map[string]*sessAgent
+	// agentFiles holds whose each subagent file is (its path, less the
+	// extension → the agent's id), so that two agents never share one:
+	// an unsafe id's derived name may be another agent's own.
+	agentFiles map[string]string
 	resp    map[string]*sessResp
 	called  map[string]bool // calls whose tool_use is written
 	// streamed text of each agent, not yet written as a message.
@@ -144,7 +148,7 @@ type sessionWriter struct {
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	return &sessionWriter{out: w, create: o.Create, rep: o.Report, view: formats.ViewFor(o), dialect: o.Dialect,
-		files: map[string]*sessFile{}, agents: map[string]*sessAgent{}, resp: map[string]*sessResp{},
+		files: map[string]*sessFile{}, agents: map[string]*sessAgent{}, agentFiles: map[string]string{}, resp: map[string]*sessResp{},
 		last: map[string]*sessResp{}, called: map[string]bool{}, thinking: map[string]*strings.Builder{}, deltas: map[string]bool{}}
 }
 
@@ -278,7 +282,20 @@ func (s *sessionWriter) agentStart(e *formats.Event, v *formats.RunView, own boo
 	} else {
 		sess = s.sessionFor(v, e)
 	}
-	a.file = s.file(subagentPath(sess, e.Agent, ".jsonl"))
+	id := agentFileID(e.Agent)
+	for i := 2; ; i++ {
+		owner, taken := s.agentFiles[subagentPath(sess, id, "")]
+		if !taken || owner == e.Agent {
+			break
+		}
+		id = agentFileID(e.Agent) + "-" + strconv.Itoa(i)
+	}
+	if want := agentFileID(e.Agent); id != want {
+		s.rep.Warn(e.Source.LineNo, "subagent %q would be written to %s, another subagent's file; it goes to %s", e.Agent,
+			subagentPath(sess, want, ".jsonl"), subagentPath(sess, id, ".jsonl"))
+	}
+	s.agentFiles[subagentPath(sess, id, "")] = e.Agent
+	a.file = s.file(subagentPath(sess, id, ".jsonl"))
 	desc := ""
 	if c := v.Calls.Get(e.AgentInfo.ParentCall); c != nil {
 		var in struct {
@@ -291,7 +308,7 @@ func (s *sessionWriter) agentStart(e *formats.Event, v *formats.RunView, own boo
 	if label == "" {
 		label = "general-purpose"
 	}
-	mw, err := s.create(subagentPath(sess, e.Agent, ".meta.json"))
+	mw, err := s.create(subagentPath(sess, id, ".meta.json"))
 	if err != nil {
 		s.fail(err)
 		return
