@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -89,10 +90,17 @@ Exit statuses:
    4    the output could not be written or delivered
    130  interrupted (SIGINT); 143 terminated (SIGTERM)`
 
+// parseMu makes the parsing of command lines one at a time: urfave/cli
+// keeps its help flag and help command in package variables, which
+// parsing writes, and tests run many command lines at once in one process.
+var parseMu sync.Mutex
+
 // Run is the whole command line: it parses args (args[0] is the program
-// name) and returns the exit status.
+// name) and returns the exit status. The command itself runs after the
+// parsing, outside parseMu.
 func Run(args []string, sys Sys) int {
 	status := ExitOK
+	var later func() int
 	app := &cli.App{
 		Name:            "agentconv",
 		Usage:           "convert AI coding-agent event streams between dialects and to OpenTelemetry",
@@ -106,10 +114,10 @@ func Run(args []string, sys Sys) int {
 		ExitErrHandler:  func(*cli.Context, error) {},
 		Flags:           flags(),
 		Action: func(c *cli.Context) error {
-			status = convertCmd(c, sys)
+			later = func() int { return convertCmd(c, sys) }
 			return nil
 		},
-		Commands: []*cli.Command{sessionsCommand(sys, &status), {
+		Commands: []*cli.Command{sessionsCommand(sys, &later), {
 			Name:  "formats",
 			Usage: "list the dialects, and whether each can be read and written",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: "losses", Usage: "list instead what each dialect's writer cannot carry"}},
@@ -133,7 +141,7 @@ func Run(args []string, sys Sys) int {
 				&cli.StringFlag{Name: "profile", Value: "default", Usage: "the `SHAPE` of the runs: " + strings.Join(ProfileNames(), ", ")},
 			},
 			Action: func(c *cli.Context) error {
-				status = generateCmd(c, sys)
+				later = func() int { return generateCmd(c, sys) }
 				return nil
 			},
 		}},
@@ -144,9 +152,15 @@ func Run(args []string, sys Sys) int {
 		// Its flags may come after its directories too.
 		args = append([]string{args[0]}, flagsFirst(args[1:], sessionsFlags())...)
 	}
-	if err := app.Run(args); err != nil {
+	parseMu.Lock()
+	err := app.Run(args)
+	parseMu.Unlock()
+	if err != nil {
 		fmt.Fprintf(sys.Stderr, "agentconv: %s\n", formats.Visible(err.Error(), true))
 		return ExitUsage
+	}
+	if later != nil {
+		status = later()
 	}
 	return status
 }

@@ -40,7 +40,7 @@ Examples:
    agentconv sessions ~/backup/claude          # under a directory of copies
    agentconv sessions --since 7d --agent claude --paths | agentconv --to otlp --files-from -`
 
-func sessionsCommand(sys Sys, status *int) *cli.Command {
+func sessionsCommand(sys Sys, later *func() int) *cli.Command {
 	return &cli.Command{
 		Flags:       sessionsFlags(),
 		Name:        "sessions",
@@ -48,7 +48,7 @@ func sessionsCommand(sys Sys, status *int) *cli.Command {
 		UsageText:   sessionsUsage,
 		Description: fmt.Sprintf(sessionsDescription, orNone(strings.Join(placeNames(), ", "))),
 		Action: func(c *cli.Context) error {
-			*status = sessionsCmd(c, sys)
+			*later = func() int { return sessionsCmd(c, sys) }
 			return nil
 		},
 	}
