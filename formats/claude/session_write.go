@@ -108,8 +108,8 @@ type sessionWriter struct {
 	// extension → the agent's id), so that two agents never share one:
 	// an unsafe id's derived name may be another agent's own.
 	agentFiles map[string]string
-	resp    map[string]*sessResp
-	called  map[string]bool // calls whose tool_use is written
+	resp       map[string]*sessResp
+	called     map[string]bool // calls whose tool_use is written
 	// streamed text of each agent, not yet written as a message.
 	text     formats.TextTracker
 	thinking map[string]*strings.Builder
