@@ -2,6 +2,7 @@ package agenttest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -117,7 +118,17 @@ func sessionIDOf(name string) string {
 // FileSession implements SessionReader: Gemini CLI names a session's file
 // session-<time>-<the id's first eight characters>, and a subagent's
 // file (0.61, kind "subagent") has an id of its own.
-func (geminiCLI) FileSession(file string) string { return sessionIDOf(file) }
+//
+// A file of no message is no session's main file: a resume that starts in a
+// later minute than the session leaves one behind, with the session's id
+// and nothing else (agentconv reads no run from it).
+func (geminiCLI) FileSession(file string) string {
+	data, err := os.ReadFile(file)
+	if err != nil || !bytes.Contains(data, []byte(`"type":"user"`)) && !bytes.Contains(data, []byte(`"type": "user"`)) {
+		return ""
+	}
+	return sessionIDOf(file)
+}
 
 func (geminiCLI) Store(pin Pin) (string, string) { return ".gemini/tmp", "gemini-chat" }
 
