@@ -268,9 +268,14 @@ func (o WriteOptions) Env(name string) string {
 type LineError struct {
 	Line int
 	Msg  string
+	// Err is the cause, when it is one of the package's errors
+	// (ErrLineTooLong).
+	Err error
 }
 
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+func (e *LineError) Unwrap() error { return e.Err }
 
 // Errorf makes a LineError.
 func Errorf(line int, format string, args ...any) *LineError {

@@ -146,7 +146,8 @@ func (l *LineReader) readLine() ([]byte, error) {
 				_, err = l.br.ReadSlice('\n')
 			}
 			l.line++
-			return nil, fmt.Errorf("line %d: %w", l.line, ErrLineTooLong)
+			// A malformed line, which --lenient skips.
+			return nil, &LineError{Line: l.line, Msg: ErrLineTooLong.Error(), Err: ErrLineTooLong}
 		}
 		l.buf = append(l.buf, b...)
 		switch err {

@@ -104,8 +104,9 @@ func (g *genReader) Read(p []byte) (int, error) {
 	return g.rest.Read(p)
 }
 
-// TestLineTooLong: a line past MaxLine is reported with its number and
-// skipped, and the next line reads as usual (what --lenient relies on).
+// TestLineTooLong: a line past MaxLine is reported with its number, as a
+// malformed line, and skipped, and the next line reads as usual (what
+// --lenient relies on).
 func TestLineTooLong(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 256 MiB")
@@ -115,8 +116,9 @@ func TestLineTooLong(t *testing.T) {
 		t.Fatalf("first line: %q, %v", b, err)
 	}
 	_, err := lr.Next()
-	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 2") {
-		t.Fatalf("got %v, want ErrLineTooLong at line 2", err)
+	var le *LineError
+	if !errors.Is(err, ErrLineTooLong) || !strings.Contains(err.Error(), "line 2") || !errors.As(err, &le) || le.Line != 2 {
+		t.Fatalf("got %v, want ErrLineTooLong at line 2, a malformed line (LineError) that --lenient skips", err)
 	}
 	b, err := lr.Next()
 	if err != nil || string(b) != `{"next":1}` || lr.Line() != 3 {
