@@ -566,6 +566,10 @@ func (o Opt[T]) Plus(p Opt[T]) Opt[T] {
 // Negative clears each count of u below zero, which no source means (a
 // count is never negative), and names the fields it cleared.
 func (u *UsageInfo) Negative() []string {
+	if u.InputTokens.V >= 0 && u.OutputTokens.V >= 0 && u.CacheReadTokens.V >= 0 && u.CacheWriteTokens.V >= 0 &&
+		u.ReasoningTokens.V >= 0 && u.TotalTokens.V >= 0 && u.ContextTokens.V >= 0 && (!u.CostUSD.OK || u.CostUSD.V >= 0 && !math.IsInf(u.CostUSD.V, 0)) {
+		return nil // every event passes here: no work for the usual case
+	}
 	var out []string
 	for _, f := range []struct {
 		name string
