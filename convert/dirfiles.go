@@ -81,6 +81,9 @@ func (d *dirFiles) finish(failed bool) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.root != nil {
+		d.root.Close()
+	}
 	return d.err
 }
 

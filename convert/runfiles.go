@@ -212,12 +212,16 @@ func (rf *runFiles) Close() error {
 	return err
 }
 
-// abort removes the file of a run not put in place.
+// abort removes the file of a run not put in place, and lets the
+// directory go: it is the conversion's end.
 func (rf *runFiles) abort() {
 	if rf.cur != nil {
 		rf.cur.Close()
 		rf.root.Remove(rf.curTmp)
 		rf.cur = nil
+	}
+	if rf.root != nil {
+		rf.root.Close()
 	}
 }
 
