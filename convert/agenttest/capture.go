@@ -91,6 +91,9 @@ func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, 
 	}
 	c.Meta.Session = fam.SessionID(pin, home, out.Stdout)
 	if sc.Resume != "" {
+		if d, err := time.ParseDuration(os.Getenv("AGENTCONV_TEST_RESUME_DELAY")); err == nil {
+			time.Sleep(d) // to make a resume start in a later minute, as it may by chance
+		}
 		if c.Meta.Session == "" {
 			return nil, fmt.Errorf("%s %s %s: no session id to resume; stdout: %s stderr: %s", pin, sc.Name, mode.Name, tail(out.Stdout), tail(out.Stderr))
 		}
