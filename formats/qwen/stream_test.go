@@ -153,13 +153,7 @@ func serverRuns(t *testing.T, dir string) [][2]int64 {
 			} `json:"sent"`
 		} `json:"requests"`
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &srv); err != nil {
-		t.Fatal(err)
-	}
+	readServer(t, dir, &srv)
 	out := make([][2]int64, 2)
 	for _, r := range srv.Requests {
 		if r.Status != 200 || r.Sent == nil {
@@ -177,6 +171,19 @@ func serverRuns(t *testing.T, dir string) [][2]int64 {
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
 
+// readServer decodes a capture's server.json (the scenario and the
+// requests the server answered) into v.
+func readServer(t *testing.T, dir string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // serverCalls are the tokens the server sent for each request it answered,
 // in order (in and out, the cache counted in the input).
 func serverCalls(t *testing.T, dir string) [][2]int64 {
@@ -190,13 +197,7 @@ func serverCalls(t *testing.T, dir string) [][2]int64 {
 			} `json:"sent"`
 		} `json:"requests"`
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "server.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &srv); err != nil {
-		t.Fatal(err)
-	}
+	readServer(t, dir, &srv)
 	var out [][2]int64
 	for _, r := range srv.Requests {
 		if r.Status == 200 && r.Sent != nil {
