@@ -174,7 +174,7 @@ func flags() []cli.Flag {
 		&cli.BoolFlag{Name: "strict", Usage: "fail (exit 3) at the first thing the target dialect cannot carry"},
 		&cli.BoolFlag{Name: "exit-status", Aliases: []string{"e"}, Usage: "exit with the last run's own exit code, as the agent would"},
 		&cli.StringFlag{Name: "files-from", Usage: "also read the inputs named in `FILE`, one path per line (\"-\": standard input), as `agentconv sessions --paths` prints them"},
-		&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "--files-from names end with a NUL byte, not a line break (`agentconv sessions --paths --null`, find -print0): any file name reads back as it is"},
+		&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "--files-from names end with a NUL byte, not a line break (as agentconv sessions --paths --null and find -print0 write them): any file name reads back as it is"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show no progress bar (it shows on a terminal for long work: many files, or more than a few seconds)"},
 		&cli.IntFlag{Name: "workers", Hidden: true, Usage: "read at most `N` files at once (default: the number of cores)"},
 		&cli.BoolFlag{Name: "deterministic", Usage: "use a fixed clock (2000-01-01T00:00:00Z, +1ms per event) where the source has no times, for reproducible output"},

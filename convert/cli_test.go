@@ -3,6 +3,7 @@ package convert
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -249,5 +250,37 @@ func TestFlagsAfterFiles(t *testing.T) {
 	code, _, stderr = runCLI("", "--to", "adal-json", "--", "-no-such-file")
 	if code != ExitInput || !strings.Contains(stderr, "-no-such-file") {
 		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
+
+// TestHelpValueNames: every flag in every --help shows at most one value
+// name after it. urfave/cli takes the first backquoted text of a flag's
+// usage as its value's name, and a command line quoted in backquotes
+// (`--null` once did) printed as a sentence in place of the value.
+func TestHelpValueNames(t *testing.T) {
+	flagLine := regexp.MustCompile(`^\s+(-{1,2}\S.*?)(\s{2,}|$)`)
+	// A value name is one word; a flag that may repeat shows it again in [ ].
+	part := regexp.MustCompile(`^(-{1,2}[A-Za-z0-9][\w-]*)( [A-Z][A-Z_=]*| value)?( \[ (-{1,2}[A-Za-z0-9][\w-]*)( [A-Z][A-Z_=]*| value)? \])?$`)
+	for _, args := range [][]string{{"--help"}, {"sessions", "--help"}, {"formats", "--help"}, {"generate", "--help"}} {
+		code, out, errOut := runCLI("", args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		n := 0
+		for _, line := range strings.Split(out, "\n") {
+			m := flagLine.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			n++
+			for _, p := range strings.Split(m[1], ", ") {
+				if !part.MatchString(p) {
+					t.Errorf("%v: flag %q shows more than a value name: %q", args, m[1], p)
+				}
+			}
+		}
+		if n == 0 {
+			t.Errorf("%v: no flag lines in the help:\n%s", args, out)
+		}
 	}
 }
