@@ -143,3 +143,45 @@ func TestChatLoopOnly(t *testing.T) {
 		}
 	}
 }
+
+// Gemini CLI 0.20's subagent, recorded in the session's own file: the
+// codebase investigator's prompt (<objective>) and its replies sit between
+// the parent's first answer and its last, and the parent's call is on the
+// subagent's last reply. It is read as one run with one prompt: the call
+// codebase_investigator starts in the parent's first answer, the subagent
+// (named by the call's id) holds its prompt and its two replies with
+// their tokens, and the call's result comes after the subagent ends.
+func TestChatInlineSubagent(t *testing.T) {
+	for _, mode := range []string{"stream-json", "json"} {
+		dir := filepath.Join("..", "..", "testdata", "agents", "gemini-cli", "0.20.2", "subagent", mode)
+		evs, warn := readCapture(t, Chat, chatFile(t, dir))
+		var seq []string
+		var subOut, mainOut int64
+		for _, e := range evs {
+			switch e.Kind {
+			case formats.RunStart, formats.RunEnd:
+				seq = append(seq, e.Kind.String())
+			case formats.UserMessage, formats.AgentStart, formats.AgentEnd:
+				seq = append(seq, e.Kind.String()+"@"+e.Agent)
+			case formats.ToolCall, formats.ToolResult:
+				seq = append(seq, e.Kind.String()+":"+e.Call.Name+"@"+e.Agent)
+			case formats.Usage:
+				if e.Agent == "" {
+					mainOut += e.Usage.OutputTokens.V
+				} else {
+					subOut += e.Usage.OutputTokens.V
+				}
+			}
+		}
+		want := []string{"run_start", "user_message@", "tool_call:codebase_investigator@", "agent_start@call_sub_1",
+			"user_message@call_sub_1", "agent_end@call_sub_1", "tool_result:codebase_investigator@", "run_end"}
+		if strings.Join(seq, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: events\n %v\nwant\n %v", mode, seq, want)
+		}
+		// The server sent 30 and 51 output tokens to the parent, 37 and
+		// 44 to the subagent.
+		if mainOut != 30+51 || subOut != 37+44 || warn != "" {
+			t.Errorf("%s: output tokens %d (parent), %d (subagent), want 81 and 81; warnings %q", mode, mainOut, subOut, warn)
+		}
+	}
+}

@@ -54,6 +54,7 @@ func (r *chatReader) emit(s *session) {
 		e.alone(s)
 		return
 	}
+	s.entries = inlineSubagents(s.entries)
 	for i, en := range s.entries {
 		e.entry(en, s.entries[i:])
 	}
@@ -359,6 +360,10 @@ func (e *emitter) responses(en *entry, t time.Time) {
 // beside the session's: chats/<session id>/<agent id>.jsonl.
 func (e *emitter) subagent(tc *toolCallRecord, t time.Time, src formats.Source) {
 	r := e.r
+	if tc.inline != nil {
+		e.subagentOf(tc, &session{entries: tc.inline}, t, src)
+		return
+	}
 	if e.dir == "" {
 		if !r.warned {
 			r.warned = true
@@ -379,6 +384,13 @@ func (e *emitter) subagent(tc *toolCallRecord, t time.Time, src formats.Source) 
 		r.opts.Report.Warn(0, "call %s started subagent %s, but its file cannot be read (%v): its events are not converted", tc.ID, tc.AgentID, err)
 		return
 	}
+	e.subagentOf(tc, s, t, src)
+}
+
+// subagentOf gives the events of the subagent that the call tc started,
+// whose records are s's.
+func (e *emitter) subagentOf(tc *toolCallRecord, s *session, t time.Time, src formats.Source) {
+	r := e.r
 	label := tc.DisplayName
 	var a struct {
 		AgentName string `json:"agent_name"`

@@ -50,6 +50,9 @@ type toolCallRecord struct {
 	DisplayName   string          `json:"displayName"`
 	Description   string          `json:"description"`
 	ResultDisplay json.RawMessage `json:"resultDisplay"`
+	// inline are the subagent's records, where the session's file holds
+	// them (Gemini CLI 0.20): see inlineSubagents.
+	inline []*entry
 }
 
 type tokensSummary struct {
