@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -354,4 +355,86 @@ func TestCaptureInterAgentMessages(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCaptureSubagent: Codex 0.171 runs a subagent (spawn_agent) in a
+// thread of its own, with a rollout of its own beside its parent's. The
+// parent's rollout is read with its subagent under the spawning call, its
+// usage the subagent's two requests (output 37 and 44) apart from the
+// parent's three (30, 51, 58); a directory is one session; a copy to
+// codex-rollout -o DIR writes both rollouts as they were, and a copy to a
+// stream says that it leaves the subagent's out.
+func TestCaptureSubagent(t *testing.T) {
+	dir := filepath.Join(captureDir("0.171.0", "subagent"), "home", ".codex", "sessions")
+	names, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*", "rollout-*.jsonl"))
+	parent := ""
+	for _, n := range names {
+		if codex.Rollout.Owner(n) == "" {
+			if parent != "" {
+				t.Fatalf("two rollouts own themselves: %s and %s", parent, n)
+			}
+			parent = n
+		} else if o := codex.Rollout.Owner(n); o != parent && !strings.HasSuffix(n, "b13c.jsonl") {
+			t.Errorf("%s is owned by %s", n, o)
+		}
+	}
+	if len(names) != 2 || parent == "" {
+		t.Fatalf("rollouts %v, parent %q", names, parent)
+	}
+	data, err := os.ReadFile(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, warn := formatstest.ReadFileWarnings(t, codex.Rollout, data, parent)
+	var sub string
+	var mainOut, subOut []int64
+	for _, e := range evs {
+		switch {
+		case e.Kind == formats.AgentStart:
+			if e.AgentInfo.ParentCall != "call_sub_1" || sub != "" {
+				t.Errorf("subagent %s under call %q", e.Agent, e.AgentInfo.ParentCall)
+			}
+			sub = e.Agent
+		case e.Kind == formats.Usage && e.Agent == "":
+			mainOut = append(mainOut, e.Usage.OutputTokens.V)
+		case e.Kind == formats.Usage:
+			subOut = append(subOut, e.Usage.OutputTokens.V)
+		}
+	}
+	if sub != "01a2345f-b035-7b82-b46a-4ea63918b13c" || warn != "" {
+		t.Errorf("subagent %q, warnings %q", sub, warn)
+	}
+	if got := fmtInts(mainOut) + " / " + fmtInts(subOut); got != "30 51 58 / 37 44" {
+		t.Errorf("output tokens (parent / subagent): %s", got)
+	}
+
+	out := t.TempDir()
+	if code, _, stderr := converttest.Run("", "--to", "codex-rollout", "-o", out+"/", parent); code != 0 || stderr != "" {
+		t.Fatalf("-o DIR: exit %d: %s", code, stderr)
+	}
+	for _, n := range names {
+		want, _ := os.ReadFile(n)
+		id := strings.TrimSuffix(filepath.Base(n), ".jsonl")
+		id = id[len(id)-36:]
+		got, _ := filepath.Glob(filepath.Join(out, "*", "*", "*", "rollout-*-"+id+".jsonl"))
+		if len(got) != 1 {
+			t.Errorf("-o DIR wrote no rollout of thread %s", id)
+			continue
+		}
+		if b, _ := os.ReadFile(got[0]); string(b) != string(want) {
+			t.Errorf("-o DIR: %s differs from the rollout read", got[0])
+		}
+	}
+	code, stdout, stderr := converttest.Run("", "--to", "codex-rollout", parent)
+	if code != 0 || stdout != string(data) || !strings.Contains(stderr, "subagents' rollouts, copied to a stream") {
+		t.Errorf("to a stream: exit %d, same as the parent's rollout: %v, stderr %q", code, stdout == string(data), stderr)
+	}
+}
+
+func fmtInts(v []int64) string {
+	var s []string
+	for _, n := range v {
+		s = append(s, strconv.FormatInt(n, 10))
+	}
+	return strings.Join(s, " ")
 }

@@ -44,10 +44,12 @@ var Rollout = formats.Dialect{
 		"exit codes other than 0 and 1",
 		lossNoPrompt,
 		lossAborted,
+		lossSubagentRollout,
 	},
 	DirFiles: "rollout-*.jsonl",
 	Files:    true,
 	Places:   rolloutPlaces,
+	Owner:    rolloutOwner,
 	Params: []formats.Param{{Key: ParamModelProvider, Flag: "codex-model-provider", Default: DefaultModelProvider,
 		Usage: "codex-rollout names `PROVIDER` as the session's model_provider, the one Codex resumes it with (its model_providers key in config.toml); a rollout source keeps its own"}},
 }
@@ -65,6 +67,10 @@ const DefaultModelProvider = "openai"
 // not print it), so that the agent resuming the session never sees its
 // task.
 const lossNoPrompt = "user prompts the source never gave (a resumed agent does not see its task)"
+
+// lossSubagentRollout: a rollout copied to a stream leaves out its
+// subagents' rollouts, which are files of their own.
+const lossSubagentRollout = "subagents' rollouts, copied to a stream (each is a file of its own: use -o DIR)"
 
 // rolloutPlaces is where Codex keeps its sessions: $CODEX_HOME/sessions,
 // else ~/.codex/sessions.

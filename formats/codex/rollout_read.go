@@ -78,6 +78,8 @@ type payload struct {
 	// turn: {"message", "codex_error_info"}
 	Error       json.RawMessage `json:"error"`
 	Explanation *string         `json:"explanation"`
+	// item_completed's item (0.171)
+	Item json.RawMessage `json:"item"`
 }
 
 type planStep struct {
@@ -161,6 +163,10 @@ type rolloutReader struct {
 	// last, and has not completed, is one of them.
 	ownTurns string
 	ownTask  bool
+	// depth: how deep a subagent's rollout this is (0: the rollout read);
+	// warnedSub: the reader said it cannot read subagents' rollouts.
+	depth     int
+	warnedSub bool
 
 	run rolloutRun
 }
@@ -512,7 +518,7 @@ func (r *rolloutReader) sessionMeta(p *payload) {
 		r.provider = p.ModelProvider
 	}
 	r.lastTotal, r.sawUser = "", false
-	if parent := subagentParent(p.Source); parent != "" {
+	if parent := subagentParent(p.Source); parent != "" && r.depth == 0 {
 		r.opts.Report.Warn(r.src.Line, "the rollout of a subagent of thread %s; read as a session of its own", parent)
 	}
 	r.startRun(r.stamp(&formats.Event{}))
@@ -1117,6 +1123,12 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 			c.Status = formats.Failed
 		}
 		r.endCall(c, duration(p.Duration), true)
+	case "item_completed":
+		var it subagentItem
+		r.emit(&formats.Event{Kind: formats.Raw})
+		if len(p.Item) > 0 && json.Unmarshal(p.Item, &it) == nil && it.Type == "SubAgentActivity" && it.Kind == "started" && it.ThreadID != "" {
+			r.subagent(it)
+		}
 	case "web_search_begin", "web_search_end", "exec_command_output_delta", "agent_message_delta",
 		"agent_reasoning_delta", "agent_reasoning_section_break":
 		// The web_search_call item says the search; deltas repeat what

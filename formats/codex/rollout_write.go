@@ -28,10 +28,12 @@ type rolloutWriter struct {
 	files  map[string]*rolloutFile
 	order  []*rolloutFile
 	cur    *rolloutFile
-	runs   int // runs without a session id, for their thread ids
-	run    writeRun
-	err    error
-	last   formats.Event // the time of the last event written, for what Close writes
+	// subCopy is where the record observed last goes, if a subagent's.
+	subCopy io.Writer
+	runs    int // runs without a session id, for their thread ids
+	run     writeRun
+	err     error
+	last    formats.Event // the time of the last event written, for what Close writes
 	// stamps times the lines written: where the source has no times,
 	// they strictly increase, and none is the zero time.
 	stamps formats.Stamps
@@ -79,10 +81,40 @@ func (w *rolloutWriter) Observe(e *formats.Event) {
 	if e.Kind == formats.RunStart {
 		w.cur, w.err = w.file(e, false)
 	}
+	w.subCopy = nil
+	if e.Agent != "" {
+		w.subCopy, w.err = w.subagentFile(e)
+	}
+}
+
+// subagentFile is where the copied records of a subagent go: its own
+// rollout with -o DIR, named by its thread id, as Codex keeps it; nothing
+// to a stream, where it would end its parent's session (reported lost).
+func (w *rolloutWriter) subagentFile(e *formats.Event) (io.Writer, error) {
+	if f := w.files[e.Agent]; f != nil {
+		return f.w, nil
+	}
+	if w.opts.Create == nil {
+		if e.Kind == formats.AgentStart && w.opts.Report != nil {
+			w.opts.Report.Lose(lossSubagentRollout)
+		}
+		return io.Discard, nil
+	}
+	c, err := w.opts.Create(rolloutPath(e.TimeOf(), e.Agent))
+	if err != nil {
+		return nil, err
+	}
+	f := &rolloutFile{id: e.Agent, w: c, c: c}
+	w.files[e.Agent] = f
+	w.order = append(w.order, f)
+	return f.w, nil
 }
 
 // CopyTo is the file of the session being copied, with -o DIR.
 func (w *rolloutWriter) CopyTo() io.Writer {
+	if w.subCopy != nil {
+		return w.subCopy
+	}
 	if w.cur == nil || w.opts.Create == nil {
 		return nil
 	}

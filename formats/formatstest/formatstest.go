@@ -74,8 +74,16 @@ func Read[T ~string | ~[]byte](t testing.TB, d formats.Dialect, data T) []*forma
 // ReadWarnings is Read that also returns the warnings the reader reported.
 func ReadWarnings[T ~string | ~[]byte](t testing.TB, d formats.Dialect, data T) ([]*formats.Event, string) {
 	t.Helper()
+	return ReadFileWarnings(t, d, data, "")
+}
+
+// ReadFileWarnings is ReadWarnings of the file at path, whose bytes are
+// data: a reader that reads the files beside it (a session's subagents)
+// finds them.
+func ReadFileWarnings[T ~string | ~[]byte](t testing.TB, d formats.Dialect, data T, path string) ([]*formats.Event, string) {
+	t.Helper()
 	var warn bytes.Buffer
-	r := d.NewReader(bytes.NewReader([]byte(data)), formats.ReadOptions{Dialect: d.Name, Report: formats.NewReport(&warn)})
+	r := d.NewReader(bytes.NewReader([]byte(data)), formats.ReadOptions{Dialect: d.Name, Report: formats.NewReport(&warn), Path: path})
 	var evs []*formats.Event
 	for len(evs) <= MaxEvents {
 		ev, err := r.Next()
