@@ -20,6 +20,7 @@ import (
 	"github.com/agentconv/agentconv/formats/malac"
 	"github.com/agentconv/agentconv/formats/pretty"
 	"github.com/agentconv/agentconv/formats/qwen"
+	"github.com/agentconv/agentconv/formats/transcript"
 	"github.com/agentconv/agentconv/otel"
 )
 
@@ -42,6 +43,8 @@ var Dialects = []formats.Dialect{
 	malac.Dialect,
 	cliagents.Dialect,
 	pretty.Dialect,
+	transcript.Markdown,
+	transcript.HTML,
 	codex.Dialect,
 	codex.Rollout,
 	gemini.Stream,
