@@ -484,6 +484,7 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 		ev.DecodeOutput()
 	}
 	p.warn(ev)
+	p.bound(ev)
 	if bad := ev.Usage.Negative(); len(bad) > 0 {
 		p.opts.Report.Warn(ev.Source.LineNo, "token counts below zero (%s): read as not given", strings.Join(bad, ", "))
 	}
