@@ -3,6 +3,7 @@ module github.com/agentconv/agentconv
 go 1.26.8
 
 require (
+	github.com/fsnotify/fsnotify v1.10.1
 	github.com/goccy/go-json v0.12.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/urfave/cli/v2 v2.27.7
