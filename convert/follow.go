@@ -90,6 +90,7 @@ func followFlags() []cli.Flag {
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write under `DIR`: one file per session file, appended run by run"},
 		&cli.StringFlag{Name: "state", Usage: "keep the place in `FILE` (default: $XDG_STATE_HOME/agentconv/follow.json, else ~/.local/state/agentconv/follow.json)"},
 		&cli.DurationFlag{Name: "poll", Value: 2 * time.Second, Usage: "look for changes every `DURATION` where file notifications are not to be had"},
+		&cli.BoolFlag{Name: "poll-only", Usage: "poll, without file notifications: for a network file system, where they miss what other machines write"},
 		&cli.DurationFlag{Name: "idle", Value: 30 * time.Second, Usage: "a file not written to for `DURATION` is quiet: its last run goes out if it has its end"},
 	}, paramFlags()...)
 }
@@ -243,7 +244,7 @@ func followCmd(c *cli.Context, sys Sys) int {
 	if err := f.setRoots(c.Args().Slice()); err != nil {
 		return fail(ExitInput, "%v", err)
 	}
-	return f.run(c.Duration("poll"))
+	return f.run(c.Duration("poll"), c.Bool("poll-only"))
 }
 
 // followStateDir is the user's state directory for agentconv, as the
@@ -424,10 +425,13 @@ func (f *follower) sessionOf(p string) string {
 }
 
 // run is the watch loop, until a signal.
-func (f *follower) run(poll time.Duration) int {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		f.warn("no file notifications (%v): polling every %s", err, poll)
+func (f *follower) run(poll time.Duration, pollOnly bool) int {
+	var w *fsnotify.Watcher
+	if !pollOnly {
+		var err error
+		if w, err = fsnotify.NewWatcher(); err != nil {
+			f.warn("no file notifications (%v): polling every %s", err, poll)
+		}
 	}
 	f.watcher = w
 	if w != nil {

@@ -518,3 +518,35 @@ func idSet(t *testing.T, name string) map[string]int {
 	}
 	return m
 }
+
+// TestFollowPoll: without file notifications (--poll-only, as on a
+// network file system), new directories, new sessions and deleted ones
+// are found by polling.
+func TestFollowPoll(t *testing.T) {
+	home := t.TempDir()
+	watched := filepath.Join(home, "sessions")
+	out := filepath.Join(home, "out")
+	state := filepath.Join(home, "follow.json")
+	os.MkdirAll(watched, 0o755)
+	f := startFollow(t, map[string]string{"HOME": home}, "--to", "otlp-json", "-o", out, "--state", state,
+		"--idle", "300ms", "--poll", "100ms", "--poll-only", watched)
+	session := filepath.Join(watched, "new", "deep", "s.jsonl")
+	for _, rec := range lines(readBytes(t, oneRun)) {
+		appendTo(t, session, rec)
+	}
+	want := oneShot(t, oneRun)
+	outFile := filepath.Join(out, "sessions", "new", "deep", "s.jsonl.otlp-json")
+	waitFor(t, "the session's run", f, func() bool { return len(runSpans(t, outFile)) >= len(want) })
+	os.RemoveAll(filepath.Join(watched, "new"))
+	waitFor(t, "the deleted session to leave the state", f, func() bool {
+		var st followState
+		b, err := os.ReadFile(state)
+		return err == nil && json.Unmarshal(b, &st) == nil && len(st.Files) == 0
+	})
+	if code := f.stop(os.Interrupt); code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitInterrupted, f.stderr.String())
+	}
+	if got := runSpans(t, outFile); !equalRuns(got, want) {
+		t.Errorf("runs\n%v\nwant\n%v", got, want)
+	}
+}
