@@ -10,12 +10,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/otel"
 	"github.com/fsnotify/fsnotify"
 	"github.com/goccy/go-json"
 	"github.com/urfave/cli/v2"
@@ -217,7 +219,7 @@ func followCmd(c *cli.Context, sys Sys) int {
 	}
 	f.path = c.String("state")
 	if f.path == "" {
-		dir := followStateDir(sys.getenv)
+		dir := otel.StateDir(sys.getenv)
 		if dir == "" {
 			return fail(ExitUsage, "no state directory (neither XDG_STATE_HOME nor HOME is set): give --state FILE")
 		}
@@ -245,18 +247,6 @@ func followCmd(c *cli.Context, sys Sys) int {
 		return fail(ExitInput, "%v", err)
 	}
 	return f.run(c.Duration("poll"), c.Bool("poll-only"))
-}
-
-// followStateDir is the user's state directory for agentconv, as the
-// otlp spool's.
-func followStateDir(getenv func(string) string) string {
-	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "agentconv")
-	}
-	if h := getenv("HOME"); filepath.IsAbs(h) {
-		return filepath.Join(h, ".local", "state", "agentconv")
-	}
-	return ""
 }
 
 func (f *follower) warn(format string, args ...any) {
@@ -323,7 +313,7 @@ func (f *follower) setRoots(names []string) error {
 		if f.from.Name != "" && d.Name != f.from.Name {
 			continue
 		}
-		if d.DirFiles != "" && !contains(patterns, d.DirFiles) {
+		if d.DirFiles != "" && !slices.Contains(patterns, d.DirFiles) {
 			patterns = append(patterns, d.DirFiles)
 		}
 		if d.Owner != nil {
@@ -365,15 +355,6 @@ func (f *follower) setRoots(names []string) error {
 		return errors.New("no dialect names its agent's places; name a directory")
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // rootOf is the root a path is under, nil if none.
@@ -832,6 +813,8 @@ func (f *follower) process(p string, quiet, abandoned bool) (settled bool) {
 			f.dirty = true
 		}
 		return quiet
+	case err != nil && !quiet:
+		return false // a document rewritten whole: read once quiet
 	case err != nil:
 		f.warn("%s: %v; it is tried again at its next change", p, err)
 		return true
