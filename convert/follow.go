@@ -93,6 +93,7 @@ func followFlags() []cli.Flag {
 		&cli.StringFlag{Name: "state", Usage: "keep the place in `FILE` (default: $XDG_STATE_HOME/agentconv/follow.json, else ~/.local/state/agentconv/follow.json)"},
 		&cli.DurationFlag{Name: "poll", Value: 2 * time.Second, Usage: "look for changes every `DURATION` where file notifications are not to be had"},
 		&cli.BoolFlag{Name: "poll-only", Usage: "poll, without file notifications: for a network file system, where they miss what other machines write"},
+		&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
 		&cli.DurationFlag{Name: "idle", Value: 30 * time.Second, Usage: "a file not written to for `DURATION` is quiet: its last run goes out if it has its end"},
 	}, paramFlags()...)
 }
@@ -187,6 +188,11 @@ func followCmd(c *cli.Context, sys Sys) int {
 	fail := func(code int, format string, args ...any) int {
 		fmt.Fprintf(sys.Stderr, "agentconv follow: %s\n", formats.Visible(fmt.Sprintf(format, args...), true))
 		return code
+	}
+	if stop, err := startProfiles(c.String("cpuprofile"), ""); err != nil {
+		return fail(ExitUsage, "%v", err)
+	} else {
+		defer stop()
 	}
 	to, ok := Lookup(c.String("to"))
 	switch {
@@ -676,8 +682,17 @@ func (f *follower) work() {
 		if settled || abandoned {
 			delete(f.live, p)
 		}
+		f.saveSoon()
 	}
-	if f.dirty && now.Sub(f.saved) >= time.Second {
+	f.saveSoon()
+}
+
+// saveSoon saves the state if it changed, at most once a second: a kill
+// (not a signal, which saves it) between a delivery and its save makes the
+// delivery again at the next start; its spans keep their ids, and an -o
+// file is cut back to its size at the last save first.
+func (f *follower) saveSoon() {
+	if f.dirty && f.now().Sub(f.saved) >= time.Second {
 		if err := f.save(); err != nil {
 			f.warn("%v", err)
 		}
@@ -976,9 +991,6 @@ func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, upt
 	f.delivered += upto - e.Runs
 	e.Runs = upto
 	f.dirty = true
-	if err := f.save(); err != nil {
-		f.warn("%v", err)
-	}
 	return true
 }
 
