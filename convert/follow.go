@@ -115,6 +115,12 @@ type followEntry struct {
 	// read again.
 	Size  int64 `json:"size"`
 	MTime int64 `json:"mtime"`
+	// Cut: its last run delivered went out cut, its agent gone (quiet for
+	// ten times --idle without its end): if the file goes on, it goes
+	// again.
+	Cut bool `json:"cut,omitempty"`
+	// CutOut is the size of its -o output file before that cut run.
+	CutOut int64 `json:"cut_out,omitempty"`
 	// Settled: every run it held was delivered.
 	Settled bool `json:"settled,omitempty"`
 	// Skip: no dialect reads it as a session file.
@@ -852,10 +858,32 @@ func (f *follower) process(p string, quiet, abandoned bool) (settled bool) {
 		complete = n
 	}
 	complete = max(complete, 0)
-	if complete > e.Runs {
-		if !f.deliver(p, fh, end, e, complete) {
+	from := e.Runs
+	if e.Cut && e.Runs > 0 && e.Runs <= n && (e.Runs < n || counter.runs[e.Runs-1].ended) {
+		// The run that went out cut as abandoned went on after all: it
+		// goes again, whole (its spans keep their ids).
+		from = e.Runs - 1
+	}
+	if complete > from {
+		cut := complete == n && n > 0 && !counter.runs[n-1].ended
+		if cut && complete-1 > from {
+			// The runs before it first, so that the output file's size
+			// before the cut run is known.
+			if !f.deliver(p, fh, end, e, from, complete-1) {
+				return false
+			}
+			from = complete - 1
+		}
+		if from < e.Runs {
+			e.OutSize = e.CutOut // the cut run's output is replaced
+		}
+		if cut {
+			e.CutOut = e.OutSize
+		}
+		if !f.deliver(p, fh, end, e, from, complete) {
 			return false
 		}
+		e.Cut = cut
 	}
 	e.Offset, e.Size, e.MTime = end, size, mtime
 	e.Settled = quiet && e.Runs >= n
@@ -881,11 +909,11 @@ func lastLineEnd(fh *os.File, size int64) int64 {
 	return 0
 }
 
-// deliver converts the runs e.Runs..upto-1 of session file p (its first
+// deliver converts the runs from..upto-1 of session file p (its first
 // end bytes) and delivers them; the state then counts them. false: a
 // signal cut it short (what was sent stays sent; the state does not
 // count the runs, which go again next time).
-func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, upto int) bool {
+func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, from, upto int) bool {
 	rep := formats.NewReport(io.Discard)
 	wo := f.wopts(rep)
 	var out io.Writer = io.Discard
@@ -919,7 +947,7 @@ func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, upt
 	}
 	view := &formats.RunView{}
 	wo.Run = view
-	g := &gate{w: f.to.NewWriter(out, wo), from: e.Runs, to: upto, run: -1}
+	g := &gate{w: f.to.NewWriter(out, wo), from: from, to: upto, run: -1}
 	// The gate is no Observer: every event reaches the writer through it.
 	to := f.to
 	to.KeepsNoEvents, to.ReadAhead = false, false
@@ -988,7 +1016,7 @@ func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, upt
 			e.OutSize = st.Size()
 		}
 	}
-	f.delivered += upto - e.Runs
+	f.delivered += upto - from
 	e.Runs = upto
 	f.dirty = true
 	return true

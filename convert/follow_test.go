@@ -550,3 +550,43 @@ func TestFollowPoll(t *testing.T) {
 		t.Errorf("runs\n%v\nwant\n%v", got, want)
 	}
 }
+
+// TestFollowAbandoned: a run whose file stops without its end goes out
+// cut once the file has been quiet for ten times --idle (its agent is
+// gone); if the file goes on after all, the run goes again, whole, in
+// place of the cut one.
+func TestFollowAbandoned(t *testing.T) {
+	home := t.TempDir()
+	watched := filepath.Join(home, "sessions")
+	out := filepath.Join(home, "out")
+	os.MkdirAll(watched, 0o755)
+	f := startFollow(t, map[string]string{"HOME": home}, "--to", "otlp-json", "-o", out, "--state", filepath.Join(home, "follow.json"),
+		"--idle", "150ms", "--poll", "100ms", watched)
+	session := filepath.Join(watched, "s.jsonl")
+	recs := lines(readBytes(t, oneRun))
+	half := len(recs) / 2
+	os.WriteFile(filepath.Join(home, "half.jsonl"), bytes.Join(recs[:half], nil), 0o644)
+	cut := oneShot(t, filepath.Join(home, "half.jsonl"))
+	want := oneShot(t, oneRun)
+	if len(cut) != 1 || equalRuns(cut, want) {
+		t.Fatalf("the first half of %s is not a cut run of it: %v, %v", oneRun, cut, want)
+	}
+	for _, rec := range recs[:half] {
+		appendTo(t, session, rec)
+	}
+	outFile := filepath.Join(out, "sessions", "s.jsonl.otlp-json")
+	waitFor(t, "the abandoned run", f, func() bool { return len(runSpans(t, outFile)) >= 1 })
+	if got := runSpans(t, outFile); !equalRuns(got, cut) {
+		t.Fatalf("the abandoned run: %v, want %v", got, cut)
+	}
+	for _, rec := range recs[half:] {
+		appendTo(t, session, rec)
+	}
+	waitFor(t, "the whole run in place of the cut one", f, func() bool { return equalRuns(runSpans(t, outFile), want) })
+	if code := f.stop(os.Interrupt); code != ExitInterrupted {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, ExitInterrupted, f.stderr.String())
+	}
+	if got := runSpans(t, outFile); !equalRuns(got, want) {
+		t.Errorf("runs\n%v\nwant\n%v", got, want)
+	}
+}
