@@ -979,8 +979,9 @@ func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, fro
 	close(done)
 	select {
 	case s := <-stopped:
+		// A signal after the input was read (while delivering): the
+		// pass is whole, delivered or spooled; the watch ends after it.
 		f.sig = s
-		interrupted = true
 	default:
 	}
 	if err != nil && !interrupted {
