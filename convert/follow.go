@@ -619,6 +619,9 @@ func (f *follower) walkFiles(r *followRoot, dir string, found func(string)) {
 			return nil
 		}
 		if d.IsDir() {
+			if r.named && p != r.dir {
+				return filepath.SkipDir // a file given: its directory alone
+			}
 			if f.watcher != nil && !r.polled {
 				if err := f.watcher.Add(p); err != nil {
 					r.polled = true
