@@ -252,6 +252,17 @@ func followCmd(c *cli.Context, sys Sys) int {
 			return fail(ExitOutput, "cannot write %s: %v", f.outDir, unwrapPath(err))
 		}
 	}
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
+		return fail(ExitUsage, "--state %s: cannot make its directory: %v", f.path, unwrapPath(err))
+	}
+	release, ok, err := lockState(f.path)
+	switch {
+	case err != nil:
+		return fail(ExitUsage, "--state %s: cannot lock it: %v", f.path, unwrapPath(err))
+	case !ok:
+		return fail(ExitUsage, "--state %s: another agentconv follow uses it (it holds %s.lock); stop it, or give this one its own --state", f.path, f.path)
+	}
+	defer release()
 	if err := f.load(); err != nil {
 		return fail(ExitInput, "%v", err)
 	}

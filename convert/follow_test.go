@@ -537,6 +537,14 @@ func TestFollowPoll(t *testing.T) {
 	want := oneShot(t, oneRun)
 	outFile := filepath.Join(out, "sessions", "new", "deep", "s.jsonl.otlp-json")
 	waitFor(t, "the session's run", f, func() bool { return len(runSpans(t, outFile)) >= len(want) })
+	// A second follow on the same state would deliver every run again.
+	var errb syncBuffer
+	stop := make(chan os.Signal, 1)
+	stop <- os.Interrupt // should it run after all
+	if code := Run([]string{"agentconv", "follow", "--to", "otlp-json", "-o", out, "--state", state, watched},
+		Sys{Stderr: &errb, Stdout: &errb, Signals: stop, Getenv: func(string) string { return "" }}); code != ExitUsage || !strings.Contains(errb.String(), "another agentconv follow") {
+		t.Errorf("a second follow on the same state: exit %d, %s", code, errb.String())
+	}
 	os.RemoveAll(filepath.Join(watched, "new"))
 	waitFor(t, "the deleted session to leave the state", f, func() bool {
 		var st followState
