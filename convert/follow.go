@@ -176,6 +176,11 @@ type liveFile struct {
 	readAt time.Time // the change it was last read after
 	// quietRead, abandonRead: it was read once quiet, once abandoned.
 	quietRead, abandonRead bool
+	// readTime and cost: when it was last read, and how long that took;
+	// a change is read no sooner than four times that after, so that a
+	// large session written for long takes a fifth of a core at most.
+	readTime time.Time
+	cost     time.Duration
 }
 
 // touch: session file s changed at t.
@@ -677,7 +682,7 @@ func (f *follower) work() {
 	for p, lf := range f.live {
 		since := now.Sub(lf.last)
 		switch {
-		case !lf.readAt.Equal(lf.last) && since >= f.debounce(),
+		case !lf.readAt.Equal(lf.last) && since >= f.debounce() && now.Sub(lf.readTime) >= 4*lf.cost,
 			since >= f.idle && !lf.quietRead,
 			since >= abandonAfter*f.idle && !lf.abandonRead:
 			due = append(due, p)
@@ -697,8 +702,10 @@ func (f *follower) work() {
 		lf := f.live[p]
 		since := now.Sub(lf.last)
 		quiet, abandoned := since >= f.idle, since >= abandonAfter*f.idle
+		began := time.Now()
 		settled := f.process(p, quiet, abandoned)
 		lf.readAt, lf.quietRead, lf.abandonRead = lf.last, quiet, abandoned
+		lf.readTime, lf.cost = time.Now(), time.Since(began)
 		if settled || abandoned {
 			delete(f.live, p)
 		}
