@@ -60,6 +60,7 @@ func (s Sys) getenv(k string) string {
 
 const usageText = `agentconv [--from DIALECT] --to DIALECT [-o FILE|DIR] [FILE|DIR ...]
 agentconv sessions [--since 7d] [--agent NAME] [--project PATH] [--json | --paths] [DIR ...]
+agentconv follow --to otlp | --to DIALECT -o DIR [--state FILE] [DIR ...]
 agentconv formats [--losses]
 agentconv generate --to DIALECT [--size 100MB]`
 
@@ -117,7 +118,7 @@ func Run(args []string, sys Sys) int {
 			later = func() int { return convertCmd(c, sys) }
 			return nil
 		},
-		Commands: []*cli.Command{sessionsCommand(sys, &later), {
+		Commands: []*cli.Command{sessionsCommand(sys, &later), followCommand(sys, &later), {
 			Name:  "formats",
 			Usage: "list the dialects, and whether each can be read and written",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: "losses", Usage: "list instead what each dialect's writer cannot carry"}},
@@ -151,6 +152,9 @@ func Run(args []string, sys Sys) int {
 	if len(args) > 2 && args[1] == "sessions" {
 		// Its flags may come after its directories too.
 		args = append([]string{args[0]}, flagsFirst(args[1:], sessionsFlags())...)
+	}
+	if len(args) > 2 && args[1] == "follow" {
+		args = append([]string{args[0]}, flagsFirst(args[1:], followFlags())...)
 	}
 	parseMu.Lock()
 	err := app.Run(args)
@@ -281,7 +285,7 @@ func flagsFirst(args []string, flags []cli.Flag) []string {
 				i++
 				opts = append(opts, rest[i])
 			}
-		case len(files) == 0 && len(opts) == 0 && (a == "formats" || a == "generate" || a == "sessions" || a == "help"):
+		case len(files) == 0 && len(opts) == 0 && (a == "formats" || a == "generate" || a == "sessions" || a == "follow" || a == "help"):
 			return args // a subcommand parses its own flags
 		default:
 			files = append(files, a)

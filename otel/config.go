@@ -54,10 +54,11 @@ type config struct {
 	stateDir     string // where a spool goes when none is named
 }
 
-// stateDir is the user's state directory for agentconv:
+// StateDir is the user's state directory for agentconv (the spool's, and
+// agentconv follow's state):
 // $XDG_STATE_HOME/agentconv, else ~/.local/state/agentconv ("" when there
 // is no home either).
-func stateDir(getenv func(string) string) string {
+func StateDir(getenv func(string) string) string {
 	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "agentconv")
 	}
@@ -149,7 +150,7 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		}
 	}
 	c.spool = o.Param(ParamSpool, "")
-	c.stateDir = stateDir(o.Env)
+	c.stateDir = StateDir(o.Env)
 	return c, nil
 }
 

@@ -174,13 +174,13 @@ func TestSpoolCountsWhatItCannotEncode(t *testing.T) {
 func TestSpoolDefaultsToTheStateDirectory(t *testing.T) {
 	tmp := t.TempDir()
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
-	if got, want := stateDir(env(map[string]string{"XDG_STATE_HOME": tmp, "HOME": "/home/x"})), filepath.Join(tmp, "agentconv"); got != want {
+	if got, want := StateDir(env(map[string]string{"XDG_STATE_HOME": tmp, "HOME": "/home/x"})), filepath.Join(tmp, "agentconv"); got != want {
 		t.Errorf("stateDir with XDG_STATE_HOME = %q, want %q", got, want)
 	}
-	if got, want := stateDir(env(map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/home/x"})), "/home/x/.local/state/agentconv"; got != want {
+	if got, want := StateDir(env(map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/home/x"})), "/home/x/.local/state/agentconv"; got != want {
 		t.Errorf("stateDir with a relative XDG_STATE_HOME = %q, want %q (the spec ignores relative paths)", got, want)
 	}
-	if got := stateDir(env(nil)); got != "" {
+	if got := StateDir(env(nil)); got != "" {
 		t.Errorf("stateDir without HOME = %q, want \"\"", got)
 	}
 	dir := filepath.Join(tmp, "agentconv")
