@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
+	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/agentconv/agentconv/formats/gemini"
@@ -230,5 +232,26 @@ func TestExport(t *testing.T) {
 	}
 	if a, b := main(exp), main(db); a != b {
 		t.Errorf("export: %s\ndatabase: %s", a, b)
+	}
+}
+
+// TestDBOnStdin: the database piped to agentconv is detected and read as
+// it is (Dialect.Binary: the pipeline gives the reader the input's bytes,
+// not the UTF-8 it repairs for text dialects), without a warning; the
+// same bytes with --from a text dialect are repaired and refused.
+func TestDBOnStdin(t *testing.T) {
+	dir := capture("subagent")
+	data := readFile(t, filepath.Join(dir, "home", ".local", "share", "opencode", "opencode.db"))
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := convert.Run(append([]string{"agentconv"}, args...), convert.Sys{Stdin: bytes.NewReader(data), Stdout: &out, Stderr: &errb})
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := run("--to", "adal-json")
+	if code != 0 || !strings.Contains(out, `"session_id": "ses_dca54bee5ffeaPXl528XWc83ig"`) || strings.Contains(errs, "UTF-8") {
+		t.Errorf("exit %d, stderr %q, output %.300s", code, errs, out)
+	}
+	if code, _, errs := run("--from", "opencode", "--to", "adal-json"); code == 0 || !strings.Contains(errs, "UTF-8") {
+		t.Errorf("--from opencode: exit %d, stderr %q", code, errs)
 	}
 }
