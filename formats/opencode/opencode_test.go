@@ -247,8 +247,14 @@ func TestDBOnStdin(t *testing.T) {
 		code := convert.Run(append([]string{"agentconv"}, args...), convert.Sys{Stdin: bytes.NewReader(data), Stdout: &out, Stderr: &errb})
 		return code, out.String(), errb.String()
 	}
+	var meta struct {
+		Session string `json:"session"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "meta.json")), &meta); err != nil || meta.Session == "" {
+		t.Fatalf("meta.json: %v", err)
+	}
 	code, out, errs := run("--to", "adal-json")
-	if code != 0 || !strings.Contains(out, `"session_id": "ses_dca54bee5ffeaPXl528XWc83ig"`) || strings.Contains(errs, "UTF-8") {
+	if code != 0 || !strings.Contains(out, `"session_id": "`+meta.Session+`"`) || strings.Contains(errs, "UTF-8") {
 		t.Errorf("exit %d, stderr %q, output %.300s", code, errs, out)
 	}
 	if code, _, errs := run("--from", "opencode", "--to", "adal-json"); code == 0 || !strings.Contains(errs, "UTF-8") {
