@@ -180,10 +180,16 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	src := newValidUTF8Reader(in.R, func(line int) {
 		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
 	})
+	src.detecting = true
 	br := bufio.NewReaderSize(src, 64<<10)
 	d, err := p.dialectFor(in, br)
+	raw := src.detected(d.Binary)
 	if err != nil {
 		return err
+	}
+	if d.Binary {
+		// The reader takes the input's bytes as they are, from the start.
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(raw), in.R), 64<<10)
 	}
 	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path}
 	// What br gives is valid UTF-8 (src repairs it): a reader need not

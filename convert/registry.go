@@ -18,6 +18,7 @@ import (
 	"github.com/agentconv/agentconv/formats/cursor"
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
+	"github.com/agentconv/agentconv/formats/opencode"
 	"github.com/agentconv/agentconv/formats/pretty"
 	"github.com/agentconv/agentconv/formats/qwen"
 	"github.com/agentconv/agentconv/formats/transcript"
@@ -54,6 +55,9 @@ var Dialects = []formats.Dialect{
 	otel.OTLPJSON,
 	atif.Dialect,
 	acp.Dialect,
+	opencode.Stream,
+	opencode.DB,
+	opencode.Export,
 }
 
 // Lookup finds a dialect by name or alias.

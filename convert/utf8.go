@@ -18,6 +18,12 @@ type validUTF8Reader struct {
 	carry   []byte // a rune cut by the end of the last read
 	pending []byte // repaired bytes not yet returned
 	eof     bool
+	// detecting: the dialect is not known yet, and may be one whose
+	// reader takes the input's bytes as they are (Dialect.Binary): raw
+	// keeps the bytes read, and the warning of a bad byte waits (badLine).
+	detecting bool
+	raw       []byte
+	badLine   int
 }
 
 func newValidUTF8Reader(r io.Reader, onBad func(line int)) *validUTF8Reader {
@@ -46,6 +52,9 @@ func (v *validUTF8Reader) Read(p []byte) (int, error) {
 	c := copy(p, v.carry)
 	v.carry = v.carry[:0]
 	n, err := v.r.Read(p[c:])
+	if v.detecting {
+		v.raw = append(v.raw, p[c:c+n]...)
+	}
 	n += c
 	if err == io.EOF {
 		v.eof = true
@@ -73,6 +82,20 @@ func (v *validUTF8Reader) Read(p []byte) (int, error) {
 	return m, nil
 }
 
+// detected ends detection: for a dialect whose reader takes the input as
+// it is (binary), it returns the bytes read so far, unrepaired, and the
+// warning of a bad byte among them is not given; for any other, the
+// warning is given now.
+func (v *validUTF8Reader) detected(binary bool) []byte {
+	raw := v.raw
+	v.detecting, v.raw = false, nil
+	if v.badLine > 0 && !binary {
+		v.onBad(v.badLine)
+	}
+	v.badLine = 0
+	return raw
+}
+
 // repair replaces invalid bytes, reporting the first once.
 func (v *validUTF8Reader) repair(b []byte) []byte {
 	out := make([]byte, 0, len(b)+16)
@@ -81,7 +104,11 @@ func (v *validUTF8Reader) repair(b []byte) []byte {
 		if r == utf8.RuneError && size == 1 {
 			if !v.warned {
 				v.warned = true
-				v.onBad(v.line)
+				if v.detecting {
+					v.badLine = v.line
+				} else {
+					v.onBad(v.line)
+				}
 			}
 			out = append(out, "\uFFFD"...)
 		} else {

@@ -25,6 +25,9 @@ type Dialect struct {
 	// input starting with head is in this dialect. head is the first bytes of
 	// the input (up to DetectSize), cut anywhere. nil: never detected.
 	Detect func(head []byte) int
+	// Binary: the input is binary data (a database file), which the
+	// reader takes as it is: the pipeline does not repair its UTF-8.
+	Binary bool
 	// Remote: the writer delivers its output elsewhere (a collector) rather
 	// than to the output stream; golden tests leave it out.
 	Remote bool

@@ -105,6 +105,11 @@ func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, 
 			return nil, err
 		}
 	}
+	if s, ok := fam.(Settler); ok {
+		if err := s.Settle(pin, home); err != nil {
+			return nil, fmt.Errorf("%s %s %s: settle the store: %w", pin, sc.Name, mode.Name, err)
+		}
+	}
 	if storeDir != "" {
 		if err := copyTree(filepath.Join(home, storeDir), filepath.Join(dir, "home", storeDir)); err != nil {
 			return nil, err
@@ -152,6 +157,15 @@ func Load(dir string) (*Capture, error) {
 	// before agentconv read Qwen Code's json as its own).
 	c.Meta.Dialect = c.Mode().Dialect
 	return c, nil
+}
+
+// Settler is a Family whose agent leaves its store unsettled when it
+// exits (OpenCode's SQLite database keeps its writes in a write-ahead
+// log): Settle, after the agent's last process, lets the store's own
+// software settle it (SQLite's checkpoint), so that the capture keeps
+// one file that holds everything.
+type Settler interface {
+	Settle(pin Pin, home string) error
 }
 
 // SessionFiler is a Family that tells its session files from the other

@@ -51,7 +51,11 @@ func detectStream(head []byte) int {
 			Seq       *json.RawMessage `json:"seq"`
 			Subtype   *json.RawMessage `json:"subtype"`
 		}
-		json.Unmarshal(line, &probe)
+		// A timestamp that is no string (OpenCode's, in milliseconds)
+		// fails the decoding: not Gemini CLI's.
+		if json.Unmarshal(line, &probe) != nil {
+			return false
+		}
 		return probe.Timestamp != nil && probe.Seq == nil && probe.Subtype == nil
 	})
 }

@@ -1,0 +1,298 @@
+package opencode
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// Export is the opencode-export dialect: the JSON document `opencode
+// export ID` prints of one session: its info (id, directory, version,
+// totals) and its messages, each with its info (role; for an assistant
+// message its model, its time and its error, if any) and its parts. A
+// subagent's session is a session of its own, which the document names
+// (the task call's metadata) but does not hold. Read only.
+var Export = formats.Dialect{
+	Name:        "opencode-export",
+	Description: "OpenCode `opencode export ID`: one JSON document of a session's info and its messages with their parts (read only)",
+	NewReader:   newExportReader,
+	Detect:      detectExport,
+}
+
+// sessionInfo is a session's info (the export's info, a session row).
+type sessionInfo struct {
+	ID        string `json:"id"`
+	ParentID  string `json:"parentID"`
+	Directory string `json:"directory"`
+	Version   string `json:"version"`
+	Title     string `json:"title"`
+	Time      struct {
+		Created int64 `json:"created"`
+		Updated int64 `json:"updated"`
+	} `json:"time"`
+}
+
+// messageInfo is a message's info (the export's, a message row's data).
+type messageInfo struct {
+	ID         string `json:"id"`
+	SessionID  string `json:"sessionID"`
+	Role       string `json:"role"`
+	ParentID   string `json:"parentID"`
+	ModelID    string `json:"modelID"`
+	ProviderID string `json:"providerID"`
+	Agent      string `json:"agent"`
+	Model      *struct {
+		ModelID string `json:"modelID"`
+	} `json:"model"`
+	Path *struct {
+		Cwd string `json:"cwd"`
+	} `json:"path"`
+	Time struct {
+		Created   int64 `json:"created"`
+		Completed int64 `json:"completed"`
+	} `json:"time"`
+	Error *sessionError `json:"error"`
+}
+
+type message struct {
+	Info  messageInfo `json:"info"`
+	Parts []*part     `json:"parts"`
+}
+
+// session is a session and its messages, in order.
+type session struct {
+	Info     sessionInfo `json:"info"`
+	Messages []*message  `json:"messages"`
+}
+
+// builder turns sessions into events: each prompt of a main session (a
+// user message) and the assistant messages that answer it are a run;
+// a task call's child session, when held, is its subagent, nested.
+type builder struct {
+	dialect  string
+	children map[string]*session
+	used     map[string]bool
+}
+
+func (b *builder) src(typ string) formats.Source {
+	return formats.Source{Dialect: b.dialect, Type: typ, Continued: true}
+}
+
+// runs gives the events of a main session.
+func (b *builder) runs(s *session) []*formats.Event {
+	var out []*formats.Event
+	open := false
+	var failure, code string
+	var last time.Time
+	model := ""
+	end := func() {
+		if !open {
+			return
+		}
+		e := &formats.Event{Kind: formats.RunEnd, Time: last, Status: formats.Completed, Source: b.src("end"),
+			Run: formats.RunInfo{SessionID: s.Info.ID, AgentName: AgentName, Model: model}}
+		if failure != "" {
+			e.Status, e.Text, e.Code = formats.Failed, failure, code
+			e.Run.ExitCode = formats.Some(1)
+		}
+		out = append(out, e)
+		open, failure, code = false, "", ""
+	}
+	for _, m := range s.Messages {
+		t := ms(m.Info.Time.Created)
+		if t.After(last) {
+			last = t
+		}
+		if m.Info.Role == "user" {
+			end()
+			open = true
+			if m.Info.Model != nil {
+				model = m.Info.Model.ModelID
+			}
+			out = append(out, &formats.Event{Kind: formats.RunStart, Time: t, Source: b.src("session"),
+				Run: formats.RunInfo{SessionID: s.Info.ID, AgentName: AgentName, AgentVersion: s.Info.Version, Cwd: s.Info.Directory, Model: model}})
+			out = append(out, b.prompt(m, "", t)...)
+			continue
+		}
+		if !open {
+			// An answer without its prompt: a run of its own.
+			open = true
+			out = append(out, &formats.Event{Kind: formats.RunStart, Time: t, Source: b.src("session"),
+				Run: formats.RunInfo{SessionID: s.Info.ID, AgentName: AgentName, AgentVersion: s.Info.Version, Cwd: s.Info.Directory}})
+		}
+		if m.Info.ModelID != "" {
+			model = m.Info.ModelID
+		}
+		evs, mt := b.answer(m, "")
+		out = append(out, evs...)
+		if mt.After(last) {
+			last = mt
+		}
+		if m.Info.Error != nil {
+			failure, code = m.Info.Error.message(), m.Info.Error.Name
+		}
+	}
+	end()
+	return out
+}
+
+// prompt is a user message's text, as the prompt of agent.
+func (b *builder) prompt(m *message, agent string, t time.Time) []*formats.Event {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Type == "text" && !p.Synthetic && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	if len(texts) == 0 {
+		return nil
+	}
+	return []*formats.Event{{Kind: formats.UserMessage, Agent: agent, Time: t, Text: strings.Join(texts, "\n"), Source: b.src("message")}}
+}
+
+// answer is an assistant message's parts, and its error, as agent's; and
+// the message's last time.
+func (b *builder) answer(m *message, agent string) ([]*formats.Event, time.Time) {
+	var out []*formats.Event
+	t := ms(m.Info.Time.Created)
+	for _, p := range m.Parts {
+		pt := t
+		if p.Time != nil && p.Time.End != nil {
+			pt = ms(*p.Time.End)
+		}
+		for _, e := range partEvents(p, agent, pt, b.spawn) {
+			if e.Source.Dialect == "" {
+				e.Source = b.src(p.Type)
+			}
+			out = append(out, e)
+		}
+	}
+	last := t
+	if c := ms(m.Info.Time.Completed); c.After(last) {
+		last = c
+	}
+	if m.Info.Error != nil {
+		out = append(out, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Time: last,
+			Text: m.Info.Error.message(), Code: m.Info.Error.Name, Source: b.src("error")})
+	}
+	return out, last
+}
+
+// spawn gives the events of the child session a task call started, as its
+// subagent's, when the source holds it.
+func (b *builder) spawn(child, call string) []*formats.Event {
+	s := b.children[child]
+	if s == nil || b.used[child] {
+		return nil
+	}
+	b.used[child] = true
+	var out []*formats.Event
+	for _, m := range s.Messages {
+		if m.Info.Role == "user" {
+			out = append(out, b.prompt(m, child, ms(m.Info.Time.Created))...)
+			continue
+		}
+		evs, _ := b.answer(m, child)
+		out = append(out, evs...)
+	}
+	return out
+}
+
+// events gives every main session's runs; a child session that no task
+// call names is a run of its own.
+func (b *builder) events(sessions []*session) []*formats.Event {
+	b.children, b.used = map[string]*session{}, map[string]bool{}
+	for _, s := range sessions {
+		if s.Info.ParentID != "" {
+			b.children[s.Info.ID] = s
+		}
+	}
+	var out []*formats.Event
+	for _, s := range sessions {
+		if s.Info.ParentID == "" {
+			out = append(out, b.runs(s)...)
+		}
+	}
+	for _, s := range sessions {
+		if s.Info.ParentID != "" && !b.used[s.Info.ID] {
+			out = append(out, b.runs(s)...)
+		}
+	}
+	return out
+}
+
+// detectExport claims a JSON document whose first key is info, holding a
+// session's slug and projectID, with messages after it.
+func detectExport(head []byte) int {
+	h := bytes.TrimSpace(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")))
+	if len(h) == 0 || h[0] != '{' {
+		return 0
+	}
+	rest := bytes.TrimLeft(h[1:], " \t\r\n")
+	if !bytes.HasPrefix(rest, []byte(`"info"`)) {
+		return 0
+	}
+	info := bytes.Index(rest, []byte(`"messages"`))
+	if info < 0 {
+		info = len(rest)
+	}
+	in := rest[:info]
+	if bytes.Contains(in, []byte(`"slug"`)) && bytes.Contains(in, []byte(`"projectID"`)) {
+		return 90
+	}
+	return 0
+}
+
+// sliceReader gives events made beforehand.
+type sliceReader struct {
+	evs  []*formats.Event
+	err  error
+	load func() ([]*formats.Event, error)
+}
+
+func (r *sliceReader) Next() (*formats.Event, error) {
+	if r.load != nil {
+		r.evs, r.err = r.load()
+		r.load = nil
+	}
+	if len(r.evs) == 0 {
+		if r.err != nil {
+			err := r.err
+			r.err = nil
+			return nil, err
+		}
+		return nil, io.EOF
+	}
+	e := r.evs[0]
+	r.evs = r.evs[1:]
+	return e, nil
+}
+
+func newExportReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+	return &sliceReader{load: func() ([]*formats.Event, error) {
+		vr := formats.NewValueReader(r)
+		var sessions []*session
+		for {
+			v, line, err := vr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			var s session
+			if err := formats.UnmarshalObject(line, v, &s); err != nil {
+				return nil, err
+			}
+			if s.Info.ID == "" {
+				return nil, formats.Errorf(line, "not an OpenCode export: the document has no info.id (expected `opencode export ID`'s output)")
+			}
+			sessions = append(sessions, &s)
+		}
+		b := builder{dialect: o.Dialect}
+		return b.events(sessions), nil
+	}}
+}
