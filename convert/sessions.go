@@ -413,12 +413,12 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 	var walks []walk
 	var out []SessionInfo
 	seen := map[string]bool{}
-	add := func(src Source) {
+	add := func(src Source, from string) {
 		if seen[src.Path] {
 			return
 		}
 		seen[src.Path] = true
-		s := SessionInfo{Path: src.Path, Bytes: src.Size, walked: src.Dir != ""}
+		s := SessionInfo{Path: src.Path, Bytes: src.Size, walked: src.Dir != "", from: from}
 		if st, err := os.Stat(src.Path); err == nil {
 			s.modified = st.ModTime()
 		}
@@ -457,7 +457,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 				}
 			}
 		} else {
-			add(Source{Path: n, Size: st.Size()})
+			add(Source{Path: n, Size: st.Size()}, "")
 		}
 	}
 	owned := map[string]int64{}
@@ -471,7 +471,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 			return nil, 0, err
 		}
 		for _, s := range srcs {
-			add(s)
+			add(s, w.from.Name)
 		}
 		for f, size := range ownedFiles(w.dir, w.from) {
 			owned[f] += size
@@ -536,7 +536,13 @@ func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyPr
 			}
 		}()
 	}
-	for i := range files {
+	// The largest first, so that no core waits on one big file at the end.
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return files[order[a]].Bytes > files[order[b]].Bytes })
+	for _, i := range order {
 		work <- i
 	}
 	close(work)
@@ -557,21 +563,22 @@ func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyPr
 // readSession reads one file through a pipeline whose writer only counts;
 // false: the file is not a session (no dialect reads it, or it failed).
 func readSession(s *SessionInfo, rep *formats.Report) bool {
-	f, err := os.Open(s.Path)
+	plain := *s
+	f, err := openInput(s.Path)
 	if err != nil {
 		rep.Warn(0, "%s: cannot read it: %v; skipped", s.Path, unwrapPath(err))
 		s.Dialect = "-"
 		return false
 	}
 	defer f.Close()
-	view := &formats.RunView{}
-	w := &sessionStats{s: s, view: view, prices: prices.Default()}
-	quiet := formats.NewReport(io.Discard)
-	p := NewPipeline(w, formats.Dialect{Name: "sessions"}, Options{Lenient: true, Report: quiet, View: view})
-	w.p = p
-	err = p.Convert(context.Background(), Input{Name: s.Path, R: f, Path: s.Path})
-	if err == nil {
-		err = p.Close()
+	// A file of an agent's place is of its dialect: read as such, without
+	// detection, unless that fails.
+	p, w, err := readAs(s, f, s.from)
+	if s.from != "" && (err != nil || s.Runs == 0 || len(p.Result().Skipped) > 0) {
+		if _, serr := f.Seek(0, io.SeekStart); serr == nil {
+			*s = plain
+			p, w, err = readAs(s, f, "")
+		}
 	}
 	var de *detectError
 	switch {
@@ -599,6 +606,25 @@ func readSession(s *SessionInfo, rep *formats.Report) bool {
 		s.Agent = s.Dialect
 	}
 	return s.Runs > 0 || s.Dialect != ""
+}
+
+// readAs reads a session file of dialect from, or of the dialect detected
+// when from is "".
+func readAs(s *SessionInfo, r io.Reader, from string) (*Pipeline, *sessionStats, error) {
+	view := &formats.RunView{}
+	w := &sessionStats{s: s, view: view, prices: prices.Default()}
+	quiet := formats.NewReport(io.Discard)
+	o := Options{Lenient: true, Report: quiet, View: view}
+	if from != "" {
+		o.From, _ = Lookup(from)
+	}
+	p := NewPipeline(w, formats.Dialect{Name: "sessions"}, o)
+	w.p = p
+	err := p.Convert(context.Background(), Input{Name: s.Path, R: r, Path: s.Path})
+	if err == nil {
+		err = p.Close()
+	}
+	return p, w, err
 }
 
 // sessionStats is the writer of readSession: it counts what the run view

@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -308,4 +309,45 @@ func tableHas(table string, cells ...string) bool {
 		}
 	}
 	return false
+}
+
+// TestSessionsProgress: a long listing shows progress on a terminal's
+// stderr (uncoloured with NO_COLOR), and none with -q or off a terminal;
+// the list is the same.
+func TestSessionsProgress(t *testing.T) {
+	home := t.TempDir()
+	for i := range 30 {
+		claudeSession(t, home, "/work/p", "s"+strconv.Itoa(i), time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC),
+			[2]string{"claude-haiku-4-5", `{"input_tokens":10,"output_tokens":1}`})
+	}
+	oldTerm, oldTick, oldFiles := stderrIsTerminal, progressTick, progressFiles
+	t.Cleanup(func() { stderrIsTerminal, progressTick, progressFiles = oldTerm, oldTick, oldFiles })
+	progressTick, progressFiles = time.Millisecond, 1
+	env := map[string]string{"HOME": home}
+	getenv := func(k string) string { return env[k] }
+
+	_, plain, plainErr := runSessions(getenv, time.Time{})
+	if strings.Contains(plainErr, "files,") {
+		t.Errorf("progress shown when stderr is not a terminal:\n%q", plainErr)
+	}
+	stderrIsTerminal = func(io.Writer) bool { return true }
+	slow(t)
+	code, out, stderr := runSessions(getenv, time.Time{})
+	if code != 0 || out != plain {
+		t.Fatalf("exit %d; the list changed with progress: %s", code, stderr)
+	}
+	for _, want := range []string{"/30 files, ", " runs", "\x1b[32m", "\r"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("the bar lacks %q:\n%q", want, stderr)
+		}
+	}
+	env["NO_COLOR"] = "1"
+	if _, _, stderr := runSessions(getenv, time.Time{}); !strings.Contains(stderr, "/30 files, ") || strings.Contains(stderr, "\x1b[") {
+		t.Errorf("NO_COLOR: the bar is missing or coloured:\n%q", stderr)
+	}
+	for _, q := range []string{"-q", "--quiet"} {
+		if _, _, stderr := runSessions(getenv, time.Time{}, q); strings.Contains(stderr, "files,") {
+			t.Errorf("%s shows progress:\n%q", q, stderr)
+		}
+	}
 }
