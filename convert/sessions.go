@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/prices"
 	"github.com/goccy/go-json"
 	"github.com/urfave/cli/v2"
 )
@@ -26,16 +29,20 @@ import (
 // and the pipeline's run view, as a conversion reads it, so that what the
 // list says of a session is what a conversion of it gets.
 
-const sessionsUsage = `agentconv sessions [--since 7d] [--agent NAME] [--project PATH] [--json | --paths] [DIR|FILE ...]`
+const sessionsUsage = `agentconv sessions [--since 7d] [--agent NAME] [--project PATH] [--by day|week|month|model|project] [--json | --paths] [DIR|FILE ...]`
 
 const sessionsDescription = `Lists the sessions that the agents keep on disk, oldest first: for each its
 agent, session id, project (the directory it ran in), start time, prompts,
-tool calls, tokens (input and output) and size. Without a DIR it looks in
-the agents' own places: %s.
+tool calls, tokens (input, the cache reads and writes among them, output,
+the reasoning among it), cost and size, and the totals. The cost is the
+files' own where they give one (COST FROM source), else an estimate from
+the price table kept with agentconv (COST FROM estimate). Without a DIR it
+looks in the agents' own places: %s.
 
 Examples:
    agentconv sessions                          # every session found
    agentconv sessions --since 7d --agent claude
+   agentconv sessions --by day --since 30d     # the counts and cost of each day
    agentconv sessions --project . --json       # this project's, as JSON lines
    agentconv sessions ~/backup/claude          # under a directory of copies
    agentconv sessions --since 7d --agent claude --paths | agentconv --to otlp --files-from -`
@@ -60,7 +67,11 @@ func sessionsFlags() []cli.Flag {
 		&cli.StringFlag{Name: "agent", Usage: "only the sessions of agent `NAME`: the agent's name (claude-code, codex, gemini-cli), its first word (claude), or its dialect's name"},
 		&cli.StringFlag{Name: "project", Usage: "only the sessions that ran in `PATH` or under it"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per session (path, dialect and the fields), instead of the table"},
+		&cli.StringFlag{Name: "by", Usage: "sum the sessions by `KEY`: day, week or month (of their start), model or project, with the totals"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show no progress bar (it shows on a terminal for a long listing)"},
 		&cli.BoolFlag{Name: "paths", Usage: "print only the session files' paths, one a line, for agentconv --files-from -"},
+		&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
+		&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write an allocation profile to `FILE`"},
 		&cli.BoolFlag{Name: "null", Aliases: []string{"0"}, Usage: "with --paths, end each path with a NUL byte instead of a line break, for agentconv --files-from - --null (as find -print0 and xargs -0)"},
 	}
 }
@@ -97,7 +108,18 @@ type SessionInfo struct {
 	// Bytes is the size of the session file and of the files it owns
 	// (its subagents').
 	Bytes int64 `json:"bytes"`
+	// Models are the models the session used, in the order first seen.
+	Models []string `json:"models,omitempty"`
+	// Usage is the session's counts and cost: the sum of its runs'
+	// totals (the run view's, as a conversion gives them), its cost the
+	// source's where it gives one, else the price table's estimate.
+	Usage Usage `json:"-"`
 
+	// byModel splits Usage by model, for --by model.
+	byModel map[string]*Usage
+	// from is the dialect of the place the file was found under, "" when
+	// it must be detected.
+	from     string
 	modified time.Time
 	walked   bool // found under a directory
 	// malformed: lines of the file could not be read; its counts leave
@@ -105,7 +127,66 @@ type SessionInfo struct {
 	malformed bool
 }
 
-// MarshalJSON writes the times in RFC 3339, left out when unknown.
+// Usage is the token counts and cost of sessions, with the meanings of
+// formats.UsageInfo: Input counts every input token, the cache reads and
+// writes included.
+type Usage struct {
+	formats.UsageInfo
+	// Estimated: some of the cost is the price table's estimate (the
+	// source gave none for it).
+	Estimated bool
+	// Unpriced names the models whose tokens have no price: in the source
+	// nor in the table; the cost leaves them out.
+	Unpriced []string
+}
+
+// add sums o into u.
+func (u *Usage) add(o Usage) {
+	u.UsageInfo.Add(o.UsageInfo)
+	u.Estimated = u.Estimated || o.Estimated
+	for _, m := range o.Unpriced {
+		if !slices.Contains(u.Unpriced, m) {
+			u.Unpriced = append(u.Unpriced, m)
+		}
+	}
+}
+
+// costFrom says where the cost comes from: "source", "estimate" (wholly
+// or in part from the price table), or "" when no cost is known.
+func (u Usage) costFrom() string {
+	switch {
+	case !u.CostUSD.OK:
+		return ""
+	case u.Estimated:
+		return "estimate"
+	}
+	return "source"
+}
+
+// usageJSON is the JSON of Usage: a count not known is left out.
+type usageJSON struct {
+	Input        *int64   `json:"input_tokens,omitempty"`
+	CacheRead    *int64   `json:"cache_read_tokens,omitempty"`
+	CacheWrite   *int64   `json:"cache_write_tokens,omitempty"`
+	CacheWrite1h *int64   `json:"cache_write_1h_tokens,omitempty"`
+	Output       *int64   `json:"output_tokens,omitempty"`
+	Reasoning    *int64   `json:"reasoning_tokens,omitempty"`
+	Cost         *float64 `json:"cost_usd,omitempty"`
+	CostFrom     string   `json:"cost_from,omitempty"`
+	Unpriced     []string `json:"unpriced_models,omitempty"`
+}
+
+func (u Usage) json() usageJSON {
+	cost := u.CostUSD.Ptr()
+	if cost != nil {
+		*cost = math.Round(*cost*1e6) / 1e6
+	}
+	return usageJSON{u.InputTokens.Ptr(), u.CacheReadTokens.Ptr(), u.CacheWriteTokens.Ptr(), u.CacheWrite1hTokens.Ptr(),
+		u.OutputTokens.Ptr(), u.ReasoningTokens.Ptr(), cost, u.costFrom(), u.Unpriced}
+}
+
+// MarshalJSON writes the times in RFC 3339, left out when unknown, and the
+// counts and cost.
 func (s SessionInfo) MarshalJSON() ([]byte, error) {
 	type plain SessionInfo
 	stamp := func(t time.Time) string {
@@ -118,13 +199,19 @@ func (s SessionInfo) MarshalJSON() ([]byte, error) {
 		plain
 		Start string `json:"start,omitempty"`
 		End   string `json:"end,omitempty"`
-	}{plain(s), stamp(s.Start), stamp(s.End)})
+		usageJSON
+	}{plain(s), stamp(s.Start), stamp(s.End), s.Usage.json()})
 }
 
 func sessionsCmd(c *cli.Context, sys Sys) int {
 	fail := func(code int, format string, args ...any) int {
 		fmt.Fprintf(sys.Stderr, "agentconv sessions: %s\n", formats.Visible(fmt.Sprintf(format, args...), true))
 		return code
+	}
+	if stop, err := startProfiles(c.String("cpuprofile"), c.String("memprofile")); err != nil {
+		return fail(ExitUsage, "%v", err)
+	} else {
+		defer stop()
 	}
 	now := time.Now
 	if sys.Clock != nil {
@@ -152,8 +239,22 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 	if c.Bool("json") && c.Bool("paths") {
 		return fail(ExitUsage, "--json and --paths are two ways to print the list; pick one")
 	}
+	by := c.String("by")
+	if _, ok := groupBy[by]; by != "" && !ok {
+		return fail(ExitUsage, "--by %q: give day, week, month, model or project", by)
+	}
+	if by != "" && c.Bool("paths") {
+		return fail(ExitUsage, "--by sums the sessions, --paths lists their files; pick one")
+	}
 
-	rep := formats.NewReport(sys.Stderr)
+	// Progress on a terminal (progress.go); the warnings write through it.
+	prog := newProgress(sys.Stderr, !c.Bool("quiet") && stderrIsTerminal(sys.Stderr), sys.getenv("NO_COLOR") != "")
+	stderr := io.Writer(sys.Stderr)
+	if prog != nil {
+		stderr = prog
+		defer prog.finish()
+	}
+	rep := formats.NewReport(stderr)
 	unread := 0
 	warn := func(path string, err error) {
 		unread++
@@ -180,7 +281,15 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 		}
 		files = kept
 	}
-	list, skipped, failed := readSessions(files, rep)
+	if prog != nil {
+		srcs := make([]Source, len(files))
+		for i, f := range files {
+			srcs[i] = Source{Path: f.Path, Size: f.Bytes}
+		}
+		prog.start(len(files), srcs)
+	}
+	list, skipped, failed := readSessions(files, rep, prog.update)
+	prog.finish()
 	unread += failed
 	if skipped > 0 {
 		fmt.Fprintf(sys.Stderr, "agentconv sessions: skipped %d %s that no dialect reads\n", skipped, plural(skipped, "file", "files"))
@@ -216,6 +325,18 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 
 	var werr error
 	switch {
+	case by != "" && c.Bool("json"):
+		var b []byte
+		for _, g := range groupSessions(out, by) {
+			line, err := g.marshal(by)
+			if err != nil {
+				return fail(ExitOutput, "%v", err)
+			}
+			b = append(append(b, line...), '\n')
+		}
+		_, werr = sys.Stdout.Write(b)
+	case by != "" && len(out) > 0:
+		werr = printGroups(sys.Stdout, groupSessions(out, by), by, sys.getenv("HOME"))
 	case c.Bool("paths"):
 		var b strings.Builder
 		end := byte('\n')
@@ -292,12 +413,12 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 	var walks []walk
 	var out []SessionInfo
 	seen := map[string]bool{}
-	add := func(src Source) {
+	add := func(src Source, from string) {
 		if seen[src.Path] {
 			return
 		}
 		seen[src.Path] = true
-		s := SessionInfo{Path: src.Path, Bytes: src.Size, walked: src.Dir != ""}
+		s := SessionInfo{Path: src.Path, Bytes: src.Size, walked: src.Dir != "", from: from}
 		if st, err := os.Stat(src.Path); err == nil {
 			s.modified = st.ModTime()
 		}
@@ -336,7 +457,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 				}
 			}
 		} else {
-			add(Source{Path: n, Size: st.Size()})
+			add(Source{Path: n, Size: st.Size()}, "")
 		}
 	}
 	owned := map[string]int64{}
@@ -350,7 +471,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 			return nil, 0, err
 		}
 		for _, s := range srcs {
-			add(s)
+			add(s, w.from.Name)
 		}
 		for f, size := range ownedFiles(w.dir, w.from) {
 			owned[f] += size
@@ -394,9 +515,11 @@ func ownedFiles(dir string, from formats.Dialect) map[string]int64 {
 
 // readSessions reads files at once on the machine's cores: the sessions,
 // how many files no dialect reads, and how many could not be read whole.
-func readSessions(files []SessionInfo, rep *formats.Report) (list []SessionInfo, skipped, failed int) {
+func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyProgress)) (list []SessionInfo, skipped, failed int) {
 	ok := make([]bool, len(files))
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var done ManyProgress
 	work := make(chan int)
 	for range max(1, min(runtime.GOMAXPROCS(0), len(files))) {
 		wg.Add(1)
@@ -404,10 +527,22 @@ func readSessions(files []SessionInfo, rep *formats.Report) (list []SessionInfo,
 			defer wg.Done()
 			for i := range work {
 				ok[i] = readSession(&files[i], rep)
+				mu.Lock()
+				done.Files++
+				done.Runs += files[i].Runs
+				done.Bytes += files[i].Bytes
+				progress(done)
+				mu.Unlock()
 			}
 		}()
 	}
-	for i := range files {
+	// The largest first, so that no core waits on one big file at the end.
+	order := make([]int, len(files))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return files[order[a]].Bytes > files[order[b]].Bytes })
+	for _, i := range order {
 		work <- i
 	}
 	close(work)
@@ -428,21 +563,22 @@ func readSessions(files []SessionInfo, rep *formats.Report) (list []SessionInfo,
 // readSession reads one file through a pipeline whose writer only counts;
 // false: the file is not a session (no dialect reads it, or it failed).
 func readSession(s *SessionInfo, rep *formats.Report) bool {
-	f, err := os.Open(s.Path)
+	plain := *s
+	f, err := openInput(s.Path)
 	if err != nil {
 		rep.Warn(0, "%s: cannot read it: %v; skipped", s.Path, unwrapPath(err))
 		s.Dialect = "-"
 		return false
 	}
 	defer f.Close()
-	view := &formats.RunView{}
-	w := &sessionStats{s: s, view: view}
-	quiet := formats.NewReport(io.Discard)
-	p := NewPipeline(w, formats.Dialect{Name: "sessions"}, Options{Lenient: true, Report: quiet, View: view})
-	w.p = p
-	err = p.Convert(context.Background(), Input{Name: s.Path, R: f, Path: s.Path})
-	if err == nil {
-		err = p.Close()
+	// A file of an agent's place is of its dialect: read as such, without
+	// detection, unless that fails.
+	p, w, err := readAs(s, f, s.from)
+	if s.from != "" && (err != nil || s.Runs == 0 || len(p.Result().Skipped) > 0) {
+		if _, serr := f.Seek(0, io.SeekStart); serr == nil {
+			*s = plain
+			p, w, err = readAs(s, f, "")
+		}
 	}
 	var de *detectError
 	switch {
@@ -472,6 +608,25 @@ func readSession(s *SessionInfo, rep *formats.Report) bool {
 	return s.Runs > 0 || s.Dialect != ""
 }
 
+// readAs reads a session file of dialect from, or of the dialect detected
+// when from is "".
+func readAs(s *SessionInfo, r io.Reader, from string) (*Pipeline, *sessionStats, error) {
+	view := &formats.RunView{}
+	w := &sessionStats{s: s, view: view, prices: prices.Default()}
+	quiet := formats.NewReport(io.Discard)
+	o := Options{Lenient: true, Report: quiet, View: view}
+	if from != "" {
+		o.From, _ = Lookup(from)
+	}
+	p := NewPipeline(w, formats.Dialect{Name: "sessions"}, o)
+	w.p = p
+	err := p.Convert(context.Background(), Input{Name: s.Path, R: r, Path: s.Path})
+	if err == nil {
+		err = p.Close()
+	}
+	return p, w, err
+}
+
 // sessionStats is the writer of readSession: it counts what the run view
 // and the events say.
 type sessionStats struct {
@@ -479,6 +634,12 @@ type sessionStats struct {
 	view    *formats.RunView
 	p       *Pipeline
 	dialect string
+	prices  *prices.Table
+	// The run's requests by model: their counts, and the estimate of
+	// their cost from the price table.
+	reqs     map[string]*formats.UsageInfo
+	estimate map[string]float64
+	order    []string
 }
 
 func (w *sessionStats) Write(e *formats.Event) error {
@@ -487,12 +648,19 @@ func (w *sessionStats) Write(e *formats.Event) error {
 		w.dialect = e.Source.Dialect
 	}
 	switch e.Kind {
+	case formats.RunStart:
+		clear(w.reqs)
+		clear(w.estimate)
+		w.order = w.order[:0]
 	case formats.ToolCall:
 		s.ToolCalls++
+	case formats.Usage:
+		w.request(e)
 	case formats.RunEnd:
 		s.Runs++
 		s.Prompts += v.Prompts
 		s.Tokens = formats.Some(s.Tokens).Plus(v.Usage.InputTokens).Plus(v.Usage.OutputTokens).V
+		w.runUsage()
 		if s.Session == "" {
 			s.Session = v.Info.SessionID
 		}
@@ -508,27 +676,305 @@ func (w *sessionStats) Write(e *formats.Event) error {
 		if v.Last.After(s.End) {
 			s.End = v.Last
 		}
+		clear(w.reqs)
+		clear(w.estimate)
+		w.order = w.order[:0]
 	}
 	return nil
 }
 
+// request counts a model request under its model: the one that answered,
+// else its agent's, else the run's.
+func (w *sessionStats) request(e *formats.Event) {
+	model := e.Response.Model
+	if a := w.view.Agent(e.Agent); model == "" && a != nil {
+		model = a.Model
+	}
+	if model == "" {
+		model = w.view.Info.Model
+	}
+	if w.reqs == nil {
+		w.reqs, w.estimate = map[string]*formats.UsageInfo{}, map[string]float64{}
+	}
+	u := w.reqs[model]
+	if u == nil {
+		u = &formats.UsageInfo{}
+		w.reqs[model] = u
+		w.order = append(w.order, model)
+	}
+	u.Add(e.Usage)
+	if p, ok := w.prices.Lookup(model); ok {
+		w.estimate[model] += p.Cost(e.Usage)
+	}
+}
+
+// runUsage adds the run's totals to the session's, split by model: the
+// requests' where the run's totals are their sums, else the run's model's.
+// The cost is the source's where it gives one, else the estimate.
+func (w *sessionStats) runUsage() {
+	v, s := w.view, w.s
+	for _, m := range v.Models {
+		if !slices.Contains(s.Models, m) {
+			s.Models = append(s.Models, m)
+		}
+	}
+	if s.byModel == nil {
+		s.byModel = map[string]*Usage{}
+	}
+	add := func(model string, u Usage) {
+		t := s.byModel[model]
+		if t == nil {
+			t = &Usage{}
+			s.byModel[model] = t
+		}
+		t.add(u)
+		s.Usage.add(u)
+	}
+	main := v.Info.Model
+	if main == "" && len(v.Models) > 0 {
+		main = v.Models[0]
+	}
+	total := v.Usage
+	if total.Empty() {
+		return
+	}
+	sourceCost := total.CostUSD.OK
+	if !sameCounts(total, v.RequestUsage()) || len(w.order) == 0 {
+		// The source's run totals, which its requests do not add up to.
+		u := Usage{UsageInfo: total}
+		if !sourceCost {
+			u.CostUSD = formats.Opt[float64]{}
+			if p, ok := w.prices.Lookup(main); ok {
+				u.CostUSD, u.Estimated = formats.Some(p.CostOfTotals(total)), true
+			} else if counted(total) {
+				u.Unpriced = []string{orUnnamed(main)}
+			}
+		}
+		add(main, u)
+		return
+	}
+	for i, m := range w.order {
+		u := Usage{UsageInfo: *w.reqs[m]}
+		switch {
+		case sourceCost && !u.CostUSD.OK:
+			// The source's cost of the run, not split by request: the
+			// run's first model carries it.
+			u.CostUSD = formats.Opt[float64]{}
+			if i == 0 {
+				u.CostUSD = total.CostUSD
+			}
+		case sourceCost:
+		default:
+			u.CostUSD = formats.Opt[float64]{}
+			if _, ok := w.prices.Lookup(m); ok {
+				u.CostUSD, u.Estimated = formats.Some(w.estimate[m]), true
+			} else if counted(u.UsageInfo) {
+				u.Unpriced = []string{orUnnamed(m)}
+			}
+		}
+		add(m, u)
+	}
+}
+
+// sameCounts: a and b give the same token counts.
+func sameCounts(a, b formats.UsageInfo) bool {
+	return a.InputTokens == b.InputTokens && a.OutputTokens == b.OutputTokens && a.CacheReadTokens == b.CacheReadTokens &&
+		a.CacheWriteTokens == b.CacheWriteTokens && a.ReasoningTokens == b.ReasoningTokens
+}
+
+// counted: some token was counted.
+func counted(u formats.UsageInfo) bool {
+	return u.InputTokens.V > 0 || u.OutputTokens.V > 0 || u.CacheReadTokens.V > 0 || u.CacheWriteTokens.V > 0
+}
+
+func orUnnamed(model string) string {
+	if model == "" {
+		return "(unnamed)"
+	}
+	return model
+}
+
 func (w *sessionStats) Close() error { return nil }
 
-// printSessions writes the table.
+// printSessions writes the table, and the totals under it.
 func printSessions(out io.Writer, list []SessionInfo, home string) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSESSION\tPROJECT\tSTART\tPROMPTS\tTOOL CALLS\tTOKENS\tSIZE")
+	fmt.Fprintln(tw, "AGENT\tSESSION\tPROJECT\tSTART\tPROMPTS\tTOOL CALLS\t"+usageHeader+"\tSIZE")
+	var total Usage
+	var bytes int64
 	for _, s := range list {
 		start := "-"
 		if !s.Start.IsZero() {
 			start = s.Start.Local().Format("2006-01-02 15:04")
 		}
 		// The id and the project are the input's words: shown, not obeyed.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", formats.Visible(s.Agent, false), orDash(formats.Visible(s.Session, false)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", formats.Visible(s.Agent, false), orDash(formats.Visible(s.Session, false)),
 			orDash(formats.Visible(tildeHome(s.Project, home), false)),
-			start, s.Prompts, s.ToolCalls, s.Tokens, humanBytes(s.Bytes))
+			start, s.Prompts, s.ToolCalls, usageCells(s.Usage), humanBytes(s.Bytes))
+		total.add(s.Usage)
+		bytes += s.Bytes
 	}
-	return tw.Flush()
+	fmt.Fprintf(tw, "TOTAL\t%d %s\t\t\t\t\t%s\t%s\n", len(list), plural(len(list), "session", "sessions"), usageCells(total), humanBytes(bytes))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return costNote(out, total)
+}
+
+// The columns of the counts and the cost.
+const usageHeader = "INPUT\tCACHE READ\tCACHE WRITE\tOUTPUT\tREASONING\tCOST USD\tCOST FROM"
+
+func usageCells(u Usage) string {
+	n := func(o formats.Opt[int64]) string {
+		if !o.OK {
+			return "-"
+		}
+		return strconv.FormatInt(o.V, 10)
+	}
+	cost := "-"
+	if u.CostUSD.OK {
+		cost = strconv.FormatFloat(u.CostUSD.V, 'f', 4, 64)
+	}
+	return strings.Join([]string{n(u.InputTokens), n(u.CacheReadTokens), n(u.CacheWriteTokens), n(u.OutputTokens),
+		n(u.ReasoningTokens), cost, orDash(u.costFrom())}, "\t")
+}
+
+// costNote says under a table what an estimate is, and which models have
+// no price.
+func costNote(out io.Writer, total Usage) error {
+	var b strings.Builder
+	if total.Estimated {
+		t := prices.Default()
+		fmt.Fprintf(&b, "\nCOST FROM estimate: where the files give no cost, the tokens are priced with agentconv's table of %s; its source: %s\n", t.Date, t.Source)
+	}
+	if len(total.Unpriced) > 0 {
+		fmt.Fprintf(&b, "No price for %s: the cost leaves out %s tokens.\n",
+			formats.Visible(strings.Join(total.Unpriced, ", "), false), plural(len(total.Unpriced), "its", "their"))
+	}
+	_, err := io.WriteString(out, b.String())
+	return err
+}
+
+// groupBy are the keys of --by: a session's groups.
+var groupBy = map[string]func(s *SessionInfo) []string{
+	"day":   func(s *SessionInfo) []string { return []string{startOf(s).Format("2006-01-02")} },
+	"month": func(s *SessionInfo) []string { return []string{startOf(s).Format("2006-01")} },
+	// A week is named by its Monday (ISO 8601 weeks).
+	"week": func(s *SessionInfo) []string {
+		t := startOf(s)
+		return []string{t.AddDate(0, 0, -(int(t.Weekday())+6)%7).Format("2006-01-02")}
+	},
+	"project": func(s *SessionInfo) []string { return []string{orDash(s.Project)} },
+	"model": func(s *SessionInfo) []string {
+		var out []string
+		for m := range s.byModel {
+			out = append(out, orUnnamed(m))
+		}
+		if len(out) == 0 {
+			out = []string{"-"}
+		}
+		return out
+	},
+}
+
+// startOf is the session's start in local time, or its file's time.
+func startOf(s *SessionInfo) time.Time {
+	if s.Start.IsZero() {
+		return s.modified.Local()
+	}
+	return s.Start.Local()
+}
+
+// Group is one row of --by: the sessions of one day, week, month, model
+// or project, and their counts and cost.
+type Group struct {
+	Key      string
+	Sessions int
+	Usage
+}
+
+// groupSessions sums the sessions by key; a session of several models
+// counts in each model's group with that model's part. The last group is
+// the totals, whose Key is "".
+func groupSessions(list []SessionInfo, by string) []Group {
+	keyOf := groupBy[by]
+	byKey := map[string]*Group{}
+	total := Group{}
+	for i := range list {
+		s := &list[i]
+		total.Sessions++
+		total.Usage.add(s.Usage)
+		for _, k := range keyOf(s) {
+			g := byKey[k]
+			if g == nil {
+				g = &Group{Key: k}
+				byKey[k] = g
+			}
+			g.Sessions++
+			if by == "model" {
+				if u := s.byModel[k]; u != nil {
+					g.Usage.add(*u)
+				} else if u := s.byModel[""]; k == orUnnamed("") && u != nil {
+					g.Usage.add(*u)
+				}
+				continue
+			}
+			g.Usage.add(s.Usage)
+		}
+	}
+	out := make([]Group, 0, len(byKey)+1)
+	for _, g := range byKey {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return append(out, total)
+}
+
+// printGroups writes the table of --by.
+func printGroups(out io.Writer, groups []Group, by, home string) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	head := strings.ToUpper(by)
+	if by == "week" {
+		head = "WEEK OF"
+	}
+	fmt.Fprintf(tw, "%s\tSESSIONS\t%s\n", head, usageHeader)
+	for _, g := range groups {
+		key := formats.Visible(g.Key, false)
+		if by == "project" {
+			key = formats.Visible(tildeHome(g.Key, home), false)
+		}
+		if g.Key == "" {
+			key = "TOTAL"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", key, g.Sessions, usageCells(g.Usage))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return costNote(out, groups[len(groups)-1].Usage)
+}
+
+// marshal writes a group as --by --json gives it: its key under the
+// name of --by, or "total": true for the totals.
+func (g Group) marshal(by string) ([]byte, error) {
+	var b []byte
+	if g.Key == "" {
+		b = []byte(`{"total":true`)
+	} else {
+		k, err := json.Marshal(g.Key)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append([]byte(`{"`), by...), `":`...), k...)
+	}
+	rest, err := json.Marshal(struct {
+		Sessions int `json:"sessions"`
+		usageJSON
+	}{g.Sessions, g.Usage.json()})
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b, ','), rest[1:]...), nil
 }
 
 func orNone(s string) string {

@@ -146,8 +146,9 @@ func TestSessions(t *testing.T) {
 	// The table, oldest first (sessions without times by their files' times).
 	code, stdout, _ = runSessions(getenv, time.Time{})
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if code != 0 || len(lines) != 5 || !strings.HasPrefix(lines[0], "AGENT") || !strings.Contains(lines[1], "harbor-agent  s1") ||
-		!strings.Contains(lines[1], "/work/p1 ") || !strings.Contains(lines[1], " 1244 ") {
+	if code != 0 || len(lines) != 6 || !strings.HasPrefix(lines[0], "AGENT") || !strings.Contains(lines[1], "harbor-agent  s1") ||
+		!strings.Contains(lines[1], "/work/p1 ") || !strings.Contains(lines[1], " 1120 ") || !strings.Contains(lines[1], " 124 ") ||
+		!strings.HasPrefix(lines[5], "TOTAL") || !strings.Contains(lines[5], " 3360 ") {
 		t.Errorf("exit %d, the table:\n%s", code, stdout)
 	}
 }

@@ -486,6 +486,10 @@ type UsageInfo struct {
 	CacheReadTokens Opt[int64]
 	// CacheWriteTokens is the part of InputTokens written to the cache.
 	CacheWriteTokens Opt[int64]
+	// CacheWrite1hTokens is the part of CacheWriteTokens kept in the cache
+	// for an hour instead of five minutes (Anthropic's ephemeral_1h), which
+	// is priced higher; unknown when the source does not tell them apart.
+	CacheWrite1hTokens Opt[int64]
 	// ReasoningTokens is the part of OutputTokens spent on reasoning.
 	ReasoningTokens Opt[int64]
 	// TotalTokens is what the source gives as the total, when it does.
@@ -500,7 +504,7 @@ type UsageInfo struct {
 // Empty reports whether no count is known.
 func (u UsageInfo) Empty() bool {
 	return !u.InputTokens.OK && !u.OutputTokens.OK && !u.CacheReadTokens.OK &&
-		!u.CacheWriteTokens.OK && !u.ReasoningTokens.OK && !u.TotalTokens.OK && !u.CostUSD.OK &&
+		!u.CacheWriteTokens.OK && !u.CacheWrite1hTokens.OK && !u.ReasoningTokens.OK && !u.TotalTokens.OK && !u.CostUSD.OK &&
 		!u.ContextTokens.OK
 }
 
@@ -510,6 +514,7 @@ func (u *UsageInfo) Add(o UsageInfo) {
 	u.OutputTokens = u.OutputTokens.Plus(o.OutputTokens)
 	u.CacheReadTokens = u.CacheReadTokens.Plus(o.CacheReadTokens)
 	u.CacheWriteTokens = u.CacheWriteTokens.Plus(o.CacheWriteTokens)
+	u.CacheWrite1hTokens = u.CacheWrite1hTokens.Plus(o.CacheWrite1hTokens)
 	u.ReasoningTokens = u.ReasoningTokens.Plus(o.ReasoningTokens)
 	u.TotalTokens = u.TotalTokens.Plus(o.TotalTokens)
 	u.CostUSD = u.CostUSD.Plus(o.CostUSD)
@@ -567,7 +572,7 @@ func (o Opt[T]) Plus(p Opt[T]) Opt[T] {
 // count is never negative), and names the fields it cleared.
 func (u *UsageInfo) Negative() []string {
 	if u.InputTokens.V >= 0 && u.OutputTokens.V >= 0 && u.CacheReadTokens.V >= 0 && u.CacheWriteTokens.V >= 0 &&
-		u.ReasoningTokens.V >= 0 && u.TotalTokens.V >= 0 && u.ContextTokens.V >= 0 && (!u.CostUSD.OK || u.CostUSD.V >= 0 && !math.IsInf(u.CostUSD.V, 0)) {
+		u.CacheWrite1hTokens.V >= 0 && u.ReasoningTokens.V >= 0 && u.TotalTokens.V >= 0 && u.ContextTokens.V >= 0 && (!u.CostUSD.OK || u.CostUSD.V >= 0 && !math.IsInf(u.CostUSD.V, 0)) {
 		return nil // every event passes here: no work for the usual case
 	}
 	var out []string
@@ -575,7 +580,7 @@ func (u *UsageInfo) Negative() []string {
 		name string
 		o    *Opt[int64]
 	}{{"input", &u.InputTokens}, {"output", &u.OutputTokens}, {"cache read", &u.CacheReadTokens},
-		{"cache write", &u.CacheWriteTokens}, {"reasoning", &u.ReasoningTokens}, {"total", &u.TotalTokens},
+		{"cache write", &u.CacheWriteTokens}, {"cache write 1h", &u.CacheWrite1hTokens}, {"reasoning", &u.ReasoningTokens}, {"total", &u.TotalTokens},
 		{"context", &u.ContextTokens}} {
 		if f.o.OK && f.o.V < 0 {
 			out = append(out, fmt.Sprintf("%s %d", f.name, f.o.V))

@@ -270,14 +270,15 @@ func RunTotals(end, req UsageInfo) UsageInfo {
 		return b
 	}
 	u := UsageInfo{
-		InputTokens:      pick(end.InputTokens, req.InputTokens),
-		OutputTokens:     pick(end.OutputTokens, req.OutputTokens),
-		CacheReadTokens:  pick(end.CacheReadTokens, req.CacheReadTokens),
-		CacheWriteTokens: pick(end.CacheWriteTokens, req.CacheWriteTokens),
-		ReasoningTokens:  pick(end.ReasoningTokens, req.ReasoningTokens),
-		TotalTokens:      pick(end.TotalTokens, req.TotalTokens),
-		CostUSD:          end.CostUSD,
-		ContextTokens:    end.ContextTokens,
+		InputTokens:        pick(end.InputTokens, req.InputTokens),
+		OutputTokens:       pick(end.OutputTokens, req.OutputTokens),
+		CacheReadTokens:    pick(end.CacheReadTokens, req.CacheReadTokens),
+		CacheWriteTokens:   pick(end.CacheWriteTokens, req.CacheWriteTokens),
+		CacheWrite1hTokens: pick(end.CacheWrite1hTokens, req.CacheWrite1hTokens),
+		ReasoningTokens:    pick(end.ReasoningTokens, req.ReasoningTokens),
+		TotalTokens:        pick(end.TotalTokens, req.TotalTokens),
+		CostUSD:            end.CostUSD,
+		ContextTokens:      end.ContextTokens,
 	}
 	if !u.CostUSD.OK {
 		u.CostUSD = req.CostUSD

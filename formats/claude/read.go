@@ -160,13 +160,32 @@ type apiUsage struct {
 	OutputTokens  *int64 `json:"output_tokens"`
 	CacheCreation *int64 `json:"cache_creation_input_tokens"`
 	CacheRead     *int64 `json:"cache_read_input_tokens"`
+	// CacheSplit tells the cache writes kept five minutes from those kept
+	// an hour, which cost more.
+	CacheSplit *struct {
+		Hour *int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
+}
+
+// hour is the count of cache writes kept an hour, nil when not given.
+func (u *apiUsage) hour() *int64 {
+	if u.CacheSplit == nil {
+		return nil
+	}
+	return u.CacheSplit.Hour
 }
 
 // since is u less an earlier running total of its session, where every
 // count of u is at least the earlier one's; else u as it is.
 func (u apiUsage) since(prev apiUsage) apiUsage {
-	formats.SinceTotal([2]**int64{&u.InputTokens, &prev.InputTokens}, [2]**int64{&u.OutputTokens, &prev.OutputTokens},
-		[2]**int64{&u.CacheCreation, &prev.CacheCreation}, [2]**int64{&u.CacheRead, &prev.CacheRead})
+	hour, prevHour := u.hour(), prev.hour()
+	if formats.SinceTotal([2]**int64{&u.InputTokens, &prev.InputTokens}, [2]**int64{&u.OutputTokens, &prev.OutputTokens},
+		[2]**int64{&u.CacheCreation, &prev.CacheCreation}, [2]**int64{&u.CacheRead, &prev.CacheRead},
+		[2]**int64{&hour, &prevHour}) && hour != nil {
+		u.CacheSplit = &struct {
+			Hour *int64 `json:"ephemeral_1h_input_tokens"`
+		}{hour}
+	}
 	return u
 }
 
@@ -178,10 +197,11 @@ func (u *apiUsage) info() formats.UsageInfo {
 		in = in.Plus(formats.OptFrom(u.CacheRead)).Plus(formats.OptFrom(u.CacheCreation))
 	}
 	return formats.UsageInfo{
-		InputTokens:      in,
-		OutputTokens:     formats.OptFrom(u.OutputTokens),
-		CacheWriteTokens: formats.OptFrom(u.CacheCreation),
-		CacheReadTokens:  formats.OptFrom(u.CacheRead),
+		InputTokens:        in,
+		OutputTokens:       formats.OptFrom(u.OutputTokens),
+		CacheWriteTokens:   formats.OptFrom(u.CacheCreation),
+		CacheWrite1hTokens: formats.OptFrom(u.hour()),
+		CacheReadTokens:    formats.OptFrom(u.CacheRead),
 	}
 }
 
