@@ -246,18 +246,19 @@ func TestPhoenixTotals(t *testing.T) {
 // service's total), as rules, at its two layouts: up to v3.205, every
 // span's usage and cost count; from v3.206 on (Langfuse issue #14808), a
 // span whose gen_ai.operation.name is invoke_agent or agent_step has no
-// model, usage or cost. From v3.206 on too, reasoning is taken out of the
+// model, usage or cost. From v4.7.0 on, reasoning is taken out of the
 // output tokens of gen_ai.usage.* (#15415); before, it is counted beside
-// them.
+// them, and so twice in the total.
 type langfuseLayout struct {
 	name            string
-	skipsAgentUsage bool // from v3.206
-	subtractsReason bool // from v3.206 (later releases of the 3.x line)
+	skipsAgentUsage bool // from v3.206.0
+	subtractsReason bool // from v4.7.0
 }
 
 var langfuseLayouts = []langfuseLayout{
 	{name: "Langfuse v3.205", skipsAgentUsage: false, subtractsReason: false},
-	{name: "Langfuse v3.206 and v4", skipsAgentUsage: true, subtractsReason: true},
+	{name: "Langfuse v3.206 to v4.6", skipsAgentUsage: true, subtractsReason: false},
+	{name: "Langfuse v4.7 on", skipsAgentUsage: true, subtractsReason: true},
 }
 
 // langfuseObs is what Langfuse makes of a span.
@@ -418,7 +419,7 @@ func attrValues(s otlpSpan) map[string]any {
 // TestLangfuseRules pins the model of Langfuse's rules to cases read in
 // its source, so that the fixture test below stands on them.
 func TestLangfuseRules(t *testing.T) {
-	old, now := langfuseLayouts[0], langfuseLayouts[1]
+	old, now := langfuseLayouts[0], langfuseLayouts[2]
 	agent := map[string]any{"gen_ai.operation.name": "invoke_agent", "gen_ai.request.model": "claude-sonnet-4-5",
 		"gen_ai.usage.input_tokens": int64(100), "gen_ai.usage.output_tokens": int64(10), "gen_ai.usage.cost": 0.5}
 	reasoning := map[string]any{"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-5",
@@ -436,7 +437,8 @@ func TestLangfuseRules(t *testing.T) {
 		{"an agent's usage counts up to v3.205", agent, old, "AGENT", 110, 0.5, false},
 		{"and not from v3.206", agent, now, "AGENT", 0, 0, false},
 		{"reasoning counts twice in the total up to v3.205", reasoning, old, "GENERATION", 150, 0, true},
-		{"and once from v3.206", reasoning, now, "GENERATION", 130, 0, true},
+		{"and once from v4.7", reasoning, now, "GENERATION", 130, 0, true},
+		{"and twice still in v3.206 to v4.6", reasoning, langfuseLayouts[1], "GENERATION", 150, 0, true},
 		{"usage_details wins, with its total", map[string]any{"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": int64(5),
 			"langfuse.observation.usage_details": `{"input":60,"output":10,"output_reasoning_tokens":20,"input_cached_tokens":40,"total":130}`}, old, "GENERATION", 130, 0, false},
 		{"gen_ai.usage.cost before llm.cost.total", map[string]any{"openinference.span.kind": "LLM", "gen_ai.usage.cost": 0.25, "llm.cost.total": 0.25}, now, "GENERATION", 0, 0.25, false},
