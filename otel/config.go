@@ -114,6 +114,17 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 	if c.headers, err = headers(o); err != nil {
 		return nil, err
 	}
+	if c.protocol == "grpc" {
+		// grpc sends headers as metadata, whose text values are printable
+		// ASCII; any other byte fails every request.
+		for k, v := range c.headers {
+			for i, ch := range []byte(v) {
+				if (ch < 0x20 || ch > 0x7e) && !strings.HasSuffix(strings.ToLower(k), "-bin") {
+					return nil, fmt.Errorf("OTLP header %s: its value has a byte grpc cannot send (0x%02x) at byte %d: grpc takes printable ASCII in header values; percent-decode what the value should hold, or use http/protobuf", strconv.Quote(k), ch, i+1)
+				}
+			}
+		}
+	}
 	// Credentials in the URL are sent as Basic auth, as curl sends them,
 	// unless an authorization header is given, which wins.
 	if user != nil && !hasHeader(c.headers, "authorization") {

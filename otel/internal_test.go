@@ -60,6 +60,7 @@ func TestConfig(t *testing.T) {
 		{name: "a wrapped base64 in the variable", env: map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Basic%20" + strings.Repeat("QUFB", 19) + "\nQUFB"},
 			err: `OTLP header "authorization": its value has a control character ('\n') at byte 83`},
 		{name: "a wrapped base64 in a flag", params: map[string]string{ParamHeaders: "authorization=Basic " + strings.Repeat("QUFB", 19) + "\nQUFB=="}, err: "use base64 -w0"},
+		{name: "a non-ASCII header value over grpc", params: map[string]string{ParamHeaders: "x-user=José"}, err: `OTLP header "x-user": its value has a byte grpc cannot send (0xc3) at byte 4`},
 		{name: "a header name with a space", params: map[string]string{ParamHeaders: "x a=1"}, err: `OTLP header "x a": its name has ' '`},
 		{name: "attribute limit not a number", env: map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "big"}, err: "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"},
 		{name: "bad env timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "abc"}, err: "OTEL_EXPORTER_OTLP_TIMEOUT"},
