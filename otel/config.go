@@ -120,7 +120,7 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		for k, v := range c.headers {
 			for i, ch := range []byte(v) {
 				if (ch < 0x20 || ch > 0x7e) && !strings.HasSuffix(strings.ToLower(k), "-bin") {
-					return nil, fmt.Errorf("OTLP header %s: its value has a byte grpc cannot send (0x%02x) at byte %d: grpc takes printable ASCII in header values; percent-decode what the value should hold, or use http/protobuf", strconv.Quote(k), ch, i+1)
+					return nil, fmt.Errorf("OTLP header %s: its value has a byte grpc cannot send (0x%02x) at byte %d: grpc takes only printable ASCII in header values; use --otlp-protocol http/protobuf for others", strconv.Quote(k), ch, i+1)
 				}
 			}
 		}
