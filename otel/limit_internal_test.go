@@ -68,3 +68,24 @@ func TestSplitCost(t *testing.T) {
 		t.Errorf("0.01 by 1:3 is %v", p)
 	}
 }
+
+// TestAttrLimitSettings: the flag wins over OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+// which wins over OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT; none is no limit.
+func TestAttrLimitSettings(t *testing.T) {
+	both := map[string]string{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": "300", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "200"}
+	for _, c := range []struct {
+		env    map[string]string
+		params map[string]string
+		want   int
+	}{
+		{nil, nil, 0},
+		{map[string]string{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "200"}, nil, 200},
+		{both, nil, 300},
+		{both, map[string]string{ParamAttrLimit: "2048"}, 2048},
+	} {
+		cfg, err := newConfig(opts(c.env, c.params))
+		if err != nil || cfg.attrLimit != c.want {
+			t.Errorf("%v %v: limit %v (%v), want %d", c.env, c.params, cfg, err, c.want)
+		}
+	}
+}
