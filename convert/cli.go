@@ -244,7 +244,7 @@ func paramValues(c *cli.Context) (map[string]string, error) {
 		case formats.ParamDuration:
 			v = c.Duration(p.Flag).String()
 		case formats.ParamList:
-			v = strings.Join(c.StringSlice(p.Flag), "\n")
+			v = strings.Join(c.StringSlice(p.Flag), "\x00")
 		default:
 			v = c.String(p.Flag)
 		}

@@ -129,8 +129,9 @@ const (
 	ParamBool
 	ParamInt
 	ParamDuration
-	// ParamList: repeatable; the values are joined with newlines (a value
-	// may hold commas).
+	// ParamList: repeatable; the values are joined with NUL bytes, which
+	// no command-line argument can hold (a value may hold commas and
+	// line breaks).
 	ParamList
 )
 

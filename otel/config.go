@@ -20,15 +20,16 @@ import (
 // The writer parameters (formats.WriteOptions.Params) that the command
 // line's --otlp-* flags set. Each falls back to its OTEL_* variable.
 const (
-	ParamEndpoint     = "otlp.endpoint"      // URL or host:port
-	ParamProtocol     = "otlp.protocol"      // grpc or http/protobuf
-	ParamHeaders      = "otlp.headers"       // KEY=VALUE lines, one per --otlp-header, taken as they are
-	ParamInsecure     = "otlp.insecure"      // "true": no TLS
-	ParamTimeout      = "otlp.timeout"       // a Go duration: how long delivery may take
-	ParamServiceName  = "otlp.service_name"  // service.name of the resource
-	ParamContent      = "otlp.content"       // "true": record tool arguments and results
-	ParamContentLimit = "otlp.content_limit" // bytes kept of each argument or result
-	ParamSpool        = "otlp.spool"         // file for spans that could not be delivered
+	ParamEndpoint     = "otlp.endpoint"        // URL or host:port
+	ParamProtocol     = "otlp.protocol"        // grpc or http/protobuf
+	ParamHeaders      = "otlp.headers"         // KEY=VALUE, one per --otlp-header, taken as they are, joined by NUL bytes
+	ParamInsecure     = "otlp.insecure"        // "true": no TLS
+	ParamTimeout      = "otlp.timeout"         // a Go duration: how long delivery may take
+	ParamServiceName  = "otlp.service_name"    // service.name of the resource
+	ParamContent      = "otlp.content"         // "true": record tool arguments and results
+	ParamContentLimit = "otlp.content_limit"   // bytes kept of each argument or result
+	ParamSpool        = "otlp.spool"           // file for spans that could not be delivered
+	ParamAttrLimit    = "otlp.attribute_limit" // bytes kept of each attribute value
 )
 
 // DefaultContentLimit is how much of a tool call's arguments and of its
@@ -50,6 +51,7 @@ type config struct {
 	service      string               // "" = the agent's name
 	content      bool
 	contentLimit int
+	attrLimit    int // bytes kept of each attribute value; 0: no limit
 	spool        string
 	stateDir     string // where a spool goes when none is named
 }
@@ -113,6 +115,17 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 	if c.headers, err = headers(o); err != nil {
 		return nil, err
 	}
+	if c.protocol == "grpc" {
+		// grpc sends headers as metadata, whose text values are printable
+		// ASCII; any other byte fails every request.
+		for k, v := range c.headers {
+			for i, ch := range []byte(v) {
+				if (ch < 0x20 || ch > 0x7e) && !strings.HasSuffix(strings.ToLower(k), "-bin") {
+					return nil, fmt.Errorf("OTLP header %s: its value has a byte grpc cannot send (0x%02x) at byte %d: grpc takes only printable ASCII in header values; use --otlp-protocol http/protobuf for others", strconv.Quote(k), ch, i+1)
+				}
+			}
+		}
+	}
 	// Credentials in the URL are sent as Basic auth, as curl sends them,
 	// unless an authorization header is given, which wins.
 	if user != nil && !hasHeader(c.headers, "authorization") {
@@ -148,6 +161,9 @@ func newConfig(o formats.WriteOptions) (*config, error) {
 		if c.contentLimit, err = strconv.Atoi(l); err != nil || c.contentLimit < 0 {
 			return nil, fmt.Errorf("--otlp-content-limit %q: give a number of bytes", l)
 		}
+	}
+	if c.attrLimit, err = attrLimit(o); err != nil {
+		return nil, err
 	}
 	c.spool = o.Param(ParamSpool, "")
 	c.stateDir = StateDir(o.Env)
@@ -270,7 +286,7 @@ func headers(o formats.WriteOptions) (map[string]string, error) {
 	for _, kv := range pairs {
 		m[kv[0]] = kv[1]
 	}
-	for _, h := range strings.Split(o.Param(ParamHeaders, ""), "\n") {
+	for _, h := range strings.Split(o.Param(ParamHeaders, ""), "\x00") {
 		if strings.TrimSpace(h) == "" {
 			continue
 		}
@@ -280,7 +296,30 @@ func headers(o formats.WriteOptions) (map[string]string, error) {
 		}
 		m[k] = strings.TrimSpace(v)
 	}
+	for k, v := range m {
+		if err := checkHeader(k, v); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+// checkHeader refuses a header that no collector can be sent: a name that
+// is not an HTTP token, or a value with a control character, such as the
+// line break that base64 puts every 76 characters (use base64 -w0). Only
+// the name is shown: the value may be a secret.
+func checkHeader(k, v string) error {
+	for _, c := range []byte(k) {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
+			return fmt.Errorf("OTLP header %s: its name has %q, which a header name may not have", strconv.Quote(k), c)
+		}
+	}
+	for i, c := range []byte(v) {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return fmt.Errorf("OTLP header %s: its value has a control character (%q) at byte %d, which no collector takes; a line break comes from base64 wrapping long input: use base64 -w0 (or tr -d '\\n')", strconv.Quote(k), c, i+1)
+		}
+	}
+	return nil
 }
 
 // parsePairs reads k=v,k2=v2 in order, as the OTEL_* lists are written
@@ -424,4 +463,25 @@ func captureContent(v string) bool {
 		return true
 	}
 	return false
+}
+
+// attrLimit reads the attribute length limit: the flag, else
+// OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, else
+// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT (the OpenTelemetry SDKs' variables);
+// 0 when none is set.
+func attrLimit(o formats.WriteOptions) (int, error) {
+	for _, src := range []struct{ name, v string }{
+		{"--otlp-attribute-limit", o.Param(ParamAttrLimit, "")},
+		{"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", o.Env("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")},
+		{"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", o.Env("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")},
+	} {
+		if v := strings.TrimSpace(src.v); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return 0, fmt.Errorf("%s %q: give a number of bytes (0: no limit)", src.name, src.v)
+			}
+			return n, nil
+		}
+	}
+	return 0, nil
 }

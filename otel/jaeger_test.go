@@ -46,6 +46,7 @@ type jaegerSpan struct {
 	OperationName string `json:"operationName"`
 	References    []struct {
 		RefType string `json:"refType"`
+		TraceID string `json:"traceID"`
 		SpanID  string `json:"spanID"`
 	} `json:"references"`
 	StartTime int64 `json:"startTime"`
@@ -150,7 +151,7 @@ func TestJaegerSpanTree(t *testing.T) {
 			if err := p.Close(); err != nil {
 				t.Fatal(err)
 			}
-			spans := jaegerSpans(t, service, 7)
+			spans := jaegerSpans(t, service, 8)
 			named := map[string]jaegerSpan{}
 			for _, s := range spans {
 				named[s.OperationName] = s
@@ -167,7 +168,8 @@ func TestJaegerSpanTree(t *testing.T) {
 				t.Errorf("the root has a parent")
 			}
 			for key, want := range map[string]string{"gen_ai.conversation.id": service, "gen_ai.agent.name": "malac",
-				"gen_ai.request.model": "", "gen_ai.provider.name": "anthropic", "agentconv.usage.input_tokens": "1000", "gen_ai.usage.input_tokens": "900"} {
+				"gen_ai.request.model": "", "gen_ai.provider.name": "anthropic", "agentconv.usage.input_tokens": "1000", "gen_ai.usage.input_tokens": "",
+				"openinference.span.kind": "AGENT", "langfuse.session.id": service, "session.id": service} {
 				if got := root.tag(key); got != want {
 					t.Errorf("root %s = %q, want %q", key, got, want)
 				}
@@ -395,7 +397,8 @@ func TestJaegerChatSpans(t *testing.T) {
 
 // TestJaegerClaudeSession sends a Claude Code session whose subagents are
 // in files of their own beside it (<session>/subagents/agent-*.jsonl) and
-// checks what Jaeger shows: one trace, every span of the otlp-json
+// checks what Jaeger shows: a trace per run, each linked to the run
+// before it, every span of the otlp-json
 // reference with its parent, and each subagent under the Task/Agent call
 // that spawned it.
 func TestJaegerClaudeSession(t *testing.T) {
@@ -421,13 +424,7 @@ func TestJaegerClaudeSession(t *testing.T) {
 			if len(got) != len(want) {
 				t.Errorf("Jaeger has %d spans, otlp-json %d", len(got), len(want))
 			}
-			traces := map[string]bool{}
-			for _, g := range got {
-				traces[g.TraceID] = true
-			}
-			if len(traces) != 1 {
-				t.Errorf("the session is in %d traces, want one", len(traces))
-			}
+			checkRunTraces(t, ref, got)
 			for _, w := range want {
 				if g, ok := got[w.SpanID]; !ok || g.OperationName != w.Name || g.parent() != w.ParentSpanID {
 					t.Errorf("span %s %q (parent %s): Jaeger has %+v", w.SpanID, w.Name, w.ParentSpanID, g)
@@ -452,5 +449,77 @@ func TestJaegerClaudeSession(t *testing.T) {
 				t.Errorf("%d subagent spans nested under their calls, want %d (one per subagent file)", nested, len(subagents))
 			}
 		})
+	}
+}
+
+// checkRunTraces checks a trace per run of otlp-json ref in Jaeger, each
+// run's root linked to the root of the run before it in its session (a
+// FOLLOWS_FROM reference in Jaeger, to another trace).
+func checkRunTraces(t *testing.T, ref string, got map[string]jaegerSpan) {
+	t.Helper()
+	runs := len(strings.Split(strings.TrimSpace(ref), "\n"))
+	traces := map[string]bool{}
+	var roots []jaegerSpan
+	for _, g := range got {
+		traces[g.TraceID] = true
+		if g.parent() == "" {
+			roots = append(roots, g)
+		}
+	}
+	if len(traces) != runs || len(roots) != runs {
+		t.Errorf("%d runs are in %d traces with %d roots, want a trace each", runs, len(traces), len(roots))
+	}
+	rootOf := map[string]jaegerSpan{}
+	for _, r := range roots {
+		rootOf[r.SpanID] = r
+	}
+	linked := 0
+	for _, r := range roots {
+		for _, ref := range r.References {
+			if ref.RefType != "FOLLOWS_FROM" {
+				continue
+			}
+			if prev, ok := rootOf[ref.SpanID]; !ok || prev.TraceID != ref.TraceID || prev.TraceID == r.TraceID ||
+				prev.tag("gen_ai.conversation.id") != r.tag("gen_ai.conversation.id") || prev.StartTime > r.StartTime {
+				t.Errorf("run %s links to %s/%s, not to an earlier run of its session", r.TraceID, ref.TraceID, ref.SpanID)
+				continue
+			}
+			linked++
+		}
+	}
+	if linked != runs-1 {
+		t.Errorf("%d of %d runs of one session link to the run before, want %d", linked, runs, runs-1)
+	}
+}
+
+// TestJaegerSessionRuns sends sessions of several runs (a Gemini CLI
+// session file, a Claude stream of four prompts) and checks that Jaeger
+// holds a trace per run, linked in order, with every span of the
+// otlp-json reference.
+func TestJaegerSessionRuns(t *testing.T) {
+	needJaeger(t)
+	for _, f := range []string{"gemini/chat-pomodoro-timer.json", "claude/untether-autocompact-2.1.285.jsonl"} {
+		for _, proto := range protocols {
+			t.Run(f+"/"+strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
+				service := uniqueName("session", proto)
+				env := map[string]string{"OTEL_SERVICE_NAME": service, "OTEL_EXPORTER_OTLP_PROTOCOL": proto}
+				code, ref, stderr := runCLI(t, nil, env, "--deterministic", "--lenient", "--to", "otlp-json", fixture(f))
+				if code != 0 {
+					t.Fatalf("otlp-json: exit %d: %s", code, stderr)
+				}
+				if runs := len(strings.Split(strings.TrimSpace(ref), "\n")); runs < 2 {
+					t.Fatalf("%s has %d runs, want several", f, runs)
+				}
+				if code, _, stderr = runCLI(t, nil, env, "--deterministic", "--lenient", "--to", "otlp", fixture(f)); code != 0 {
+					t.Fatalf("otlp: exit %d: %s", code, stderr)
+				}
+				want := decodeSpans(t, ref)
+				got := jaegerSpans(t, service, len(want))
+				if len(got) != len(want) {
+					t.Errorf("Jaeger has %d spans, otlp-json %d", len(got), len(want))
+				}
+				checkRunTraces(t, ref, got)
+			})
+		}
 	}
 }

@@ -193,6 +193,9 @@ func (b *builder) message(e *formats.Event, a *agent) {
 		if e.Text != "" && !c.streamedText {
 			b.replied(a, partText, e.Text, false)
 		}
+		if e.Text != "" {
+			a.lastText = cutString(e.Text, b.cfg.contentLimit)
+		}
 		c.streamedText, c.streamedThinking = false, false
 	case formats.UserMessage:
 		if e.Text != "" && b.cfg.contentLimit > 0 {

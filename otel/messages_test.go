@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/otel"
@@ -218,13 +219,19 @@ func TestMessagesMatchTheSchema(t *testing.T) {
 			t.Errorf("%s: exit %d: %s", rel, code, stderr)
 			continue
 		}
-		// Texts cut at the tightest limits are still messages.
-		for _, limit := range []string{"0", "1"} {
-			_, cut, _ := runCLI(t, nil, nil, "--deterministic", "--lenient", "--to", "otlp-json", "--otlp-content", "--otlp-content-limit", limit, f)
+		// Texts cut at the tightest limits are still messages, and so
+		// are messages cut to an attribute length limit.
+		for _, limit := range [][]string{{"--otlp-content-limit", "0"}, {"--otlp-content-limit", "1"}, {"--otlp-attribute-limit", "100"}} {
+			_, cut, _ := runCLI(t, nil, nil, append([]string{"--deterministic", "--lenient", "--to", "otlp-json", "--otlp-content"}, append(limit, f)...)...)
 			for _, s := range otlpSpans(t, cut) {
+				for _, a := range s.Attributes {
+					if v := a.Value.StringValue; v != nil && limit[0] == "--otlp-attribute-limit" && (len(*v) > 100 || !utf8.ValidString(*v)) {
+						t.Errorf("%s, %v: span %q: %s is %d bytes (valid UTF-8: %v)", rel, limit, s.Name, a.Key, len(*v), utf8.ValidString(*v))
+					}
+				}
 				for key, schema := range messageSchemas {
 					if v, ok := s.str(key); ok {
-						values = append(values, messageValue{Where: fmt.Sprintf("%s, limit %s: span %s %q: %s", rel, limit, s.SpanID, s.Name, key), Schema: schema, Value: json.RawMessage(v)})
+						values = append(values, messageValue{Where: fmt.Sprintf("%s, %v: span %s %q: %s", rel, limit, s.SpanID, s.Name, key), Schema: schema, Value: json.RawMessage(v)})
 					}
 				}
 			}
@@ -232,7 +239,7 @@ func TestMessagesMatchTheSchema(t *testing.T) {
 		chats, answered := 0, 0
 		for _, s := range otlpSpans(t, out) {
 			op, _ := s.str("gen_ai.operation.name")
-			if op == "chat" {
+			if _, agg := s.str("agentconv.chat.aggregate"); op == "chat" && !agg && !strings.Contains(fmt.Sprint(s.Attributes), "agentconv.chat.aggregate") {
 				chats++
 			}
 			for key, schema := range messageSchemas {

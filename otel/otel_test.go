@@ -117,8 +117,8 @@ func wantAttr(t *testing.T, s sdktrace.ReadOnlySpan, key, want string) {
 
 func TestSpanTree(t *testing.T) {
 	spans, stderr := export(t, subagentRun("ses_1"), nil)
-	if len(spans) != 7 {
-		t.Fatalf("%d spans, want 7", len(spans))
+	if len(spans) != 8 {
+		t.Fatalf("%d spans, want 8", len(spans))
 	}
 	root := byName(t, spans, "invoke_agent malac")
 	turn := byName(t, spans, "turn 1")
@@ -155,12 +155,36 @@ func TestSpanTree(t *testing.T) {
 	wantAttr(t, bash, "gen_ai.conversation.id", "ses_1")
 	wantAttr(t, turn, "gen_ai.conversation.id", "ses_1")
 	wantAttr(t, root, "gen_ai.provider.name", "anthropic")
-	// The run's totals, and as gen_ai.usage.* what its one chat span
-	// does not count.
+	// The run's totals on the root as agentconv.usage.* only; what its one
+	// chat span does not count on a chat span that says it stands for
+	// requests the source did not list, under the root.
 	wantAttr(t, root, "agentconv.usage.input_tokens", "1000")
-	wantAttr(t, root, "gen_ai.usage.input_tokens", "900")
-	wantAttr(t, root, "gen_ai.usage.output_tokens", "180")
-	wantAttr(t, root, "gen_ai.usage.cache_read.input_tokens", "50")
+	for _, s := range spans {
+		if _, ok := attr(s, "gen_ai.usage.input_tokens"); ok && s.SpanKind() != trace.SpanKindClient {
+			t.Errorf("%s carries gen_ai.usage.*: only chat spans do", s.Name())
+		}
+	}
+	agg := byName(t, spans, "chat") // three models: none named
+	wantAttr(t, agg, "agentconv.chat.aggregate", "true")
+	wantAttr(t, agg, "gen_ai.usage.input_tokens", "900")
+	wantAttr(t, agg, "gen_ai.usage.output_tokens", "180")
+	wantAttr(t, agg, "gen_ai.usage.cache_read.input_tokens", "50")
+	wantAttr(t, agg, "langfuse.observation.usage_details", `{"input":850,"output":180,"input_cached_tokens":50,"total":1080}`)
+	if agg.Parent().SpanID() != root.SpanContext().SpanID() {
+		t.Errorf("the aggregated chat span is not under the root")
+	}
+	// Every span has a kind Phoenix and Langfuse read, and the session
+	// as each names it.
+	for _, k := range [][3]any{{root, "AGENT", "agent"}, {sub, "AGENT", "agent"}, {chat, "LLM", "generation"}, {agg, "LLM", "generation"},
+		{bash, "TOOL", "tool"}, {turn, "CHAIN", "chain"}} {
+		s := k[0].(sdktrace.ReadOnlySpan)
+		wantAttr(t, s, "openinference.span.kind", k[1].(string))
+		wantAttr(t, s, "langfuse.observation.type", k[2].(string))
+	}
+	for _, s := range spans {
+		wantAttr(t, s, "session.id", "ses_1")
+		wantAttr(t, s, "langfuse.session.id", "ses_1")
+	}
 	wantAttr(t, chat, "gen_ai.operation.name", "chat")
 	wantAttr(t, chat, "gen_ai.request.model", "claude-haiku-4-5")
 	wantAttr(t, chat, "gen_ai.provider.name", "anthropic")
@@ -237,29 +261,43 @@ func TestStableIDs(t *testing.T) {
 	if strings.Join(spanIDs(a), ",") != strings.Join(spanIDs(b), ",") {
 		t.Fatalf("ids differ between two exports:\n%v\n%v", spanIDs(a), spanIDs(b))
 	}
-	// Two runs of one session: one trace, no id twice.
+	// Two runs of one session: a trace each, the second's root linked to
+	// the first's, no id twice.
 	second := lines(subagentRun("ses_1"))
 	for _, e := range second {
 		e.Time = e.Time.Add(time.Hour)
 	}
 	both, _ := export(t, append(lines(subagentRun("ses_1")), second...), nil)
 	seen := map[string]bool{}
+	traces := map[trace.TraceID]int{}
+	var roots []sdktrace.ReadOnlySpan
 	for _, s := range both {
-		if s.SpanContext().TraceID() != a[0].SpanContext().TraceID() {
-			t.Errorf("%s not in the session's trace", s.Name())
-		}
+		traces[s.SpanContext().TraceID()]++
 		id := s.SpanContext().SpanID().String()
 		if seen[id] {
 			t.Errorf("span id %s used twice", id)
 		}
 		seen[id] = true
+		if !s.Parent().IsValid() {
+			roots = append(roots, s)
+		}
 	}
-	if len(both) != 14 {
-		t.Errorf("%d spans, want 14", len(both))
+	if len(both) != 2*len(a) || len(traces) != 2 || len(roots) != 2 {
+		t.Fatalf("%d spans in %d traces with %d roots, want %d in 2 with 2", len(both), len(traces), len(roots), 2*len(a))
+	}
+	if roots[0].SpanContext().TraceID() != a[0].SpanContext().TraceID() {
+		t.Errorf("the first run's trace changed when a second run followed")
+	}
+	if l := roots[1].Links(); len(l) != 1 || l[0].SpanContext.SpanID() != roots[0].SpanContext().SpanID() ||
+		l[0].SpanContext.TraceID() != roots[0].SpanContext().TraceID() {
+		t.Errorf("the second run's root links to %+v, want the first run's root", l)
+	}
+	if l := roots[0].Links(); len(l) != 0 {
+		t.Errorf("the first run's root links to %+v", l)
 	}
 	other, _ := export(t, lines(subagentRun("ses_2")), nil)
-	if other[0].SpanContext().TraceID() == a[0].SpanContext().TraceID() {
-		t.Errorf("another session got the same trace")
+	if l := other[len(other)-1].Links(); len(l) != 0 {
+		t.Errorf("a run of another session links to %+v", l)
 	}
 }
 

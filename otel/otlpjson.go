@@ -61,7 +61,16 @@ type jsonSpan struct {
 	EndTimeUnixNano   jsonUint64     `json:"endTimeUnixNano"`
 	Attributes        []jsonKeyValue `json:"attributes,omitempty"`
 	Events            []jsonEvent    `json:"events,omitempty"`
+	Links             []jsonLink     `json:"links,omitempty"`
 	Status            jsonStatus     `json:"status"`
+}
+
+// jsonLink is a link to a span of another trace (a run's root to the
+// previous run's of its session).
+type jsonLink struct {
+	TraceID    string         `json:"traceId"`
+	SpanID     string         `json:"spanId"`
+	Attributes []jsonKeyValue `json:"attributes,omitempty"`
 }
 
 type jsonEvent struct {
@@ -159,6 +168,7 @@ type spanData struct {
 	attrs      []attribute.KeyValue
 	events     []sdktrace.Event
 	status     sdktrace.Status
+	links      []sdktrace.Link
 	resource   *resource.Resource
 	scope      instrumentation.Scope
 }
@@ -166,7 +176,7 @@ type spanData struct {
 func readOnlyData(s sdktrace.ReadOnlySpan) spanData {
 	return spanData{name: s.Name(), traceID: s.SpanContext().TraceID(), spanID: s.SpanContext().SpanID(),
 		parentID: s.Parent().SpanID(), kind: s.SpanKind(), start: s.StartTime(), end: s.EndTime(),
-		attrs: s.Attributes(), events: s.Events(), status: s.Status(), resource: s.Resource(),
+		attrs: s.Attributes(), events: s.Events(), status: s.Status(), links: s.Links(), resource: s.Resource(),
 		scope: s.InstrumentationScope()}
 }
 
@@ -181,6 +191,7 @@ func (d *spanData) snapshot() sdktrace.ReadOnlySpan {
 		EndTime:              d.end,
 		Attributes:           d.attrs,
 		Events:               d.events,
+		Links:                d.links,
 		Status:               d.status,
 		Resource:             d.resource,
 		InstrumentationScope: d.scope,
@@ -358,6 +369,28 @@ func (r *requestEncoder) appendSpan(b []byte, s *spanData) []byte {
 	if len(s.events) > 0 {
 		b = append(b, ']')
 	}
+	for i, l := range s.links {
+		if i == 0 {
+			b = append(b, `,"links":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		tid, sid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+		b = append(b, `{"traceId":"`...)
+		b = hex.AppendEncode(b, tid[:])
+		b = append(b, `","spanId":"`...)
+		b = hex.AppendEncode(b, sid[:])
+		b = append(b, '"')
+		if len(l.Attributes) > 0 {
+			b = append(b, `,"attributes":[`...)
+			b = r.appendAttrs(b, l.Attributes)
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	if len(s.links) > 0 {
+		b = append(b, ']')
+	}
 	// OTLP's status codes: 0 unset, 1 ok, 2 error (the SDK numbers them
 	// differently).
 	switch s.status.Code {
@@ -519,6 +552,15 @@ func (d decodedSpan) stub() (tracetest.SpanStub, error) {
 	}
 	for _, ev := range s.Events {
 		stub.Events = append(stub.Events, sdktrace.Event{Name: ev.Name, Time: fromUnixNano(ev.TimeUnixNano), Attributes: decodeAttrs(ev.Attributes)})
+	}
+	for _, l := range s.Links {
+		ltid, err1 := trace.TraceIDFromHex(l.TraceID)
+		lsid, err2 := trace.SpanIDFromHex(l.SpanID)
+		if err1 != nil || err2 != nil {
+			return tracetest.SpanStub{}, fmt.Errorf("span %q: bad link %s/%s", s.Name, l.TraceID, l.SpanID)
+		}
+		stub.Links = append(stub.Links, sdktrace.Link{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: ltid, SpanID: lsid, TraceFlags: trace.FlagsSampled}), Attributes: decodeAttrs(l.Attributes)})
 	}
 	switch s.Status.Code {
 	case 1:

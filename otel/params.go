@@ -17,6 +17,8 @@ var (
 		{Key: ParamContentLimit, Flag: "otlp-content-limit", Kind: formats.ParamInt, Category: category,
 			Default: strconv.Itoa(DefaultContentLimit),
 			Usage:   "with --otlp-content, keep at most `BYTES` of each argument list, result and text"},
+		{Key: ParamAttrLimit, Flag: "otlp-attribute-limit", Kind: formats.ParamInt, Category: category,
+			Usage: "cut every attribute value to at most `BYTES`, message JSON kept valid (default: OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT, else OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, else no limit)"},
 	}
 	deliveryParams = []formats.Param{
 		{Key: ParamEndpoint, Flag: "otlp-endpoint", Category: category,
@@ -58,6 +60,7 @@ const (
 	lostOutside      = "assistant text and thinking outside a model request"
 	lostMessagesPast = "message parts of a model request past the first 128"
 	lostSystem       = "system instructions (without --otlp-content)"
+	lostAttrPast     = "attribute values past the attribute length limit"
 )
 
-var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast, lostText, lostThinking, lostOutside, lostMessagesPast, lostSystem}
+var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast, lostText, lostThinking, lostOutside, lostMessagesPast, lostSystem, lostAttrPast}

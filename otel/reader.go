@@ -474,6 +474,9 @@ func (r *reader) span(n, parent *node, agent string) {
 		r.body(n, agent)
 		ev := r.emit(n, formats.Usage, end, agent)
 		ev.Usage = usageOf(a, false)
+		// A span that stands for requests the source did not list one by
+		// one is their usage together, not a request.
+		ev.Aggregate = a[keyAggregate].bool()
 		ev.Response = formats.Response{ID: a[keyResponseID].str(), Model: a[keyResponseModel].str()}
 		if fr := a[keyFinish].strs(); len(fr) > 0 {
 			ev.Response.StopReason = fr[0]

@@ -3,6 +3,7 @@ package otel
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,28 @@ const (
 	// keyMCPServer names the MCP server of a call, which the MCP
 	// conventions have no attribute for.
 	keyMCPServer = "agentconv.mcp.server.name"
+	// keyAggregate marks a chat span that stands for model requests the
+	// source does not list one by one: a run's (or a turn's) totals beyond
+	// the requests it gave.
+	keyAggregate = "agentconv.chat.aggregate"
+
+	// The backends' own names for what they show: the session (Phoenix
+	// reads OpenInference's session.id, Langfuse langfuse.session.id), the
+	// kind of a span (OpenInference's span kind, Langfuse's observation
+	// type), an agent's input and output as text, a request's usage as
+	// Langfuse counts it (so that its total counts reasoning once), and a
+	// request's cost as OpenInference names it.
+	keySessionID     = "session.id"
+	keyLangfuseSess  = "langfuse.session.id"
+	keyOIKind        = "openinference.span.kind"
+	keyLangfuseType  = "langfuse.observation.type"
+	keyInputValue    = "input.value"
+	keyOutputValue   = "output.value"
+	keyInputMime     = "input.mime_type"
+	keyOutputMime    = "output.mime_type"
+	keyLangfuseUsage = "langfuse.observation.usage_details"
+	keyOICost        = "llm.cost.total"
+	keyOITotal       = "llm.token_count.total"
 
 	opInvokeAgent = "invoke_agent"
 	opExecuteTool = "execute_tool"
@@ -106,6 +129,18 @@ type span struct {
 	owner    *agent // the agent of a tool call
 	id       trace.SpanID
 	idSet    bool
+	links    []sdktrace.Link
+	// costless: a chat span without a cost of its own, held until its
+	// run ends, when a cost the source gives only for the run is split
+	// over such spans by their tokens; weight is its tokens.
+	costless bool
+	weight   int64
+}
+
+// kinds are the kinds of a span as Phoenix (OpenInference) and Langfuse
+// name them, beside the GenAI conventions' operation.
+func (s *span) kinds(oi, langfuse string) {
+	s.set(attribute.String(keyOIKind, oi), attribute.String(keyLangfuseType, langfuse))
 }
 
 func (s *span) set(kv ...attribute.KeyValue) { s.attrs = append(s.attrs, kv...) }
@@ -129,7 +164,10 @@ type agent struct {
 	seen    string   // the model of its first request
 	prompts []string // its prompts, with --otlp-content
 	answer  string   // its answer, with --otlp-content
-	chats   int      // its model requests so far
+	// lastText is its latest whole message's text, with --otlp-content:
+	// its answer where the source names none.
+	lastText string
+	chats    int // its model requests so far
 	// turnUse is the usage of its open turn that the source gives for the
 	// whole turn (Aggregate), which the turn's span carries.
 	turnUse    formats.UsageInfo
@@ -181,12 +219,19 @@ type builder struct {
 	// once it is, with it, or at the run's end, so that every span of a
 	// session carries it and is in its trace.
 	held []spanData
+	// pending: the chat spans that ended without a cost of their own,
+	// with their tokens, held until the run's end says whether the source
+	// gives a cost for the whole run, which is then split over them.
+	pending []pendingChat
 
 	// Kept from run to run.
-	ended      spanData // the span being handed to emit
-	hashBuf    []byte   // what a hash is taken of
-	resService string   // the service.name of res
-	resVersion string   // and its service.version
+	prevSession string        // the session of the previous run
+	prevTrace   trace.TraceID // and its trace
+	prevRoot    trace.SpanID  // and its root, which the next run of the session links to
+	ended       spanData      // the span being handed to emit
+	hashBuf     []byte        // what a hash is taken of
+	resService  string        // the service.name of res
+	resVersion  string        // and its service.version
 }
 
 func newBuilder(cfg *config, rep *formats.Report, emit func(*spanData)) *builder {
@@ -342,8 +387,9 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 		start = t
 	}
 	s := &span{key: "chat\x00" + e.Agent + "\x00" + strconv.Itoa(a.chats), parent: b.inner(a), name: name,
-		kind: trace.SpanKindClient, start: start, attrs: make([]attribute.KeyValue, 0, 12)}
+		kind: trace.SpanKindClient, start: start, attrs: make([]attribute.KeyValue, 0, 16)}
 	s.set(attribute.String(keyOperation, opChat))
+	s.kinds("LLM", "generation")
 	if p := b.providerOf(model, e.Response.Model); p != "" {
 		s.set(attribute.String(keyProvider, p))
 	}
@@ -360,6 +406,7 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 		s.set(attribute.StringSlice(keyFinish, []string{finishReason(r)}))
 	}
 	b.setUsage(s, e.Usage)
+	s.costless, s.weight = !e.Usage.CostUSD.OK, tokens(e.Usage)
 	if b.cfg.content && !a.done {
 		b.openRequest(a, s, t, e.Response.StopReason)
 		return
@@ -468,6 +515,7 @@ func (b *builder) startRun(e *formats.Event) {
 	}
 	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
 		hashBuf: b.hashBuf, res: b.res, resService: b.resService, resVersion: b.resVersion, held: b.held[:0],
+		pending: b.pending[:0], prevSession: b.prevSession, prevTrace: b.prevTrace, prevRoot: b.prevRoot,
 		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests)}
 	b.session = e.Run.SessionID
 	b.startLine = e.Source.LineNo
@@ -505,6 +553,7 @@ func (b *builder) startRun(e *formats.Event) {
 
 	root := &span{key: "run", name: opInvokeAgent + " " + b.name, kind: trace.SpanKindInternal, start: b.at(e)}
 	root.set(attribute.String(keyOperation, opInvokeAgent), attribute.String(keyAgentName, b.name), attribute.String(keyAgentID, mainAgentID))
+	root.kinds("AGENT", "agent")
 	if e.Run.Model != "" {
 		root.set(attribute.String(keyModel, e.Run.Model))
 	}
@@ -539,17 +588,15 @@ func (b *builder) setAnchor(e *formats.Event) {
 	b.anchor, b.anchorSet = sum[:], true
 }
 
-// ids fixes the trace id the first time a span ends: from the session id if
-// the source gave it by then, else from the run's first record.
+// trace is the run's trace id, from the run's first record: each run is
+// a trace of its own (a session's runs are linked by their session id and
+// by a link from each run's root to the previous run's), so that a
+// backend shows each run's prompt and answer, and no trace grows with its
+// session.
 func (b *builder) trace() trace.TraceID {
 	if !b.traceSet {
 		b.fixAnchor()
-		var sum [sha256.Size]byte
-		if b.session != "" {
-			sum = b.hash("session", b.session)
-		} else {
-			sum = b.hash("run", string(b.anchor))
-		}
+		sum := b.hash("run", string(b.anchor))
 		copy(b.traceID[:], sum[:])
 		b.traceSet = true
 	}
@@ -611,6 +658,7 @@ func (b *builder) startAgent(id string, info formats.AgentInfo, t time.Time) *ag
 	}
 	s := &span{key: "agent\x00" + id, parent: ps, name: opInvokeAgent + " " + label, kind: trace.SpanKindInternal, start: t}
 	s.set(attribute.String(keyOperation, opInvokeAgent), attribute.String(keyAgentName, label), attribute.String(keyAgentID, id))
+	s.kinds("AGENT", "agent")
 	if info.Model != "" {
 		s.set(attribute.String(keyModel, info.Model))
 	}
@@ -714,6 +762,9 @@ func (b *builder) startTurn(agentID string, a *agent, t time.Time) {
 	n := strconv.Itoa(a.turns)
 	a.turn = &span{key: "turn\x00" + agentID + "\x00" + n, parent: a.span, name: "turn " + n, kind: trace.SpanKindInternal, start: t}
 	a.turn.set(attribute.Int(keyTurn, a.turns))
+	// No GenAI convention names a turn; OpenInference calls a step of an
+	// agent a chain, and so does Langfuse.
+	a.turn.kinds("CHAIN", "chain")
 }
 
 func (b *builder) endTurn(a *agent, t time.Time, status formats.Status) {
@@ -725,7 +776,13 @@ func (b *builder) endTurn(a *agent, t time.Time, status formats.Status) {
 		a.turn.fail(status, "")
 	}
 	if a.turnUseSet {
-		b.setUsage(a.turn, a.turnUse)
+		// The turn's usage, of requests the source does not tell apart:
+		// a chat span that says it stands for them.
+		model := a.model
+		if model == "" {
+			model = a.seen
+		}
+		b.aggregateChat(a.turn, "chat\x00turn\x00"+a.turn.key, model, a.turnUse, a.turn.start, t)
 		b.placed.Add(a.turnUse)
 		b.turnUsed++
 		a.turnUse, a.turnUseSet = formats.UsageInfo{}, false
@@ -742,7 +799,7 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 		key += "\x00" + strconv.Itoa(n)
 	}
 	b.content(e.Agent, a, t)
-	room := 8 // for the four below, a summary, MCP's two and an error type, in one allocation
+	room := 10 // for the four below, the two kinds, a summary, MCP's two and an error type, in one allocation
 	if b.cfg.content {
 		room += 2
 	}
@@ -750,6 +807,7 @@ func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 		callID: id, owner: a, attrs: make([]attribute.KeyValue, 0, room)}
 	s.set(attribute.String(keyOperation, opExecuteTool), attribute.String(keyToolName, e.Call.Name),
 		attribute.String(keyToolCallID, id), attribute.String(keyToolType, "function"))
+	s.kinds("TOOL", "tool")
 	if e.Call.Summary != "" {
 		s.set(attribute.String(keySummary, e.Call.Summary))
 	}
@@ -792,21 +850,32 @@ func (b *builder) setMessages(a *agent) {
 		return
 	}
 	var msgs []chatMessage
+	var texts []string
 	for _, p := range a.prompts {
 		if p != "" { // all of it past a limit of 0
 			msgs = append(msgs, chatMessage{Role: "user", Parts: []msgPart{{Type: partText, Content: p}}})
+			texts = append(texts, p)
 		}
 	}
+	// Phoenix shows an agent's input.value and output.value as its input
+	// and output, and so does Langfuse before the messages: the prompts
+	// and the answer as text.
 	if len(msgs) > 0 {
 		if j, err := formats.Marshal(msgs); err == nil {
 			a.span.set(attribute.String(keyInputMessages, string(j)))
 		}
+		a.span.set(attribute.String(keyInputValue, strings.Join(texts, "\n\n")), attribute.String(keyInputMime, "text/plain"))
 	}
-	if a.answer != "" {
-		msgs := []chatMessage{{Role: "assistant", Parts: []msgPart{{Type: partText, Content: a.answer}}, FinishReason: "stop"}}
+	answer := a.answer
+	if answer == "" {
+		answer = a.lastText // a source that names no answer (a session file): its last text
+	}
+	if answer != "" {
+		msgs := []chatMessage{{Role: "assistant", Parts: []msgPart{{Type: partText, Content: answer}}, FinishReason: "stop"}}
 		if j, err := formats.Marshal(msgs); err == nil {
 			a.span.set(attribute.String(keyOutputMsgs, string(j)))
 		}
+		a.span.set(attribute.String(keyOutputValue, answer), attribute.String(keyOutputMime, "text/plain"))
 	}
 }
 
@@ -964,12 +1033,8 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	case totals.InputTokens.OK || totals.OutputTokens.OK:
 		root.set(attribute.String(keyUsageFrom, "requests"))
 	}
-	if b.chats == 0 && b.turnUsed == 0 {
-		b.setUsage(root, totals)
-	} else {
-		b.setTotals(root, totals)
-		b.setUsage(root, remainder(totals, b.placed))
-	}
+	b.setTotals(root, totals)
+	b.placeRest(root, totals, t)
 	if e.Run.ExitCode.OK {
 		root.set(attribute.Int(keyExitCode, e.Run.ExitCode.V))
 	}
@@ -993,9 +1058,131 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if d := e.Duration; d > 0 && (root.timedStart(b) || end.Before(root.start.Add(d))) && e.Time.IsZero() {
 		end = root.start.Add(d)
 	}
+	// The previous run of the session, which this one continues.
+	if b.session != "" && b.session == b.prevSession && b.prevRoot.IsValid() {
+		root.links = append(root.links, sdktrace.Link{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: b.prevTrace, SpanID: b.prevRoot, TraceFlags: trace.FlagsSampled})})
+	}
 	b.end(root, end)
 	b.open = false
 	b.flushHeld()
+	b.prevSession, b.prevTrace, b.prevRoot = b.session, b.trace(), b.spanID(root)
+}
+
+// placeRest puts on chat spans what of the run's totals its requests'
+// spans do not carry, so that over the trace's spans each gen_ai.usage.*
+// adds up to the run's totals: tokens beyond the requests' (or all of them,
+// where the source gives only the run's) on a chat span marked as
+// aggregated, and a cost the source gives only for the run split over the
+// chat spans by their tokens. Then the chat spans held for it go.
+func (b *builder) placeRest(root *span, totals formats.UsageInfo, t time.Time) {
+	rest := remainder(totals, b.placed)
+	// A cost of the run that the requests' spans do not carry goes to the
+	// chat spans without a cost of their own, by their tokens (nothing
+	// left over: a share of 0, so that no backend prices them itself).
+	split := totals.CostUSD.OK && len(b.pending) > 0
+	costLeft := rest.CostUSD.V
+	if split {
+		rest.CostUSD = formats.Opt[float64]{}
+	}
+	if counted(rest) || rest.CostUSD.OK && rest.CostUSD.V != 0 {
+		model := ""
+		if len(b.models) == 1 {
+			model = b.models[0]
+		}
+		b.aggregateChat(root, "chat\x00run", model, rest, root.start, t)
+	}
+	if split {
+		weights := make([]int64, len(b.pending))
+		for i := range b.pending {
+			weights[i] = b.pending[i].weight
+		}
+		for i, c := range splitCost(costLeft, weights) {
+			d := &b.pending[i].data
+			d.attrs = append(d.attrs, attribute.Float64(keyCost, c), attribute.Float64(keyOICost, c))
+		}
+	}
+	for i := range b.pending {
+		b.hand(&b.pending[i].data)
+		b.pending[i] = pendingChat{}
+	}
+	b.pending = b.pending[:0]
+}
+
+// counted: a usage has a token count.
+func counted(u formats.UsageInfo) bool {
+	for _, f := range usageKeys {
+		if f.of(&u).OK {
+			return true
+		}
+	}
+	return false
+}
+
+// aggregateChat ends a chat span under parent that stands for model
+// requests the source does not list one by one, with their usage, and
+// says so (agentconv.chat.aggregate).
+func (b *builder) aggregateChat(parent *span, key, model string, u formats.UsageInfo, start, t time.Time) {
+	name := opChat
+	if model != "" {
+		name += " " + model
+	}
+	s := &span{key: key, parent: parent, name: name, kind: trace.SpanKindClient, start: start}
+	s.set(attribute.String(keyOperation, opChat))
+	s.kinds("LLM", "generation")
+	if p := b.providerOf(model); p != "" {
+		s.set(attribute.String(keyProvider, p))
+	}
+	if model != "" {
+		s.set(attribute.String(keyModel, model))
+	}
+	s.set(attribute.Bool(keyAggregate, true))
+	b.setUsage(s, u)
+	s.costless, s.weight = !u.CostUSD.OK, tokens(u)
+	b.end(s, t)
+}
+
+// pendingChat is a chat span held for its share of the run's cost.
+type pendingChat struct {
+	data   spanData
+	weight int64
+}
+
+// tokens is what a cost is split by: the input tokens (cache included)
+// and the output tokens.
+func tokens(u formats.UsageInfo) int64 { return u.InputTokens.V + u.OutputTokens.V }
+
+// splitCost splits a cost over spans by their weights (evenly where none
+// has any), in nano-dollars, with what rounding leaves over on the
+// heaviest, so that the parts add up to the cost.
+func splitCost(cost float64, weights []int64) []float64 {
+	parts := make([]float64, len(weights))
+	if len(weights) == 0 {
+		return parts
+	}
+	var sum float64
+	heaviest := 0
+	for i, w := range weights {
+		sum += float64(w)
+		if w > weights[heaviest] {
+			heaviest = i
+		}
+	}
+	nanos := math.Round(cost * 1e9)
+	given := 0.0
+	for i, w := range weights {
+		if i == heaviest {
+			continue
+		}
+		share := 1 / float64(len(weights))
+		if sum > 0 {
+			share = float64(w) / sum
+		}
+		parts[i] = math.Floor(nanos*share) / 1e9
+		given += parts[i]
+	}
+	parts[heaviest] = cost - given
+	return parts
 }
 
 // flushHeld hands on the spans held while the session id was not known,
@@ -1004,13 +1191,23 @@ func (b *builder) flushHeld() {
 	for i := range b.held {
 		h := &b.held[i]
 		h.traceID = b.trace()
-		if b.session != "" {
-			h.attrs = setAttr(h.attrs, attribute.String(keyConversation, b.session))
-		}
+		h.attrs = b.sessionAttrs(h.attrs)
 		b.emit(h)
 		*h = spanData{}
 	}
 	b.held = b.held[:0]
+}
+
+// sessionAttrs puts the run's session id on a span, as the GenAI
+// conventions, Langfuse and OpenInference (Phoenix) name it, so that each
+// backend shows the runs of a session together.
+func (b *builder) sessionAttrs(kvs []attribute.KeyValue) []attribute.KeyValue {
+	if b.session == "" {
+		return kvs
+	}
+	kvs = setAttr(kvs, attribute.String(keyConversation, b.session))
+	kvs = setAttr(kvs, attribute.String(keyLangfuseSess, b.session))
+	return setAttr(kvs, attribute.String(keySessionID, b.session))
 }
 
 func dropAttr(kvs []attribute.KeyValue, key attribute.Key) []attribute.KeyValue {
@@ -1086,18 +1283,81 @@ func setUsageAs(s *span, u formats.UsageInfo, total bool) {
 		key := keyCost
 		if total {
 			key = totalKey(key)
+		} else {
+			s.set(attribute.Float64(keyOICost, u.CostUSD.V))
 		}
 		s.set(attribute.Float64(key, u.CostUSD.V))
 	}
+	if !total {
+		if j := langfuseUsage(u); j != "" {
+			s.set(attribute.String(keyLangfuseUsage, j))
+		}
+		// Phoenix's converter totals a span only where it has both
+		// counts; its total is what Phoenix sums.
+		if u.InputTokens.OK || u.OutputTokens.OK {
+			s.set(attribute.Int64(keyOITotal, u.InputTokens.V+u.OutputTokens.V))
+		}
+	}
+}
+
+// langfuseUsage is a request's usage as Langfuse counts it: input less
+// the cache reads and writes, which it counts apart, output less the
+// reasoning, and the total, so that no token counts twice in it (Langfuse
+// up to 3.205 added reasoning to a total of the gen_ai.usage.* keys that
+// counts it already). "" without tokens.
+func langfuseUsage(u formats.UsageInfo) string {
+	if !u.InputTokens.OK && !u.OutputTokens.OK && !u.CacheReadTokens.OK && !u.CacheWriteTokens.OK && !u.ReasoningTokens.OK {
+		return ""
+	}
+	b := []byte{'{'}
+	add := func(k string, v int64) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, v, 10)
+	}
+	// Langfuse adds the parts up: where a source's parts exceed its
+	// input or output (a run total that contradicts its requests), they
+	// are cut to them, so that the sum stays the count.
+	in, out := u.InputTokens.V, u.OutputTokens.V
+	read := min(u.CacheReadTokens.V, in)
+	write := min(u.CacheWriteTokens.V, in-read)
+	reasoning := min(u.ReasoningTokens.V, out)
+	if !u.InputTokens.OK {
+		read, write = u.CacheReadTokens.V, u.CacheWriteTokens.V // only the parts are known
+		in = read + write
+	}
+	if !u.OutputTokens.OK {
+		reasoning = u.ReasoningTokens.V
+		out = reasoning
+	}
+	if u.InputTokens.OK {
+		add("input", in-read-write)
+	}
+	if u.OutputTokens.OK {
+		add("output", out-reasoning)
+	}
+	if u.CacheReadTokens.OK {
+		add("input_cached_tokens", read)
+	}
+	if u.CacheWriteTokens.OK {
+		add("input_cache_creation", write)
+	}
+	if u.ReasoningTokens.OK {
+		add("output_reasoning_tokens", reasoning)
+	}
+	add("total", in+out)
+	return string(append(b, '}'))
 }
 
 // end closes a span and hands it on. A parent is stretched to hold its
 // children, so that arrival times and measured durations never make a child
 // stick out of its parent.
 func (b *builder) end(s *span, t time.Time) {
-	if b.session != "" {
-		s.attrs = setAttr(s.attrs, attribute.String(keyConversation, b.session))
-	}
+	s.attrs = b.sessionAttrs(s.attrs)
+	s.attrs = b.limitAttrs(s.attrs)
 	s.end = t
 	if s.children.After(s.end) {
 		s.end = s.children
@@ -1109,7 +1369,7 @@ func (b *builder) end(s *span, t time.Time) {
 	// the start of a call that ended.
 	b.fixAnchor()
 	b.ended = spanData{name: s.name, spanID: b.spanID(s), kind: s.kind,
-		start: s.start, end: s.end, attrs: s.attrs, events: s.events, status: s.status,
+		start: s.start, end: s.end, attrs: s.attrs, events: s.events, status: s.status, links: s.links,
 		resource: b.res, scope: instrumentation.Scope{Name: scopeName}}
 	if p := s.parent; p != nil {
 		b.ended.parentID = b.spanID(p)
@@ -1120,11 +1380,21 @@ func (b *builder) end(s *span, t time.Time) {
 			p.start = s.start
 		}
 	}
+	if s.costless && b.open {
+		b.pending = append(b.pending, pendingChat{data: b.ended, weight: s.weight})
+		return
+	}
+	b.hand(&b.ended)
+}
+
+// hand gives a span that ended to emit, in the run's trace; while the
+// run's session id is not known, it is held.
+func (b *builder) hand(d *spanData) {
 	if b.session == "" && b.open {
-		b.held = append(b.held, b.ended)
+		b.held = append(b.held, *d)
 		return
 	}
 	b.flushHeld()
-	b.ended.traceID = b.trace()
-	b.emit(&b.ended)
+	d.traceID = b.trace()
+	b.emit(d)
 }
