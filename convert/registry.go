@@ -15,6 +15,7 @@ import (
 	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/cliagents"
 	"github.com/agentconv/agentconv/formats/codex"
+	"github.com/agentconv/agentconv/formats/copilot"
 	"github.com/agentconv/agentconv/formats/cursor"
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
@@ -51,6 +52,8 @@ var Dialects = []formats.Dialect{
 	otel.OTLPJSON,
 	atif.Dialect,
 	acp.Dialect,
+	copilot.Stream,
+	copilot.Events,
 }
 
 // Lookup finds a dialect by name or alias.
