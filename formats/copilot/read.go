@@ -139,6 +139,7 @@ var interpreted = map[string]bool{
 	"permission.requested": true, "permission.completed": true, "session.usage_record": true,
 	"session.error": true, "session.warning": true, "session.info": true, "session.model_change": true,
 	"subagent.started": true, "subagent.completed": true, "subagent.failed": true,
+	"session.tools_updated": true,
 }
 
 // result is the data's result object.
@@ -211,7 +212,16 @@ func (r *reader) record(l *line, d *data, src formats.Source) {
 		emit(&formats.Event{Kind: formats.TextDelta, Agent: agent, Text: d.DeltaContent})
 	case "assistant.reasoning_delta":
 		emit(&formats.Event{Kind: formats.ThinkingDelta, Agent: agent, Text: d.DeltaContent})
+	case "session.tools_updated":
+		// The stream's first word of the model (it has no session.start).
+		if r.model == "" {
+			r.model = d.Model
+		}
+		emit(&formats.Event{Kind: formats.Raw})
 	case "assistant.message":
+		if agent == "" && d.Model != "" {
+			r.model = d.Model
+		}
 		if d.Content != "" || d.ReasoningTxt != "" || len(d.ToolRequests) == 0 {
 			emit(&formats.Event{Kind: formats.Message, Agent: agent, Text: d.Content, Thinking: d.ReasoningTxt})
 		}
