@@ -46,8 +46,12 @@ var Stream = formats.Dialect{
 var Events = formats.Dialect{
 	Name:        "copilot-events",
 	Aliases:     []string{"copilot-session"},
-	Description: "Copilot CLI's session file `~/.copilot/session-state/<session-id>/events.jsonl`: the session's events without the ephemeral ones, with session.start/resume, each request's usage (session.usage_record) and session.shutdown per process (read only)",
+	Description: "Copilot CLI's session file `~/.copilot/session-state/<session-id>/events.jsonl`: the session's events without the ephemeral ones, with session.start/resume, each request's usage (session.usage_record) and session.shutdown per process; -o DIR writes <session-id>/events.jsonl, which `copilot --resume ID` resumes",
 	NewReader:   newEventsReader,
+	NewWriter:   newEventsWriter,
+	Files:       true,
+	Carries:     eventsCarries,
+	Quirks:      []string{lossUnanswered, lossCancelled, lossExitCodes},
 	Detect:      detectEvents,
 	Bookkeeping: bookkeeping,
 	DirFiles:    "events.jsonl",

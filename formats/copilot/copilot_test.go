@@ -260,3 +260,51 @@ func TestPlaces(t *testing.T) {
 		t.Errorf("without HOME: %v", got)
 	}
 }
+
+// TestWriteEvents: every capture's session, written by the events writer
+// (encoded, not copied), reads back as the same main agent's prompts,
+// messages, calls and results, usage and outcome; the subagent's work
+// stays in its call's result.
+func TestWriteEvents(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(captures, "*"))
+	for _, dir := range dirs {
+		scenario := filepath.Base(dir)
+		_, events := capture(t, scenario)
+		main := func(cs []formatstest.Comparable) []formatstest.Comparable {
+			var out []formatstest.Comparable
+			for _, c := range cs {
+				if c.Agent == "" {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		formatstest.RoundTripNormalized(t, copilot.Events, events, main, formats.UserMessage, formats.Message,
+			formats.ToolCall, formats.ToolResult, formats.Usage, formats.Notice, formats.TurnEnd, formats.RunEnd)
+		evs := formatstest.Read(t, copilot.Events, events)
+		var clean []*formats.Event
+		for _, e := range evs {
+			if e.Kind != formats.Raw {
+				clean = append(clean, e)
+			}
+		}
+		out, err := formatstest.WriteAll(copilot.Events, clean, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := formatstest.Read(t, copilot.Events, out)
+		for _, k := range []formats.Kind{formats.Usage, formats.RunEnd} {
+			a, b := formatstest.OfKind(evs, k), formatstest.OfKind(back, k)
+			if len(a) != len(b) {
+				t.Errorf("%s: %d %s events, %d written", scenario, len(a), k, len(b))
+				continue
+			}
+			for i := range a {
+				if a[i].Usage != b[i].Usage || a[i].Status != b[i].Status || a[i].Run.ExitCode != b[i].Run.ExitCode ||
+					a[i].Run.SessionID != b[i].Run.SessionID || a[i].Run.Model != b[i].Run.Model || a[i].Run.Cwd != b[i].Run.Cwd {
+					t.Errorf("%s: %s %d: %+v %+v %+v; written %+v %+v %+v", scenario, k, i, a[i].Usage, a[i].Status, a[i].Run, b[i].Usage, b[i].Status, b[i].Run)
+				}
+			}
+		}
+	}
+}
