@@ -308,3 +308,29 @@ func TestWriteEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteMessages: two whole messages in a row are two messages, and a
+// message after its deltas one; an answer no message said is the last.
+func TestWriteMessages(t *testing.T) {
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s1"}},
+		{Kind: formats.UserMessage, Text: "go"},
+		{Kind: formats.TextDelta, Text: "One"},
+		{Kind: formats.TextDelta, Text: "."},
+		{Kind: formats.Message, Text: "One."},
+		{Kind: formats.Message, Text: "Two."},
+		{Kind: formats.Answer, Text: "Three."},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, err := formatstest.WriteAll(copilot.Events, evs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range formatstest.OfKind(formatstest.Read(t, copilot.Events, out), formats.Message) {
+		texts = append(texts, m.Text)
+	}
+	if strings.Join(texts, "|") != "One.|Two.|Three." {
+		t.Errorf("messages %q:\n%s", texts, out)
+	}
+}

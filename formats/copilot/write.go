@@ -64,6 +64,7 @@ type pendingMessage struct {
 	text     string
 	thinking string
 	calls    []toolRequest
+	whole    bool // a whole Message, not deltas, gave it
 }
 
 type toolRequest struct {
@@ -221,14 +222,15 @@ func (w *eventsWriter) Write(e *formats.Event) error {
 		m := w.message(at)
 		m.thinking += e.Text
 	case formats.Message:
-		if m := w.msg; m != nil && len(m.calls) > 0 {
+		// A whole message repeats what its deltas streamed; after calls,
+		// or after another whole message, it is a message of its own.
+		if m := w.msg; m != nil && (len(m.calls) > 0 || m.whole) {
 			if err := w.flush(at); err != nil {
 				return err
 			}
 		}
-		// A whole message repeats what its deltas streamed.
 		m := w.message(at)
-		m.text, m.thinking = e.Text, e.Thinking
+		m.text, m.thinking, m.whole = e.Text, e.Thinking, true
 	case formats.ToolCall:
 		m := w.message(at)
 		args := e.Call.Args
