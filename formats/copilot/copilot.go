@@ -28,13 +28,13 @@ import (
 // AgentName is the agent of the runs read from the Copilot CLI.
 const AgentName = "copilot"
 
-// carries: what the reader gives of a run. Nothing is written (no
-// writer): the lists say what the dialect holds, for the docs.
+// Stream is the copilot dialect: `copilot -p … --output-format json`.
+// Read only: the CLI takes back its events file, not its stream.
 var Stream = formats.Dialect{
 	Name:        "copilot",
 	Aliases:     []string{"copilot-stream", "copilot-json"},
 	Description: "Copilot CLI `-p --output-format json`: its session events as JSON lines (type, data, id, timestamp, parentId; streaming ones ephemeral; subagents' marked agentId), ending with result (sessionId, exitCode); no token counts (read only)",
-	NewReader:   newStreamReader,
+	NewReader:   newReader,
 	Detect:      detectStream,
 	Bookkeeping: bookkeeping,
 }
@@ -47,7 +47,7 @@ var Events = formats.Dialect{
 	Name:        "copilot-events",
 	Aliases:     []string{"copilot-session"},
 	Description: "Copilot CLI's session file `~/.copilot/session-state/<session-id>/events.jsonl`: the session's events without the ephemeral ones, with session.start/resume, each request's usage (session.usage_record) and session.shutdown per process; -o DIR writes <session-id>/events.jsonl, which `copilot --resume ID` resumes",
-	NewReader:   newEventsReader,
+	NewReader:   newReader,
 	NewWriter:   newEventsWriter,
 	Files:       true,
 	Carries:     eventsCarries,

@@ -86,10 +86,9 @@ type data struct {
 }
 
 type reader struct {
-	lines  *formats.LineReader
-	opts   formats.ReadOptions
-	stream bool
-	queue  formats.EventQueue
+	lines *formats.LineReader
+	opts  formats.ReadOptions
+	queue formats.EventQueue
 
 	session, model, cwd, version string
 	open                         bool
@@ -98,15 +97,12 @@ type reader struct {
 	lastError, code string
 	names           map[string]string // call id → tool name
 	callAgent       map[string]string // call id → the agent that made it
-	agentCall       map[string]string // agent id → the call that started it
-	started         map[string]bool   // subagents started
 }
 
-func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
-	return &reader{lines: formats.NewLineReader(r), opts: o, stream: true}
-}
-
-func newEventsReader(r io.Reader, o formats.ReadOptions) formats.Reader {
+// newReader reads the stream and the events file alike: a run starts at
+// the session's start or resume, else at the first event (the stream's),
+// and ends at the shutdown or the stream's result.
+func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &reader{lines: formats.NewLineReader(r), opts: o}
 }
 
@@ -265,8 +261,6 @@ func (r *reader) record(l *line, d *data, src formats.Source) {
 	case "session.model_change":
 		emit(&formats.Event{Kind: formats.ModelChange, Agent: agent, Run: formats.RunInfo{Model: d.NewModel}})
 	case "subagent.started":
-		r.started[agent] = true
-		r.agentCall[agent] = d.ToolCallID
 		label := d.AgentDisplayName
 		if label == "" {
 			label = d.AgentName
@@ -315,7 +309,7 @@ func (r *reader) toolResult(agent string, d *data) *formats.Event {
 // stream, which names the session only at its end.
 func (r *reader) start(d *data, emit func(*formats.Event)) {
 	r.open, r.failed, r.lastError, r.code = true, false, "", ""
-	r.names, r.callAgent, r.agentCall, r.started = map[string]string{}, map[string]string{}, map[string]string{}, map[string]bool{}
+	r.names, r.callAgent = map[string]string{}, map[string]string{}
 	if d != nil {
 		r.model = d.SelectedModel
 		if d.Context != nil {
