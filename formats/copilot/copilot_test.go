@@ -334,3 +334,24 @@ func TestWriteMessages(t *testing.T) {
 		t.Errorf("messages %q:\n%s", texts, out)
 	}
 }
+
+// TestWriteRefusal: a refused call that the source gives only in its
+// permission request is written as the model's call before its result.
+func TestWriteRefusal(t *testing.T) {
+	evs := []*formats.Event{
+		{Kind: formats.RunStart},
+		{Kind: formats.PermissionRequest, Call: formats.Call{ID: "c2", Name: "bash", Args: json.RawMessage(`{"command":"rm -rf build/"}`)}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Name: "bash", Status: formats.Denied, Error: "no one could approve it"}},
+		{Kind: formats.RunEnd, Status: formats.Failed},
+	}
+	out, err := formatstest.WriteAll(copilot.Events, evs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := formatstest.Read(t, copilot.Events, out)
+	calls, res := formatstest.OfKind(back, formats.ToolCall), formatstest.OfKind(back, formats.ToolResult)
+	if len(calls) != 1 || calls[0].Call.ID != "c2" || string(calls[0].Call.Args) != `{"command":"rm -rf build/"}` ||
+		len(res) != 1 || res[0].Call.Status != formats.Denied {
+		t.Errorf("calls %+v, results %+v:\n%s", calls, res, out)
+	}
+}

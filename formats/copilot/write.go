@@ -41,10 +41,12 @@ type eventsWriter struct {
 	// The open run's.
 	turn    int
 	msg     *pendingMessage
-	calls   map[string]bool // calls written and not yet answered
-	callIDs []string        // in order
-	errored bool            // a session.error was written
-	said    string          // the last message's text
+	calls   map[string]bool         // calls written and not yet answered
+	callIDs []string                // in order
+	errored bool                    // a session.error was written
+	said    string                  // the last message's text
+	asked   map[string]bool         // calls written or pending
+	perms   map[string]formats.Call // calls named by permission requests
 	started time.Time
 }
 
@@ -232,13 +234,26 @@ func (w *eventsWriter) Write(e *formats.Event) error {
 		m := w.message(at)
 		m.text, m.thinking, m.whole = e.Text, e.Thinking, true
 	case formats.ToolCall:
-		m := w.message(at)
-		args := e.Call.Args
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
+		w.request(at, e.Call)
+	case formats.PermissionRequest:
+		// A call some sources give only in the request to approve it.
+		if e.Call.ID != "" && w.perms[e.Call.ID].ID == "" {
+			w.perms[e.Call.ID] = e.Call
 		}
-		m.calls = append(m.calls, toolRequest{ToolCallID: e.Call.ID, Name: e.Call.Name, Arguments: args, Type: "function"})
 	case formats.ToolResult:
+		if !w.asked[e.Call.ID] {
+			// A result whose call the source did not give on its own (a
+			// refusal): the call is the model's, before it.
+			c := w.perms[e.Call.ID]
+			c.ID = e.Call.ID
+			if c.Name == "" {
+				c.Name = e.Call.Name
+			}
+			if len(c.Args) == 0 {
+				c.Args = e.Call.Args
+			}
+			w.request(at, c)
+		}
 		if err := w.flush(at); err != nil {
 			return err
 		}
@@ -258,6 +273,17 @@ func (w *eventsWriter) Write(e *formats.Event) error {
 		return w.notice(at, e)
 	}
 	return nil
+}
+
+// request adds a call to the pending message.
+func (w *eventsWriter) request(at time.Time, c formats.Call) {
+	m := w.message(at)
+	args := c.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	w.asked[c.ID] = true
+	m.calls = append(m.calls, toolRequest{ToolCallID: c.ID, Name: c.Name, Arguments: args, Type: "function"})
 }
 
 func (w *eventsWriter) message(at time.Time) *pendingMessage {
@@ -377,6 +403,7 @@ func (w *eventsWriter) startRun(e *formats.Event) error {
 	}
 	w.cur = f
 	w.turn, w.msg, w.calls, w.callIDs, w.errored, w.said = 0, nil, map[string]bool{}, nil, false, ""
+	w.asked, w.perms = map[string]bool{}, map[string]formats.Call{}
 	at := w.stamps.Next(e)
 	w.started = at
 	// The CLI wants a cwd, if empty.
