@@ -15,6 +15,7 @@ import (
 	"github.com/agentconv/agentconv/formats/claude"
 	"github.com/agentconv/agentconv/formats/cliagents"
 	"github.com/agentconv/agentconv/formats/codex"
+	"github.com/agentconv/agentconv/formats/copilot"
 	"github.com/agentconv/agentconv/formats/cursor"
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
@@ -58,6 +59,8 @@ var Dialects = []formats.Dialect{
 	opencode.Stream,
 	opencode.DB,
 	opencode.Export,
+	copilot.Stream,
+	copilot.Events,
 }
 
 // Lookup finds a dialect by name or alias.

@@ -122,9 +122,10 @@ func (i Item) String() string { return i.Kind + " " + i.Text }
 
 // reminder matches the context blocks agents add to a user message:
 // Claude's system reminders, Gemini's session context, Codex's
-// environment and instructions.
+// environment and instructions, the Copilot CLI's current date.
 var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>|<session_context>.*?</session_context>|` +
-	`<environment_context>.*?</environment_context>|<user_instructions>.*?</user_instructions>`)
+	`<environment_context>.*?</environment_context>|<user_instructions>.*?</user_instructions>|` +
+	`<current_datetime>.*?</current_datetime>`)
 
 // Conversation reduces a request's history to its items. The context an
 // agent adds of its own (a message that is one tag, such as Codex's
@@ -190,4 +191,15 @@ func Paired(h []Msg) []string {
 		}
 	}
 	return bad
+}
+
+// Flags implements Resumer.
+func (copilotCLI) Flags(Pin) []string { return nil }
+
+// Place implements Resumer: the Copilot CLI resumes
+// ~/.copilot/session-state/<id>/events.jsonl by its folder's name, from
+// any folder; it needs neither the folder's other files nor its SQLite
+// session store (~/.copilot/session-store.db), which it fills itself.
+func (copilotCLI) Place(_ Pin, home, _ string) (string, string) {
+	return filepath.Join(home, ".copilot", "session-state"), "copilot-events"
 }

@@ -20,7 +20,7 @@ var resumeScenarios = []string{"parallel", "subagent", "refused", "thinking", "r
 
 // resumers are the pins that resume every source: the newest Claude Code
 // and Codex, and the versions before them that users still run.
-var resumers = []string{"claude-code@2.1.332", "claude-code@2.0.77", "codex@0.171.0", "codex@0.45.0", "adal@1.8.6"}
+var resumers = []string{"claude-code@2.1.332", "claude-code@2.0.77", "codex@0.171.0", "codex@0.45.0", "adal@1.8.6", "copilot@1.0.102"}
 
 // fewSources are the scenarios of the sources that resumers listed here
 // resume (with the fixtures), to keep the matrix short: AdaL resumes the

@@ -1,0 +1,466 @@
+package copilot
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
+)
+
+// The losses of the events writer's own encoding.
+const (
+	lossUnanswered = "tool calls without a result (written as failed calls)"
+	lossCancelled  = "cancelled tool calls (written as failed calls)"
+	lossExitCodes  = "exit codes other than 0 and 1 (the CLI exits 1 after a session's error)"
+)
+
+// eventsCarries: a session file keeps the main agent's conversation (its
+// prompts, text, reasoning, calls with their results, refusals), each
+// request's usage (a subagent's marked with its agentId), notices and each
+// run's outcome. A subagent's work is in its call's result: the CLI's own
+// subagent events name agents of its own, which the writer does not make.
+const eventsCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
+	formats.FollowUpPrompts | formats.AssistantText | formats.Thinking | formats.Turns | formats.ToolCalls |
+	formats.Refusals | formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens |
+	formats.InfoNotices | formats.WarningNotices | formats.RunOutcomes
+
+type eventsWriter struct {
+	stream io.Writer
+	opts   formats.WriteOptions
+	view   *formats.RunFollower
+	stamps formats.Stamps
+	files  map[string]*eventsFile
+	order  []*eventsFile
+	cur    *eventsFile
+	runs   int
+	err    error
+
+	// The open run's.
+	turn    int
+	msg     *pendingMessage
+	calls   map[string]bool         // calls written and not yet answered
+	callIDs []string                // in order
+	errored bool                    // a session.error was written
+	said    string                  // the last message's text
+	asked   map[string]bool         // calls written or pending
+	perms   map[string]formats.Call // calls named by permission requests
+	started time.Time
+}
+
+// eventsFile is one session's events.jsonl.
+type eventsFile struct {
+	id     string
+	w      io.Writer
+	c      io.WriteCloser
+	made   bool
+	events int
+	last   string // the last event's id
+}
+
+// pendingMessage is an assistant message whose calls may still come.
+type pendingMessage struct {
+	at       time.Time
+	text     string
+	thinking string
+	calls    []toolRequest
+	whole    bool // a whole Message, not deltas, gave it
+}
+
+type toolRequest struct {
+	ToolCallID string          `json:"toolCallId"`
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Type       string          `json:"type"`
+}
+
+func newEventsWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
+	return &eventsWriter{stream: w, opts: o, view: formats.ViewFor(o), files: map[string]*eventsFile{}}
+}
+
+// Observe follows a record that the pipeline copies: the file of its
+// session takes it (CopyTo).
+func (w *eventsWriter) Observe(e *formats.Event) {
+	w.view.Follow(e)
+	if e.Kind == formats.RunStart {
+		w.cur, w.err = w.file(e)
+	}
+	if w.cur != nil && !e.Source.Continued && e.Source.Line != nil {
+		w.cur.events++
+	}
+}
+
+// CopyTo is the file of the session being copied, with -o DIR.
+func (w *eventsWriter) CopyTo() io.Writer {
+	if w.cur == nil || !w.cur.made {
+		return nil
+	}
+	return w.cur.w
+}
+
+// sessionUUID is a session's id for the CLI, which resumes a session by
+// its folder's name: its own when it is a UUID, else one derived from it.
+func sessionUUID(id string) string {
+	if formats.IsUUID(id) {
+		return strings.ToLower(id)
+	}
+	return formats.NameUUID("agentconv copilot-events\x00session\x00" + id)
+}
+
+// file returns the events file of the run's session, made if new.
+func (w *eventsWriter) file(e *formats.Event) (*eventsFile, error) {
+	sid := e.Run.SessionID
+	if sid == "" {
+		w.runs++
+		sid = "agentconv:run-" + strconv.Itoa(w.runs)
+	}
+	id := sessionUUID(sid)
+	if f := w.files[id]; f != nil {
+		return f, nil
+	}
+	f := &eventsFile{id: id, w: w.stream}
+	if w.opts.Create != nil {
+		c, err := w.opts.Create(id + "/events.jsonl")
+		if err != nil {
+			return nil, err
+		}
+		f.w, f.c, f.made = c, c, true
+	}
+	w.files[id] = f
+	w.order = append(w.order, f)
+	return f, nil
+}
+
+// put writes one event of the current file: its id (name-based, the same
+// each time the session is written), timestamp and parentId, the event
+// before it.
+func (w *eventsWriter) put(at time.Time, typ string, data any) error {
+	return w.putAgent(at, typ, "", data)
+}
+
+// putAgent writes an event of agent ("": the main agent's), marked with
+// agentId as the CLI marks a subagent's.
+func (w *eventsWriter) putAgent(at time.Time, typ, agent string, data any) error {
+	f := w.cur
+	f.events++
+	id := formats.NameUUID("agentconv copilot-events\x00" + f.id + "\x00" + strconv.Itoa(f.events))
+	b, err := formats.Marshal(data)
+	if err != nil {
+		return err
+	}
+	var j formats.JSONLine
+	j.Begin().Str("type", typ).Raw("data", b)
+	if agent != "" {
+		j.Str("agentId", agent)
+	}
+	j.Str("id", id).Str("timestamp", stamp(at))
+	if f.last == "" {
+		j.Null("parentId")
+	} else {
+		j.Str("parentId", f.last)
+	}
+	f.last = id
+	_, err = j.WriteTo(f.w)
+	return err
+}
+
+// stamp is a time as the CLI writes it (JavaScript's toISOString).
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+func (w *eventsWriter) Write(e *formats.Event) error {
+	if w.err != nil {
+		return w.err
+	}
+	v := w.view.Follow(e)
+	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+		if e.Kind == formats.RunStart {
+			w.cur, w.err = w.file(e)
+		}
+		return w.err
+	}
+	if e.Kind == formats.RunStart {
+		return w.startRun(e)
+	}
+	if w.cur == nil {
+		// Outside a run (a writer used without a pipeline): one of its own.
+		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}); err != nil {
+			return err
+		}
+	}
+	at := w.stamps.Next(e)
+	if e.Agent != "" {
+		// A subagent's work is in its call's result; its requests are
+		// the session's, marked with its id as the CLI marks them.
+		if e.Kind == formats.Usage {
+			return w.usage(at, e)
+		}
+		return nil
+	}
+	switch e.Kind {
+	case formats.RunEnd:
+		return w.endRun(at, v)
+	case formats.UserMessage:
+		if err := w.flush(at); err != nil {
+			return err
+		}
+		return w.put(at, "user.message", map[string]any{"content": e.Text})
+	case formats.TurnStart:
+		if err := w.flush(at); err != nil {
+			return err
+		}
+		return w.put(at, "assistant.turn_start", map[string]any{"turnId": strconv.Itoa(w.turn)})
+	case formats.TurnEnd:
+		if err := w.flush(at); err != nil {
+			return err
+		}
+		w.turn++
+		return w.put(at, "assistant.turn_end", map[string]any{"turnId": strconv.Itoa(w.turn - 1)})
+	case formats.TextDelta:
+		m := w.message(at)
+		m.text += e.Text
+	case formats.ThinkingDelta:
+		m := w.message(at)
+		m.thinking += e.Text
+	case formats.Message:
+		// A whole message repeats what its deltas streamed; after calls,
+		// or after another whole message, it is a message of its own.
+		if m := w.msg; m != nil && (len(m.calls) > 0 || m.whole) {
+			if err := w.flush(at); err != nil {
+				return err
+			}
+		}
+		m := w.message(at)
+		m.text, m.thinking, m.whole = e.Text, e.Thinking, true
+	case formats.ToolCall:
+		w.request(at, e.Call)
+	case formats.PermissionRequest:
+		// A call some sources give only in the request to approve it.
+		if e.Call.ID != "" && w.perms[e.Call.ID].ID == "" {
+			w.perms[e.Call.ID] = e.Call
+		}
+	case formats.ToolResult:
+		if !w.asked[e.Call.ID] {
+			// A result whose call the source did not give on its own (a
+			// refusal): the call is the model's, before it.
+			c := w.perms[e.Call.ID]
+			c.ID = e.Call.ID
+			if c.Name == "" {
+				c.Name = e.Call.Name
+			}
+			if len(c.Args) == 0 {
+				c.Args = e.Call.Args
+			}
+			w.request(at, c)
+		}
+		if err := w.flush(at); err != nil {
+			return err
+		}
+		return w.result(at, e.Call)
+	case formats.Answer:
+		// The answer, when no message of the run said it (a source that
+		// gives it only at the end).
+		if e.Text != "" && e.Text != w.said && (w.msg == nil || w.msg.text != e.Text) {
+			if err := w.flush(at); err != nil {
+				return err
+			}
+			w.message(at).text = e.Text
+		}
+	case formats.Usage:
+		return w.usage(at, e)
+	case formats.Notice:
+		return w.notice(at, e)
+	}
+	return nil
+}
+
+// request adds a call to the pending message.
+func (w *eventsWriter) request(at time.Time, c formats.Call) {
+	m := w.message(at)
+	args := c.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	w.asked[c.ID] = true
+	m.calls = append(m.calls, toolRequest{ToolCallID: c.ID, Name: c.Name, Arguments: args, Type: "function"})
+}
+
+func (w *eventsWriter) message(at time.Time) *pendingMessage {
+	if w.msg == nil {
+		w.msg = &pendingMessage{at: at}
+	}
+	return w.msg
+}
+
+// flush writes the pending assistant message with its calls.
+func (w *eventsWriter) flush(at time.Time) error {
+	m := w.msg
+	if m == nil {
+		return nil
+	}
+	w.msg = nil
+	if m.text != "" {
+		w.said = m.text
+	}
+	calls := m.calls
+	if calls == nil {
+		calls = []toolRequest{}
+	}
+	d := map[string]any{"messageId": formats.NameUUID("agentconv copilot-events\x00message\x00" + w.cur.id + strconv.Itoa(w.cur.events)),
+		"content": m.text, "toolRequests": calls}
+	if m.thinking != "" {
+		d["reasoningText"] = m.thinking
+	}
+	for _, c := range m.calls {
+		if !w.calls[c.ToolCallID] {
+			w.callIDs = append(w.callIDs, c.ToolCallID)
+		}
+		w.calls[c.ToolCallID] = true
+	}
+	return w.put(m.at, "assistant.message", d)
+}
+
+// result writes a call's end: success, a refusal (error code denied, as
+// the CLI writes one it could not ask for), or a failure.
+func (w *eventsWriter) result(at time.Time, c formats.Call) error {
+	delete(w.calls, c.ID)
+	d := map[string]any{"toolCallId": c.ID}
+	switch c.Status {
+	case formats.Completed:
+		d["success"] = true
+		d["result"] = map[string]any{"content": c.Output}
+	default:
+		if c.Status == formats.Cancelled {
+			w.opts.Report.Lose(lossCancelled)
+		}
+		code := "failure"
+		if c.Status == formats.Denied {
+			code = "denied"
+		}
+		msg := c.Error
+		if msg == "" {
+			msg = c.Output
+		}
+		d["success"] = false
+		d["error"] = map[string]any{"message": msg, "code": code}
+	}
+	if c.ExitCode.OK {
+		d["shellExecution"] = map[string]any{"exitCode": c.ExitCode.V}
+	}
+	return w.put(at, "tool.execution_complete", d)
+}
+
+// usage writes a request's counts as a usage record.
+func (w *eventsWriter) usage(at time.Time, e *formats.Event) error {
+	u := e.Usage
+	rec := map[string]any{}
+	put := func(k string, o formats.Opt[int64]) {
+		if o.OK {
+			rec[k] = o.V
+		}
+	}
+	model := e.Response.Model
+	if model == "" {
+		model = w.view.View().Info.Model
+	}
+	rec["model"] = model
+	put("inputTokens", u.InputTokens)
+	put("outputTokens", u.OutputTokens)
+	put("cacheReadTokens", u.CacheReadTokens)
+	put("cacheWriteTokens", u.CacheWriteTokens)
+	put("reasoningTokens", u.ReasoningTokens)
+	if e.Response.ID != "" {
+		rec["apiCallId"] = e.Response.ID
+	}
+	if e.Response.StopReason != "" {
+		rec["finishReason"] = e.Response.StopReason
+	}
+	return w.putAgent(at, "session.usage_record", e.Agent, map[string]any{"usage": rec})
+}
+
+func (w *eventsWriter) notice(at time.Time, e *formats.Event) error {
+	switch e.Severity {
+	case formats.Error:
+		w.errored = true
+		code := e.Code
+		if code == "" {
+			code = "error"
+		}
+		return w.put(at, "session.error", map[string]any{"errorType": code, "message": e.Text})
+	case formats.Warning:
+		return w.put(at, "session.warning", map[string]any{"warningType": "agentconv", "message": e.Text})
+	}
+	return w.put(at, "session.info", map[string]any{"infoType": "agentconv", "message": e.Text})
+}
+
+// startRun writes the session's start, or its resume when the session has
+// a run in this output already.
+func (w *eventsWriter) startRun(e *formats.Event) error {
+	f, err := w.file(e)
+	if err != nil {
+		return err
+	}
+	w.cur = f
+	w.turn, w.msg, w.calls, w.callIDs, w.errored, w.said = 0, nil, map[string]bool{}, nil, false, ""
+	w.asked, w.perms = map[string]bool{}, map[string]formats.Call{}
+	at := w.stamps.Next(e)
+	w.started = at
+	// The CLI wants a cwd, if empty.
+	ctx := map[string]any{"cwd": e.Run.Cwd}
+	if f.events == 0 {
+		version := ""
+		if e.Run.AgentName == AgentName {
+			version = e.Run.AgentVersion // another agent's version is not the CLI's
+		}
+		return w.put(at, "session.start", map[string]any{"sessionId": f.id, "version": 1, "producer": "agentconv",
+			"copilotVersion": version, "startTime": stamp(at), "selectedModel": e.Run.Model, "context": ctx})
+	}
+	return w.put(at, "session.resume", map[string]any{"resumeTime": stamp(at), "eventCount": f.events,
+		"selectedModel": e.Run.Model, "context": ctx})
+}
+
+// endRun answers the calls left without a result, says the run's failure
+// if no error did, and closes the run with the session's shutdown.
+func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
+	if err := w.flush(at); err != nil {
+		return err
+	}
+	for _, id := range w.callIDs {
+		if w.calls[id] {
+			w.opts.Report.Lose(lossUnanswered)
+			if err := w.result(at, formats.Call{ID: id, Status: formats.Failed, Error: "the call has no result"}); err != nil {
+				return err
+			}
+		}
+	}
+	if !v.Success() && !w.errored {
+		// The failure is what reads back as one: a session.error.
+		if err := w.put(at, "session.error", map[string]any{"errorType": "error", "message": v.Failure}); err != nil {
+			return err
+		}
+	}
+	if c := v.ExitCode; c != 0 && c != 1 {
+		w.opts.Report.Lose(lossExitCodes)
+	}
+	// The fields the CLI wants of a shutdown, as it writes them for a
+	// session that failed before its first answer.
+	return w.put(at, "session.shutdown", map[string]any{"shutdownType": "routine", "totalPremiumRequests": 0,
+		"totalApiDurationMs": 0, "sessionStartTime": w.started.UnixMilli(),
+		"codeChanges":  map[string]any{"linesAdded": 0, "linesRemoved": 0, "filesModified": []string{}},
+		"modelMetrics": map[string]any{}})
+}
+
+// Close closes each session's file.
+func (w *eventsWriter) Close() error {
+	var first error
+	for _, f := range w.order {
+		if f.c != nil {
+			if err := f.c.Close(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	w.files, w.order, w.cur = nil, nil, nil
+	return first
+}
