@@ -61,6 +61,20 @@ type Copy struct {
 	// every request of the run, its subagents' included; after a resume,
 	// it is the session's running total (Qwen Code's).
 	OpenAICounts bool
+	// Refusals are texts of the agent's own tool errors that say a call
+	// needed a permission it did not get, besides Claude Code's.
+	Refusals []string
+}
+
+// refused reports whether a tool error is the agent's refusal of a call
+// that needed a permission.
+func (c Copy) refused(text string) bool {
+	for _, s := range c.Refusals {
+		if strings.Contains(text, s) {
+			return true
+		}
+	}
+	return isRefusal(text)
 }
 
 // StreamReader reads the copy's claude-stream.

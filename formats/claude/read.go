@@ -1019,7 +1019,7 @@ func (d *decoder) toolResult(agent string, b *block) {
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
 	if b.IsError != nil && *b.IsError {
 		res.Status, res.Output, res.Error = formats.Failed, "", out
-		if isRefusal(out) || c != nil && c.refused {
+		if d.copy.refused(out) || c != nil && c.refused {
 			// The result's permission_denials will list it: it ends here,
 			// once, as refused.
 			res.Status = formats.Denied

@@ -16,7 +16,11 @@ const AgentName = "qwen-code"
 // its models give (input_tokens include the cache; the result's usage
 // counts every request, its subagents' included, and after a resume the
 // session's running total).
-var qwenCopy = claude.Copy{Agent: AgentName, OpenAICounts: true}
+// qwenCopy: Qwen Code's claude-stream. Its tool error for a call whose
+// permission was declined (a deny rule, or no approval in -p) says
+// "Qwen Code requires permission to use \"TOOL\", but that permission was
+// declined", and its result lists the call in permission_denials.
+var qwenCopy = claude.Copy{Agent: AgentName, OpenAICounts: true, Refusals: []string{"requires permission to use", "but that permission was declined"}}
 
 // Stream is the qwen-code dialect: `qwen -p --output-format stream-json`,
 // a copy of claude-stream whose init line names qwen_code_version.

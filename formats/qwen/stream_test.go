@@ -206,3 +206,32 @@ func serverCalls(t *testing.T, dir string) [][2]int64 {
 	}
 	return out
 }
+
+// TestQwenRefused: Qwen Code 0.24.4 run without the shell's permission
+// declines the call itself ("Qwen Code requires permission to use
+// \"run_shell_command\", but that permission was declined") and lists it in
+// its result's permission_denials: the call is refused (denied), not
+// failed, in stream-json and json, as in its session file.
+func TestQwenRefused(t *testing.T) {
+	for _, c := range []struct {
+		mode    string
+		dialect formats.Dialect
+	}{{"stream-json", qwen.Stream}, {"json", qwen.JSON}} {
+		dir := filepath.Join("..", "..", "testdata", "agents", "qwen-code", "0.24.4", "refused", c.mode)
+		names, _ := filepath.Glob(filepath.Join(dir, "stdout.json*"))
+		if len(names) != 1 {
+			t.Fatalf("%s: stdout files %v", c.mode, names)
+		}
+		data, err := os.ReadFile(names[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range formatstest.OfKind(formatstest.Read(t, c.dialect, data), formats.ToolResult) {
+			got = append(got, e.Call.Name+":"+e.Call.Status.String())
+		}
+		if strings.Join(got, " ") != "run_shell_command:denied" {
+			t.Errorf("%s: results %v, want run_shell_command denied once", c.mode, got)
+		}
+	}
+}
