@@ -246,10 +246,15 @@ type apiEvent struct {
 		ID string `json:"id"`
 	} `json:"message"`
 	Delta *struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
+		Type       string `json:"type"`
+		Text       string `json:"text"`
+		Thinking   string `json:"thinking"`
+		StopReason string `json:"stop_reason"`
 	} `json:"delta"`
+	// message_delta's usage: the message's final output count.
+	Usage *struct {
+		OutputTokens *int64 `json:"output_tokens"`
+	} `json:"usage"`
 }
 
 type rateLimitInfo struct {
@@ -381,6 +386,11 @@ type pendingMsg struct {
 	thinking string
 	// thoughts are the thinking blocks, with their signatures.
 	thoughts []formats.Thought
+	// streamed: the message came with its stream events (message_start);
+	// its usage waits in usage for its message_delta, which says why it
+	// stopped and its final output count.
+	streamed bool
+	usage    *formats.Event
 }
 
 // think gathers a thinking block.
@@ -392,7 +402,9 @@ func (m *pendingMsg) think(b *block) {
 // decoder turns Claude Code messages into events. Both readers feed it, one
 // record at a time.
 type decoder struct {
-	opts formats.ReadOptions
+	// streamedID is the message whose message_start came last.
+	streamedID string
+	opts       formats.ReadOptions
 	// copy is the agent whose copy of Claude Code's output is read, and
 	// its counts.
 	copy Copy
@@ -882,7 +894,12 @@ func (d *decoder) assistant(r *record) {
 			d.usageIDs = map[string]bool{}
 		}
 		d.usageIDs[m.ID] = true
-		d.emitUsage(agent, d.usageOf(m), m.response())
+		if m.ID != "" && m.ID == d.streamedID && m.StopReason == "" && d.msg.id == m.ID {
+			// Its message_delta is to come.
+			d.msg.usage = &formats.Event{Agent: agent, Usage: d.usageOf(m), Response: m.response()}
+		} else {
+			d.emitUsage(agent, d.usageOf(m), m.response())
+		}
 	}
 	if m.Model != "" && m.Model != "<synthetic>" {
 		if d.models == nil {
@@ -972,6 +989,11 @@ func (d *decoder) flushContent() {
 
 // flushMsg ends the message being gathered.
 func (d *decoder) flushMsg() {
+	if u := d.msg.usage; u != nil {
+		// A streamed message whose message_delta never came.
+		d.msg.usage = nil
+		d.emitUsage(u.Agent, u.Usage, u.Response)
+	}
 	d.flushContent()
 	d.msg = pendingMsg{}
 }
@@ -1052,6 +1074,20 @@ func (d *decoder) streamEvent(r *record) {
 	case "message_start":
 		if r.Event.Message != nil && d.msg.active && d.msg.id != r.Event.Message.ID {
 			d.flushMsg()
+		}
+		if r.Event.Message != nil {
+			d.streamedID = r.Event.Message.ID
+		}
+	case "message_delta":
+		if u := d.msg.usage; u != nil && r.Event.Delta != nil {
+			// The message's end: its usage goes out with why it stopped
+			// and its final output count.
+			d.msg.usage = nil
+			u.Response.StopReason = r.Event.Delta.StopReason
+			if r.Event.Usage != nil && r.Event.Usage.OutputTokens != nil {
+				u.Usage.OutputTokens = formats.Some(*r.Event.Usage.OutputTokens)
+			}
+			d.emitUsage(u.Agent, u.Usage, u.Response)
 		}
 	case "content_block_delta":
 		if r.Event.Delta == nil {
