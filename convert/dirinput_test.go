@@ -101,7 +101,7 @@ func TestDirectoryInput(t *testing.T) {
 	empty := t.TempDir()
 	os.WriteFile(filepath.Join(empty, "x.txt"), nil, 0o644)
 	code, _, stderr = runCLI("", "--to", "adal-json", empty)
-	if code != ExitInput || !strings.Contains(stderr, "*.json file under it") && !strings.Contains(stderr, "no *.json") {
+	if code != ExitInput || !(strings.Contains(stderr, "*.json") && strings.Contains(stderr, "file under it")) {
 		t.Errorf("a directory without trajectories: exit %d: %s", code, stderr)
 	}
 }

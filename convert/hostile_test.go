@@ -280,3 +280,44 @@ func TestWalkLinksOut(t *testing.T) {
 		}
 	}
 }
+
+// Two session files of one session id (issue 28 #3: a copy of a session
+// kept in two folders) converted to claude-session -o DIR: each goes to a
+// file of its own, whole, the second under the id with -2, and a warning
+// says so; they were concatenated under one name, and read back only the
+// second conversation remained.
+func TestSameSessionTwoInputs(t *testing.T) {
+	src := filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := t.TempDir()
+	for _, d := range []string{"a", "b"} {
+		if err := os.MkdirAll(filepath.Join(in, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(in, d, "s.jsonl"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	code, _, stderr := runCLI("", "--to", "claude-session", "-o", out+"/", in)
+	if code != 0 && code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	const id = "06381696-0074-49f8-863e-6ad4fac507f9"
+	for _, name := range []string{id + ".jsonl", id + "-2.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if string(b) != string(data) {
+			t.Errorf("%s is not the session as it was: %d bytes of %d", name, len(b), len(data))
+		}
+	}
+	if !strings.Contains(stderr, "an earlier input holds a session of the same id ("+id+"): this one is written to "+id+"-2.jsonl") {
+		t.Errorf("no warning of the second session: %s", stderr)
+	}
+}

@@ -236,7 +236,12 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 		if rep != nil {
 			rep.Warn(0, "%s: the stream ended before its run completed (the producer was killed?); closing it as a failed, cut run", in.Name)
 		}
-		return p.closeRun(formats.Failed, "the stream was cut before the run completed")
+		if err := p.closeRun(formats.Failed, "the stream was cut before the run completed"); err != nil {
+			return err
+		}
+	}
+	if e, ok := p.w.(formats.InputEnder); ok {
+		e.EndInput()
 	}
 	return nil
 }

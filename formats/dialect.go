@@ -187,6 +187,14 @@ type Observer interface {
 	Observe(e *Event)
 }
 
+// InputEnder is a writer of Files told that one input of a conversion of
+// many has ended, and the next one's events follow: what it wrote for the
+// input is whole. Two inputs may hold sessions of one id, which a writer
+// naming its files by session id must not merge.
+type InputEnder interface {
+	EndInput()
+}
+
 // DetectSize is how much of an input detection looks at.
 const DetectSize = 64 << 10
 

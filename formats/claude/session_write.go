@@ -88,6 +88,12 @@ type sessResp struct {
 }
 
 type sessionWriter struct {
+	// input counts the inputs ended (EndInput); stems are the file stems
+	// (session names) taken, each by the input that took it, and renamed
+	// those of this input that an earlier one had taken.
+	input   int
+	stems   map[string]int
+	renamed map[string]string
 	out     io.Writer
 	create  func(string) (io.WriteCloser, error)
 	rep     *formats.Report
@@ -202,7 +208,7 @@ func (s *sessionWriter) sessionFor(v *formats.RunView, e *formats.Event) string 
 
 func (s *sessionWriter) mainFile(v *formats.RunView, e *formats.Event) *sessFile {
 	if s.main == nil {
-		s.main = s.file(s.sessionFor(v, e) + ".jsonl")
+		s.main = s.file(s.stem(s.sessionFor(v, e)) + ".jsonl")
 	}
 	return s.main
 }
@@ -230,9 +236,58 @@ func (s *sessionWriter) Observe(e *formats.Event) {
 		return
 	}
 	if s.main == nil {
-		s.main = s.file(copyName(v.Info.SessionID) + ".jsonl")
+		s.main = s.file(s.stem(copyName(v.Info.SessionID)) + ".jsonl")
 	}
 	s.copyTo = s.main.w
+}
+
+// stem is the name of the session's files under -o DIR: its own, unless
+// an earlier input of the conversion wrote a session of that name (two
+// files of one session id), whose files stay as they are: then the name
+// with -2 (-3, …), said in a warning.
+func (s *sessionWriter) stem(name string) string {
+	if s.create == nil {
+		return name
+	}
+	if r, ok := s.renamed[name]; ok {
+		return r
+	}
+	if s.stems == nil {
+		s.stems, s.renamed = map[string]int{}, map[string]string{}
+	}
+	owner, taken := s.stems[name]
+	if !taken || owner == s.input {
+		s.stems[name] = s.input
+		return name
+	}
+	r := name
+	for i := 2; ; i++ {
+		r = name + "-" + strconv.Itoa(i)
+		if _, taken := s.stems[r]; !taken {
+			break
+		}
+	}
+	s.stems[r] = s.input
+	s.renamed[name] = r
+	s.rep.Warn(0, "an earlier input holds a session of the same id (%s): this one is written to %s.jsonl, not merged with it", formats.Visible(name, true), r)
+	return r
+}
+
+// EndInput closes the files of an input's sessions: the next input's are
+// its own, even where a session id is the same.
+func (s *sessionWriter) EndInput() {
+	s.flushAllText(s.view.View())
+	s.flushHeld()
+	for _, rel := range slices.Sorted(maps.Keys(s.files)) {
+		if f := s.files[rel]; f.c != nil {
+			s.fail(f.c.Close())
+			f.c = nil
+		}
+	}
+	clear(s.files)
+	clear(s.renamed)
+	s.session, s.main, s.src = "", nil, ""
+	s.input++
 }
 
 // CopyTo is the file of the record observed last.
@@ -278,9 +333,9 @@ func (s *sessionWriter) agentStart(e *formats.Event, v *formats.RunView, own boo
 	}
 	sess := ""
 	if own {
-		sess = copyName(v.Info.SessionID)
+		sess = s.stem(copyName(v.Info.SessionID))
 	} else {
-		sess = s.sessionFor(v, e)
+		sess = s.stem(s.sessionFor(v, e))
 	}
 	id := agentFileID(e.Agent)
 	for i := 2; ; i++ {

@@ -51,7 +51,7 @@ var Events = formats.Dialect{
 	NewWriter:   newEventsWriter,
 	Files:       true,
 	Carries:     eventsCarries,
-	Quirks:      []string{lossUnanswered, lossCancelled, lossExitCodes},
+	Quirks:      []string{lossUnanswered, lossCancelled, lossExitCodes, lossRunUsage},
 	Detect:      detectEvents,
 	Bookkeeping: bookkeeping,
 	DirFiles:    "events.jsonl",

@@ -15,6 +15,8 @@ const (
 	lossUnanswered = "tool calls without a result (written as failed calls)"
 	lossCancelled  = "cancelled tool calls (written as failed calls)"
 	lossExitCodes  = "exit codes other than 0 and 1 (the CLI exits 1 after a session's error)"
+	// lossRunUsage: the file counts a run's tokens by its requests only.
+	lossRunUsage = "token usage of runs beyond the sum of their requests"
 )
 
 // eventsCarries: a session file keeps the main agent's conversation (its
@@ -442,6 +444,12 @@ func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
 	}
 	if c := v.ExitCode; c != 0 && c != 1 {
 		w.opts.Report.Lose(lossExitCodes)
+	}
+	if u, req := v.Usage, v.RequestUsage(); u.InputTokens.V > req.InputTokens.V || u.OutputTokens.V > req.OutputTokens.V ||
+		u.CacheReadTokens.V > req.CacheReadTokens.V || u.CacheWriteTokens.V > req.CacheWriteTokens.V {
+		// The run's totals say more than its requests (a source that gives
+		// totals only, or a request it does not print).
+		w.opts.Report.Lose(lossRunUsage)
 	}
 	// The fields the CLI wants of a shutdown, as it writes them for a
 	// session that failed before its first answer.
