@@ -18,6 +18,7 @@ import (
 	"github.com/agentconv/agentconv/formats/cursor"
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
+	"github.com/agentconv/agentconv/formats/pi"
 	"github.com/agentconv/agentconv/formats/pretty"
 	"github.com/agentconv/agentconv/formats/qwen"
 	"github.com/agentconv/agentconv/otel"
@@ -47,6 +48,8 @@ var Dialects = []formats.Dialect{
 	gemini.Stream,
 	gemini.JSON,
 	gemini.Chat,
+	pi.Stream,
+	pi.Session,
 	otel.OTLP,
 	otel.OTLPJSON,
 	atif.Dialect,
