@@ -127,3 +127,19 @@ func (piTools) Subagent(id, prompt string) (Call, bool) { return Call{}, false }
 // Extra: pi runs the resumed session whose answers think, and the loop
 // (it has no loop detection: the model's own text ends it).
 func (piTools) Extra(name string) bool { return name == "resume-thinking" || name == "loop" }
+
+// Flags implements Resumer.
+func (piFamily) Flags(Pin) []string { return nil }
+
+// Place implements Resumer: pi finds a session by the id in its header
+// among the files of its working folder's session folder,
+// ~/.pi/agent/sessions/--<the folder without its leading /, each / and :
+// a dash>--/.
+func (piFamily) Place(_ Pin, home, work string) (string, string) {
+	safe := "--" + strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(strings.TrimLeft(work, "/\\")) + "--"
+	return filepath.Join(home, ".pi", "agent", "sessions", safe), "pi-session"
+}
+
+// WorkFlags implements WorkFlagger: pi resumes a session only in its
+// working folder, which must exist.
+func (piFamily) WorkFlags(_ Pin, work string) []string { return []string{"--pi-cwd", work} }

@@ -35,7 +35,13 @@ var Session = formats.Dialect{
 		formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.TokenUsage | formats.PerRequestUsage |
 		formats.CacheWrites | formats.Costs | formats.RunOutcomes | formats.ModelChanges,
 	Quirks: []string{lossUnanswered, lossLooseUsage},
+	Params: []formats.Param{{Key: ParamCwd, Flag: "pi-cwd",
+		Usage: "pi-session names `DIR` as the session's working folder, where pi resumes it (pi refuses a session whose folder does not exist); a pi-session source is then rewritten, not copied"}},
 }
+
+// ParamCwd is the writer parameter that names the session's working
+// folder.
+const ParamCwd = "pi.cwd"
 
 // entryTypes are the types of the tree's entries.
 var entryTypes = map[string]bool{

@@ -30,6 +30,7 @@ type sessionWriter struct {
 	order  []*piFile
 	cur    *piFile
 	runs   int
+	cwd    string // --pi-cwd
 	stamps formats.Stamps
 	err    error
 }
@@ -52,6 +53,7 @@ type piFile struct {
 	pending []*piEntry
 	asst    *piEntry          // the response being written
 	open    map[string]string // calls without a result yet: id → name
+	called  map[string]bool   // every call written
 	model   string
 	// provider and api name the source's provider as pi does, so that pi
 	// resuming with the same model sends its thinking back as thinking.
@@ -70,8 +72,21 @@ type piEntry struct {
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &sessionWriter{stream: w, opts: o, files: map[string]*piFile{}}
+	sw := &sessionWriter{stream: w, opts: o, files: map[string]*piFile{}, cwd: o.Params[ParamCwd]}
+	if sw.cwd != "" {
+		// A session of pi's own gets the new folder too: it is rewritten,
+		// not copied.
+		return rewriter{sw}
+	}
+	return sw
 }
+
+// rewriter is the session writer without Observe: the pipeline gives it
+// every event, a pi-session's too.
+type rewriter struct{ w *sessionWriter }
+
+func (r rewriter) Write(e *formats.Event) error { return r.w.Write(e) }
+func (r rewriter) Close() error                 { return r.w.Close() }
 
 // sessionUUID is the id of a session: its own when it is a UUID, else
 // one derived from it.
@@ -99,7 +114,7 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 	if f := w.files[id]; f != nil {
 		return f, nil
 	}
-	f := &piFile{id: id, w: w.stream, open: map[string]string{}}
+	f := &piFile{id: id, w: w.stream, open: map[string]string{}, called: map[string]bool{}}
 	at := e.TimeOf()
 	if header {
 		at = w.stamps.Next(e)
@@ -114,7 +129,11 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 	w.files[id] = f
 	w.order = append(w.order, f)
 	if header {
-		h := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": stamp(at), "cwd": e.Run.Cwd}
+		cwd := e.Run.Cwd
+		if w.cwd != "" {
+			cwd = w.cwd
+		}
+		h := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": stamp(at), "cwd": cwd}
 		if err := formats.WriteJSONLine(f.w, orderedHeader(h)); err != nil {
 			return nil, err
 		}
@@ -194,7 +213,7 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		w.add(f, e, map[string]any{"role": "user", "content": []any{textBlock(e.Text)}})
 	case formats.TextDelta:
 		a := w.response(f, e)
-		appendText(a, "text", e.Text)
+		f.lastOut = appendText(a, "text", e.Text)
 	case formats.ThinkingDelta:
 		a := w.response(f, e)
 		appendText(a, "thinking", e.Text)
@@ -231,7 +250,21 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		a.content = append(a.content, map[string]any{"type": "toolCall", "id": e.Call.ID, "name": e.Call.Name, "arguments": args})
 		a.calls++
 		f.open[e.Call.ID] = e.Call.Name
+		f.called[e.Call.ID] = true
 	case formats.ToolResult:
+		if !f.called[e.Call.ID] {
+			// A result whose call the source never gave (a call refused
+			// before it started): pi needs the call before its result.
+			f.asst = nil
+			a := w.response(f, e)
+			args := json.RawMessage(e.Call.Args)
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			a.content = append(a.content, map[string]any{"type": "toolCall", "id": e.Call.ID, "name": e.Call.Name, "arguments": args})
+			a.calls++
+			f.called[e.Call.ID] = true
+		}
 		f.asst = nil
 		w.result(f, e, e.Call, false)
 	case formats.Usage:
@@ -337,16 +370,18 @@ func hasText(a *piEntry) bool {
 	return false
 }
 
-// appendText adds streamed text to the response's last block of its kind.
-func appendText(a *piEntry, kind, s string) {
+// appendText adds streamed text to the response's last block of its
+// kind, and returns the block's text.
+func appendText(a *piEntry, kind, s string) string {
 	key := kind
 	if n := len(a.content); n > 0 {
 		if m, ok := a.content[n-1].(map[string]any); ok && m["type"] == kind {
 			m[key] = m[key].(string) + s
-			return
+			return m[key].(string)
 		}
 	}
 	a.content = append(a.content, map[string]any{"type": kind, key: s})
+	return s
 }
 
 // newID is an entry id as pi makes them, 8 hexadecimal digits, the same
