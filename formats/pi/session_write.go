@@ -54,7 +54,10 @@ type piFile struct {
 	asst    *piEntry          // the response being written
 	open    map[string]string // calls without a result yet: id → name
 	called  map[string]bool   // every call written
-	model   string
+	// streamed: deltas were written into the response since its last
+	// whole message, which repeats them.
+	streamed bool
+	model    string
 	// provider and api name the source's provider as pi does, so that pi
 	// resuming with the same model sends its thinking back as thinking.
 	provider, api string
@@ -214,10 +217,33 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 	case formats.TextDelta:
 		a := w.response(f, e)
 		f.lastOut = appendText(a, "text", e.Text)
+		f.streamed = true
 	case formats.ThinkingDelta:
 		a := w.response(f, e)
 		appendText(a, "thinking", e.Text)
+		f.streamed = true
 	case formats.Message:
+		if f.streamed && f.asst != nil {
+			// The whole message repeats what was streamed: only its
+			// thinking blocks' signatures are new.
+			f.streamed = false
+			if len(e.Thoughts) > 0 {
+				a := f.asst
+				var rest []any
+				for _, c := range a.content {
+					if m, ok := c.(map[string]any); !ok || m["type"] != "thinking" {
+						rest = append(rest, c)
+					}
+				}
+				a.content = nil
+				for _, t := range e.Thoughts {
+					a.content = append(a.content, map[string]any{"type": "thinking", "thinking": t.Text, "thinkingSignature": t.Signature})
+				}
+				a.content = append(a.content, rest...)
+			}
+			return nil
+		}
+		f.streamed = false
 		a := w.response(f, e)
 		if a.calls > 0 || hasText(a) {
 			// A message after calls, or a second whole text: the next
@@ -405,6 +431,7 @@ func (w *sessionWriter) add(f *piFile, e *formats.Event, msg map[string]any) *pi
 // response is the assistant message being written, made if none is.
 func (w *sessionWriter) response(f *piFile, e *formats.Event) *piEntry {
 	if f.asst == nil {
+		f.streamed = false
 		model := e.Response.Model
 		if model == "" {
 			model = f.model
