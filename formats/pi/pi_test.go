@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
 )
 
 // read reads all the events of a dialect's input.
@@ -158,5 +159,117 @@ func TestSessionRuns(t *testing.T) {
 		if m.Thinking == "" || len(m.Thoughts) != 1 || m.Thoughts[0].Signature == "" {
 			t.Errorf("message %q: thinking %q, thoughts %+v: want the signed thinking block", m.Text, m.Thinking, m.Thoughts)
 		}
+	}
+}
+
+// TestPlaces: pi's session folder, as its environment moves it.
+func TestPlaces(t *testing.T) {
+	for env, want := range map[string]string{
+		"HOME=/h":                             "/h/.pi/agent/sessions",
+		"HOME=/h PI_CODING_AGENT_DIR=~/agent": "/h/agent/sessions",
+		"HOME=/h PI_CODING_AGENT_DIR=/a PI_CODING_AGENT_SESSION_DIR=/s": "/s",
+	} {
+		vars := map[string]string{}
+		for _, kv := range strings.Fields(env) {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		got := Session.Places(func(k string) string { return vars[k] })
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: %v, want %s", env, got, want)
+		}
+	}
+}
+
+// TestWriterChain: the writer's entries form one chain from the header's
+// first entry, each call has its result (pi needs one), a usage given
+// after the results finds its response, and a failed run ends with an
+// error answer, as pi writes one.
+func TestWriterChain(t *testing.T) {
+	var out bytes.Buffer
+	rep := formats.NewReport(io.Discard)
+	w := Session.NewWriter(&out, formats.WriteOptions{Dialect: Session.Name, Report: rep})
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "not-a-uuid", Cwd: "/w", Model: "m1", Provider: "anthropic"}},
+		{Kind: formats.UserMessage, Text: "do it"},
+		{Kind: formats.TextDelta, Text: "I will "},
+		{Kind: formats.TextDelta, Text: "call."},
+		{Kind: formats.Message, Text: "I will call."},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "bash", Args: []byte(`{"command":"ls"}`)}},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c2", Name: "bash", Args: []byte(`{"command":"pwd"}`)}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "a\n"}},
+		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](100), CacheReadTokens: formats.Some[int64](40), OutputTokens: formats.Some[int64](5), CostUSD: formats.Some(0.01)}},
+		{Kind: formats.RunEnd, Status: formats.Failed, Text: "boom"},
+	}
+	for _, e := range evs {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if d := Session.Detect(out.Bytes()); d < 80 {
+		t.Errorf("the output is detected as pi-session by %d", d)
+	}
+	type rec struct {
+		Type     string  `json:"type"`
+		ID       string  `json:"id"`
+		ParentID *string `json:"parentId"`
+		Message  *struct {
+			Role         string         `json:"role"`
+			Content      []block        `json:"content"`
+			ToolCallID   string         `json:"toolCallId"`
+			IsError      bool           `json:"isError"`
+			StopReason   string         `json:"stopReason"`
+			ErrorMessage string         `json:"errorMessage"`
+			Provider     string         `json:"provider"`
+			Usage        map[string]any `json:"usage"`
+		} `json:"message"`
+	}
+	var recs []rec
+	for _, l := range lines {
+		var r rec
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		recs = append(recs, r)
+	}
+	if recs[0].Type != "session" || !formats.IsUUID(recs[0].ID) {
+		t.Fatalf("header %+v", recs[0])
+	}
+	var roles []string
+	prev := ""
+	for i, r := range recs[1:] {
+		p := ""
+		if r.ParentID != nil {
+			p = *r.ParentID
+		}
+		if p != prev {
+			t.Errorf("entry %d's parent is %q, not the entry before (%q)", i+1, p, prev)
+		}
+		prev = r.ID
+		roles = append(roles, r.Message.Role)
+	}
+	if got := strings.Join(roles, ","); got != "user,assistant,toolResult,toolResult,assistant" {
+		t.Fatalf("roles %s", got)
+	}
+	a := recs[2].Message
+	if len(a.Content) != 3 || a.Content[0].Text != "I will call." || a.StopReason != "toolUse" || a.Provider != "anthropic" {
+		t.Errorf("the response %+v", a)
+	}
+	// pi's input is without the cache.
+	if a.Usage["input"] != float64(60) || a.Usage["cacheRead"] != float64(40) {
+		t.Errorf("usage %v", a.Usage)
+	}
+	if r := recs[4].Message; r.ToolCallID != "c2" || !r.IsError {
+		t.Errorf("the unanswered call's result %+v", r)
+	}
+	if e := recs[5].Message; e.StopReason != "error" || e.ErrorMessage != "boom" {
+		t.Errorf("the failed run's end %+v", e)
+	}
+	if rep.Losses() == 0 {
+		t.Error("the unanswered call is not reported")
 	}
 }

@@ -342,7 +342,7 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		}
 	case formats.RunEnd:
 		if e.Status != formats.Completed && e.Status != formats.StatusUnknown {
-			f.asst = nil
+			w.closeCalls(f, e)
 			a := w.response(f, e)
 			a.msg["stopReason"] = "error"
 			if e.Status == formats.Cancelled {
@@ -464,14 +464,16 @@ func (w *sessionWriter) result(f *piFile, e *formats.Event, c formats.Call, unan
 
 // flush writes the turn's entries, after a result for each call left
 // without one.
-func (w *sessionWriter) flush(f *piFile, e *formats.Event) error {
+// closeCalls writes a failed result for each call left without one.
+func (w *sessionWriter) closeCalls(f *piFile, e *formats.Event) {
 	f.asst = nil
 	if len(f.open) > 0 {
 		// In the order of the calls.
 		for _, p := range f.pending {
 			for _, c := range p.content {
 				m, _ := c.(map[string]any)
-				if id, _ := m["id"].(string); m["type"] == "toolCall" && f.open[id] != "" {
+				id, _ := m["id"].(string)
+				if _, open := f.open[id]; m["type"] == "toolCall" && open {
 					w.result(f, e, formats.Call{ID: id}, true)
 				}
 			}
@@ -480,6 +482,10 @@ func (w *sessionWriter) flush(f *piFile, e *formats.Event) error {
 			delete(f.open, id)
 		}
 	}
+}
+
+func (w *sessionWriter) flush(f *piFile, e *formats.Event) error {
+	w.closeCalls(f, e)
 	for _, p := range f.pending {
 		msg := p.msg
 		if msg["role"] == "assistant" {
