@@ -273,3 +273,16 @@ func TestWriterChain(t *testing.T) {
 		t.Error("the unanswered call is not reported")
 	}
 }
+
+// TestProviderRoundTrip: the provider pi names goes through the model's
+// name for it and back.
+func TestProviderRoundTrip(t *testing.T) {
+	for otel, p := range piProviders {
+		if got := otelProvider(p[0]); got != otel {
+			t.Errorf("pi's %s reads as %q, want %s", p[0], got, otel)
+		}
+	}
+	if got := otelProvider("agentconv"); got != "" {
+		t.Errorf("a provider of the user's own reads as %q", got)
+	}
+}

@@ -91,6 +91,8 @@ type sessionReader struct {
 	prompts int // the open run's
 	run     formats.RunInfo
 	last    time.Time
+	// provider is the model's provider, as OpenTelemetry names it.
+	provider string
 }
 
 func newSessionReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -190,22 +192,24 @@ func (s *sessionReader) load() {
 	if off > 0 && s.opts.Report != nil {
 		s.opts.Report.Warn(0, "%d entries are on branches of the session that pi does not resume (its conversation is the branch that ends at the last entry): they are left out", off)
 	}
-	// The run's model, from the branch's first model_change or answer.
-	model := ""
+	// The run's model, from the branch's first model_change or answer,
+	// and its provider.
+	model, provider := "", ""
 	for _, e := range all {
 		if !e.branch {
 			continue
 		}
 		if e.Type == "model_change" && e.ModelID != "" {
-			model = e.ModelID
+			model, provider = e.ModelID, e.Provider
 			break
 		}
 		if e.Type == "message" && e.Message != nil && e.Message.Role == "assistant" && e.Message.Model != "" {
-			model = e.Message.Model
+			model, provider = e.Message.Model, e.Message.Provider
 			break
 		}
 	}
 	s.x = events{emit: s.push, model: model}
+	s.provider = otelProvider(provider)
 	for _, e := range all {
 		s.cur, s.first = e, true
 		s.entry(e)
@@ -218,7 +222,7 @@ func (s *sessionReader) load() {
 func (s *sessionReader) entry(e *entry) {
 	if e.Type == "session" && e.ParentID == nil {
 		s.endRun()
-		s.run = formats.RunInfo{SessionID: e.ID, Cwd: e.Cwd, AgentName: AgentName, Model: s.x.model}
+		s.run = formats.RunInfo{SessionID: e.ID, Cwd: e.Cwd, AgentName: AgentName, Model: s.x.model, Provider: s.provider}
 		s.startRun(e.time)
 		return
 	}

@@ -378,6 +378,17 @@ var piProviders = map[string][2]string{
 	"azure.ai.openai": {"azure-openai-responses", "azure-openai-responses"},
 }
 
+// otelProvider is a pi provider as OpenTelemetry names it; "" for one it
+// does not name (a provider of the user's own models.json).
+func otelProvider(pi string) string {
+	for otel, p := range piProviders {
+		if p[0] == pi {
+			return otel
+		}
+	}
+	return ""
+}
+
 func parentOf(f *piFile) any {
 	if f.leaf == "" {
 		return nil
