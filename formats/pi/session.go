@@ -31,10 +31,12 @@ var Session = formats.Dialect{
 	Places:      sessionsDir,
 	Files:       true,
 	Bookkeeping: []string{"thinking_level_change", "label", "session_info", "custom"},
-	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts | formats.FollowUpPrompts |
+	// Each prompt starts a run of its own (FollowUpPrompts is not
+	// carried): a run of several prompts comes back as several.
+	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
 		formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.TokenUsage | formats.PerRequestUsage |
 		formats.CacheWrites | formats.Costs | formats.RunOutcomes | formats.ModelChanges,
-	Quirks: []string{lossUnanswered, lossLooseUsage},
+	Quirks: []string{lossUnanswered, lossLooseUsage, lossSubagentUsage, lossExitCodes, lossRunUsage},
 	Params: []formats.Param{{Key: ParamCwd, Flag: "pi-cwd",
 		Usage: "pi-session names `DIR` as the session's working folder, where pi resumes it (pi refuses a session whose folder does not exist); a pi-session source is then rewritten, not copied"}},
 }
@@ -168,20 +170,28 @@ func (s *sessionReader) load() {
 			byID[e.ID] = e
 		}
 	}
-	// The leaf is the last entry of the tree; the branch is its
-	// ancestors (pi's SessionManager: the leaf is the last entry read).
-	var leaf *entry
-	for i := len(all) - 1; i >= 0 && leaf == nil; i-- {
-		if all[i].Type != "session" && all[i].ID != "" {
-			leaf = all[i]
+	// The leaf of each session (an input may hold several, each after its
+	// header) is its last entry; the branch is its ancestors (pi's
+	// SessionManager: the leaf is the last entry read).
+	start := 0
+	for i := 0; i <= len(all); i++ {
+		if i < len(all) && (all[i].Type != "session" || i == start) {
+			continue
 		}
-	}
-	for e := leaf; e != nil && !e.branch; {
-		e.branch = true
-		if e.ParentID == nil {
-			break
+		var leaf *entry
+		for j := i - 1; j >= start && leaf == nil; j-- {
+			if all[j].Type != "session" && all[j].ID != "" {
+				leaf = all[j]
+			}
 		}
-		e = byID[*e.ParentID]
+		for e := leaf; e != nil && !e.branch; {
+			e.branch = true
+			if e.ParentID == nil {
+				break
+			}
+			e = byID[*e.ParentID]
+		}
+		start = i
 	}
 	off := 0
 	for _, e := range all {

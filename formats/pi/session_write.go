@@ -37,8 +37,11 @@ type sessionWriter struct {
 
 // The losses of the session writer's own encoding.
 const (
-	lossUnanswered = "tool calls without a result (written as failed calls, as pi needs a result for each)"
-	lossLooseUsage = "token usage not given with a model response (a turn's or a run's totals)"
+	lossUnanswered    = "tool calls without a result (written as failed calls, as pi needs a result for each)"
+	lossLooseUsage    = "token usage not given with a model response (a turn's or a run's totals)"
+	lossSubagentUsage = "token usage of subagents (pi has none: a subagent's requests are not the session's)"
+	lossExitCodes     = "exit codes other than 0 and 1"
+	lossRunUsage      = "token usage of runs beyond the sum of their requests"
 )
 
 // piFile is one session file being written.
@@ -50,10 +53,16 @@ type piFile struct {
 	leaf string // the id of the last entry written: the next one's parent
 	// pending holds the entries of the turn being written, so that a
 	// response's usage given after its calls' results still finds it.
-	pending []*piEntry
-	asst    *piEntry          // the response being written
-	open    map[string]string // calls without a result yet: id → name
-	called  map[string]bool   // every call written
+	pending  []*piEntry
+	asst     *piEntry          // the response being written
+	open     map[string]string // calls without a result yet: id → name
+	called   map[string]bool   // every call written
+	sid, cwd string            // the source's session id, and the header's cwd
+	runs     int               // the runs written
+	sum      formats.UsageInfo // the usage written in the run
+	// needPrompt: a run after the file's first began, and gave no prompt
+	// yet.
+	needPrompt bool
 	// streamed: deltas were written into the response since its last
 	// whole message, which repeats them.
 	streamed bool
@@ -117,7 +126,7 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 	if f := w.files[id]; f != nil {
 		return f, nil
 	}
-	f := &piFile{id: id, w: w.stream, open: map[string]string{}, called: map[string]bool{}}
+	f := &piFile{id: id, sid: sid, w: w.stream, open: map[string]string{}, called: map[string]bool{}}
 	at := e.TimeOf()
 	if header {
 		at = w.stamps.Next(e)
@@ -136,6 +145,7 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 		if w.cwd != "" {
 			cwd = w.cwd
 		}
+		f.cwd = cwd
 		h := map[string]any{"type": "session", "version": 3, "id": id, "timestamp": stamp(at), "cwd": cwd}
 		if err := formats.WriteJSONLine(f.w, orderedHeader(h)); err != nil {
 			return nil, err
@@ -187,6 +197,9 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 			return err
 		}
 		w.cur = f
+		f.needPrompt = f.runs > 0
+		f.runs++
+		f.sum = formats.UsageInfo{}
 		if e.Run.Model != "" && f.model == "" {
 			f.model = e.Run.Model
 		}
@@ -206,7 +219,26 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 	if e.Agent != "" {
 		// A subagent's work is not the main model's conversation; the
 		// pipeline reports what is not carried.
+		if e.Kind == formats.Usage && !e.Usage.Empty() {
+			w.opts.Report.Lose(lossSubagentUsage)
+		}
 		return nil
+	}
+	if f.needPrompt && writes(e.Kind) {
+		// A run of the session without a prompt: pi would read it as
+		// part of the run before, so it goes to a session of its own.
+		f.needPrompt = false
+		w.runs++
+		nf, err := w.file(&formats.Event{Time: e.Time, Arrived: e.Arrived, Run: formats.RunInfo{
+			SessionID: f.sid + "/run-" + strconv.Itoa(w.runs), Cwd: f.cwd}}, true)
+		if err != nil {
+			return err
+		}
+		nf.model, nf.provider, nf.api = f.model, f.provider, f.api
+		w.cur, f = nf, nf
+	}
+	if e.Kind == formats.UserMessage {
+		f.needPrompt = false
 	}
 	switch e.Kind {
 	case formats.UserMessage:
@@ -318,6 +350,7 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		}
 		u := e.Usage
 		a.usage = &u
+		f.sum.Add(u)
 		if e.Response.Model != "" {
 			a.msg["model"] = e.Response.Model
 		}
@@ -341,6 +374,16 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 			f.lastOut = e.Text
 		}
 	case formats.RunEnd:
+		if c := e.Run.ExitCode; c.OK && c.V != 0 && c.V != 1 {
+			w.opts.Report.Lose(lossExitCodes)
+		}
+		if u := e.Usage; u.InputTokens.V > f.sum.InputTokens.V || u.OutputTokens.V > f.sum.OutputTokens.V ||
+			u.CacheReadTokens.V > f.sum.CacheReadTokens.V || u.CacheWriteTokens.V > f.sum.CacheWriteTokens.V || u.CostUSD.V > f.sum.CostUSD.V+1e-9 {
+			// Totals the requests written do not give: pi keeps usage
+			// per response only.
+			w.opts.Report.Lose(lossRunUsage)
+		}
+		f.sum = formats.UsageInfo{}
 		if e.Status != formats.Completed && e.Status != formats.StatusUnknown {
 			w.closeCalls(f, e)
 			a := w.response(f, e)
@@ -361,6 +404,15 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		return err
 	}
 	return nil
+}
+
+// writes says whether an event of kind k writes an entry of its own.
+func writes(k formats.Kind) bool {
+	switch k {
+	case formats.TextDelta, formats.ThinkingDelta, formats.Message, formats.ToolCall, formats.ToolResult, formats.Usage, formats.Answer:
+		return true
+	}
+	return false
 }
 
 // piProviders are pi's provider and API for the providers as
