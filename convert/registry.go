@@ -20,6 +20,7 @@ import (
 	"github.com/agentconv/agentconv/formats/gemini"
 	"github.com/agentconv/agentconv/formats/malac"
 	"github.com/agentconv/agentconv/formats/opencode"
+	"github.com/agentconv/agentconv/formats/pi"
 	"github.com/agentconv/agentconv/formats/pretty"
 	"github.com/agentconv/agentconv/formats/qwen"
 	"github.com/agentconv/agentconv/formats/transcript"
@@ -52,6 +53,8 @@ var Dialects = []formats.Dialect{
 	gemini.Stream,
 	gemini.JSON,
 	gemini.Chat,
+	pi.Stream,
+	pi.Session,
 	otel.OTLP,
 	otel.OTLPJSON,
 	atif.Dialect,

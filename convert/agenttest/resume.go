@@ -18,6 +18,13 @@ type Resumer interface {
 	Flags(pin Pin) []string
 }
 
+// WorkFlagger is a Resumer that needs agentconv to name the folder the
+// agent resumes the session in (pi refuses a session whose working folder
+// does not exist).
+type WorkFlagger interface {
+	WorkFlags(pin Pin, work string) []string
+}
+
 // Flags implements Resumer.
 func (claudeFamily) Flags(Pin) []string { return nil }
 

@@ -20,7 +20,7 @@ var resumeScenarios = []string{"parallel", "subagent", "refused", "thinking", "r
 
 // resumers are the pins that resume every source: the newest Claude Code
 // and Codex, and the versions before them that users still run.
-var resumers = []string{"claude-code@2.1.332", "claude-code@2.0.77", "codex@0.171.0", "codex@0.45.0", "adal@1.8.6", "copilot@1.0.102"}
+var resumers = []string{"claude-code@2.1.332", "claude-code@2.0.77", "codex@0.171.0", "codex@0.45.0", "adal@1.8.6", "copilot@1.0.102", "pi@0.73.1"}
 
 // fewSources are the scenarios of the sources that resumers listed here
 // resume (with the fixtures), to keep the matrix short: AdaL resumes the
@@ -165,7 +165,11 @@ func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
 	k := &checker{t: t, id: "resume/" + pin.Agent + "/" + pin.Version + "/" + src.name, failed: map[string]bool{}, ran: map[string]bool{}, gapped: map[string]bool{}}
 	defer k.gapsHeld()
 	dir, dialect := res.Place(pin, home, work)
-	code, _, errs := agentconv(nil, append(append([]string{"--from", src.dialect, "--to", dialect}, res.Flags(pin)...), "-o", dir+"/", src.file)...)
+	flags := res.Flags(pin)
+	if wf, ok := res.(WorkFlagger); ok {
+		flags = append(flags, wf.WorkFlags(pin, work)...)
+	}
+	code, _, errs := agentconv(nil, append(append([]string{"--from", src.dialect, "--to", dialect}, flags...), "-o", dir+"/", src.file)...)
 	if code != 0 {
 		t.Fatalf("--from %s --to %s -o %s/ exits %d: %s", src.dialect, dialect, dir, code, errs)
 	}
