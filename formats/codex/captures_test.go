@@ -81,8 +81,8 @@ func TestCaptureFailedTask(t *testing.T) {
 
 // otlpSpan is a span of otlp-json output, with its attributes as strings.
 type otlpSpan struct {
-	Name, Parent string
-	Attrs        map[string]string
+	Name, ID, Parent string
+	Attrs            map[string]string
 }
 
 // spansOf converts a file to otlp-json and reads its spans back.
@@ -99,6 +99,7 @@ func spansOf(t *testing.T, in []byte, from string) []otlpSpan {
 				ScopeSpans []struct {
 					Spans []struct {
 						Name         string `json:"name"`
+						SpanID       string `json:"spanId"`
 						ParentSpanID string `json:"parentSpanId"`
 						Attributes   []struct {
 							Key   string                     `json:"key"`
@@ -114,7 +115,7 @@ func spansOf(t *testing.T, in []byte, from string) []otlpSpan {
 		for _, rs := range req.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					sp := otlpSpan{Name: s.Name, Parent: s.ParentSpanID, Attrs: map[string]string{}}
+					sp := otlpSpan{Name: s.Name, ID: s.SpanID, Parent: s.ParentSpanID, Attrs: map[string]string{}}
 					for _, a := range s.Attributes {
 						for _, v := range a.Value {
 							var str string
@@ -265,19 +266,26 @@ func TestCaptureResumedConverted(t *testing.T) {
 
 // TestCaptureTurnUsage: exec --json gives one usage per turn for all the
 // turn's model requests (0.171's edit capture: 3 requests), and marks
-// none: no chat span claims them for one request; the turn's span carries
-// the turn's usage and the root the run's totals as agentconv.usage.*, so
-// that the gen_ai.usage.* of the trace add up to them once (issue 24 #5).
+// none: no chat span claims them for one request. The turn's usage is on
+// one chat span under the turn, marked as aggregated (it stands for the
+// requests the stream does not list one by one), and the root carries the
+// run's totals only as agentconv.usage.*, so that the gen_ai.usage.* of
+// the trace add up to them once (issue 24 #5, issue 26).
 func TestCaptureTurnUsage(t *testing.T) {
 	for _, version := range []string{"0.171.0", "0.45.0"} {
 		spans := spansOf(t, captureFile(t, version, "edit", "stdout.jsonl"), "codex")
-		var turnIn, rootIn string
+		turn := ""
+		var chats []otlpSpan
+		var rootIn string
 		for _, s := range spans {
 			switch {
 			case strings.HasPrefix(s.Name, "chat"):
-				t.Errorf("%s: a chat span %+v", version, s)
+				chats = append(chats, s)
 			case s.Name == "turn 1":
-				turnIn = s.Attrs["gen_ai.usage.input_tokens"]
+				turn = s.ID
+				if _, ok := s.Attrs["gen_ai.usage.input_tokens"]; ok {
+					t.Errorf("%s: the turn's span carries usage", version)
+				}
 			case s.Parent == "":
 				rootIn = s.Attrs["agentconv.usage.input_tokens"]
 				if _, ok := s.Attrs["gen_ai.usage.input_tokens"]; ok {
@@ -285,8 +293,11 @@ func TestCaptureTurnUsage(t *testing.T) {
 				}
 			}
 		}
-		if turnIn == "" || turnIn != rootIn {
-			t.Errorf("%s: the turn's input tokens %q, the run's %q", version, turnIn, rootIn)
+		if len(chats) != 1 || chats[0].Parent != turn || chats[0].Attrs["agentconv.chat.aggregate"] != "true" {
+			t.Fatalf("%s: chat spans %+v, want one aggregated under turn 1 (%s)", version, chats, turn)
+		}
+		if in := chats[0].Attrs["gen_ai.usage.input_tokens"]; in == "" || in != rootIn {
+			t.Errorf("%s: the turn's input tokens %q, the run's %q", version, in, rootIn)
 		}
 	}
 }
