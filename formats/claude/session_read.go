@@ -99,12 +99,23 @@ func (r *sessRecord) parent() string {
 
 func flag(b *bool) bool { return b != nil && *b }
 
-// sessRec is one record of a file, as read.
+// sessRec is one record of a file. Its line is read again (raw, and r
+// decoded from it) only while its events are given: k is what is kept of
+// it, and x what a few records have besides (see session_index.go).
 type sessRec struct {
 	line int
 	raw  []byte
-	r    sessRecord
-	err  *formats.LineError
+	r    *sessRecord
+	k    recKey
+	x    *recExtra
+	// where its line is: off in src (in its spool when spooled), n bytes
+	// long, of hash sum.
+	src     *recFile
+	off     int64
+	n       int32
+	spooled bool
+	sum     uint64
+	err     *formats.LineError
 	// kept raw: valid JSON of an unexpected shape.
 	odd bool
 	// broken: not valid JSON (err says why), a cut line if it is the last.
@@ -114,7 +125,130 @@ type sessRec struct {
 	agent     string // the inline subagent a sidechain record belongs to
 }
 
-func (s *sessRec) conversation() bool { return s.r.Type == "user" || s.r.Type == "assistant" }
+func (s *sessRec) conversation() bool { return s.k.typ == "user" || s.k.typ == "assistant" }
+
+// recKey is what the reader keeps of every record between its two passes.
+type recKey struct {
+	typ, subtype, uuid, parent   string
+	sessionID, cwd, version      string
+	agentID, msgID, model, stop  string
+	sidechain, meta, compactSumm bool
+	hasMsg                       bool
+	// prompt: a person typed it (isPrompt, but for its agent and branch);
+	// hasUse: an assistant record with a tool_use block.
+	prompt, hasUse bool
+}
+
+// recExtra is what a few records have besides: the ids of an assistant
+// record's calls, of a user record's results (when it holds only
+// results), its Task/Agent calls, the hash of a sidechain prompt's text,
+// and a user record's image blocks.
+type recExtra struct {
+	uses, results []string
+	tasks         []taskCall
+	textSum       uint64
+	images        int
+}
+
+// taskCall is a Task or Agent call: its id, the hash of its prompt ("" has
+// none), and its label.
+type taskCall struct {
+	id, label string
+	prompt    uint64
+	hasPrompt bool
+}
+
+func (s *sessRec) extra() *recExtra {
+	if s.x == nil {
+		s.x = &recExtra{}
+	}
+	return s.x
+}
+
+// interner shares the strings that most records repeat.
+type interner map[string]string
+
+func (in interner) of(v string) string {
+	if v == "" {
+		return ""
+	}
+	if w, ok := in[v]; ok {
+		return w
+	}
+	if len(in) < 4096 {
+		in[v] = v
+	}
+	return v
+}
+
+// lighten keeps what the first pass needs of a record read whole, and
+// drops the rest.
+func lighten(rec *sessRec, in interner) {
+	x := rec.r
+	k := &rec.k
+	k.typ, k.subtype, k.uuid, k.parent = in.of(x.Type), in.of(x.Subtype), x.UUID, x.parent()
+	k.sessionID, k.cwd, k.version = in.of(x.SessionID), in.of(x.Cwd), in.of(x.Version)
+	k.sidechain, k.meta, k.compactSumm = flag(x.IsSidechain), flag(x.IsMeta), flag(x.IsCompactSummary)
+	if x.AgentID != nil {
+		k.agentID = *x.AgentID
+	}
+	if m := x.Message; m != nil && !rec.odd {
+		k.hasMsg = true
+		k.msgID, k.model, k.stop = m.ID, in.of(m.Model), in.of(m.StopReason)
+		k.prompt = promptRecord(rec)
+		switch x.Type {
+		case "assistant":
+			for _, bl := range blocks(m.Content) {
+				if bl.Type != "tool_use" {
+					continue
+				}
+				k.hasUse = true
+				if bl.ID != "" {
+					rec.extra().uses = append(rec.extra().uses, bl.ID)
+				}
+				if bl.Name == "Task" || bl.Name == "Agent" {
+					var inp struct {
+						Prompt string `json:"prompt"`
+					}
+					json.Unmarshal(bl.Input, &inp)
+					rec.extra().tasks = append(rec.extra().tasks, taskCall{id: bl.ID, label: taskLabel(bl.Input),
+						prompt: lineSum([]byte(inp.Prompt)), hasPrompt: inp.Prompt != ""})
+				}
+			}
+		case "user":
+			bs := blocks(m.Content)
+			var results []string
+			only := len(bs) > 0
+			images := 0
+			for _, bl := range bs {
+				switch bl.Type {
+				case "tool_result":
+					results = append(results, bl.ToolUseID)
+					for _, inner := range blocks(bl.Content) {
+						if inner.Type == "image" {
+							images++
+						}
+					}
+				case "image":
+					images++
+					only = false
+				default:
+					only = false
+				}
+			}
+			if only {
+				rec.extra().results = results
+			}
+			if images > 0 {
+				rec.extra().images = images
+			}
+			if k.sidechain {
+				rec.extra().textSum = lineSum([]byte(userText(m.Content)))
+			}
+		}
+	}
+	rec.r, rec.raw = nil, nil
+}
 
 // subagent is one subagent's transcript: inline sidechain records of the
 // session file, or a file of its own.
@@ -124,6 +258,7 @@ type subagent struct {
 	call   string // the Task/Agent call that spawned it
 	recs   []*sessRec
 	file   string // its file, "" when inline
+	src    *recFile
 	inline bool
 	done   bool // its events were given
 	open   bool // AgentStart given, AgentEnd not yet
@@ -131,12 +266,14 @@ type subagent struct {
 
 // sessionReader reads a whole session file, and its subagents' files,
 // before it gives its first event: which branch of the file is the
-// conversation is known only at its last record.
+// conversation is known only at its last record. It keeps only an index
+// of the records, and reads each again when its events are given (see
+// session_index.go).
 type sessionReader struct {
 	in     io.Reader
 	opts   formats.ReadOptions
 	loaded bool
-	out    []sessItem
+	b      *sessBuild
 	pos    int
 }
 
@@ -156,19 +293,28 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 			return nil, err
 		}
 	}
-	if s.pos >= len(s.out) {
-		return nil, io.EOF
+	b := s.b
+	for s.pos >= len(b.out) {
+		b.out, s.pos = b.out[:0], 0
+		if !b.step() {
+			return nil, io.EOF
+		}
 	}
-	it := s.out[s.pos]
-	s.out[s.pos] = sessItem{}
+	it := b.out[s.pos]
+	b.out[s.pos] = sessItem{}
 	s.pos++
 	return it.ev, it.err
 }
 
 // readRecords reads the records of one file. cut: its last line was cut
 // in the middle, and is left out.
-func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*sessRec, cut bool, err error) {
+//
+// It keeps of each record what lighten keeps, after each has seen it read
+// whole, and notes in src where its line is, to be read again.
+func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFile, each func(*sessRec)) (recs []*sessRec, cut bool, err error) {
 	lines := formats.NewLineReader(r)
+	in := interner{}
+	defer src.done()
 	var last time.Time
 	for {
 		b, err := lines.Next()
@@ -194,13 +340,13 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*s
 		if le != nil {
 			rec.err = le
 		} else {
-			rec.raw = append([]byte(nil), b...)
-			if e := formats.Unmarshal(rec.line, b, &rec.r); e != nil {
+			rec.r = &sessRecord{}
+			if e := formats.Unmarshal(rec.line, b, rec.r); e != nil {
 				if !json.Valid(b) {
 					rec.err, rec.broken = e, true
 				} else {
 					rec.odd = true
-					rec.r = sessRecord{Type: formats.TypeOf(b)}
+					rec.r = &sessRecord{Type: formats.TypeOf(b)}
 					rep.Warn(rec.line, "%sa Claude Code record with fields of unexpected types; kept as an unknown event", warnPrefix)
 				}
 			}
@@ -213,6 +359,13 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*s
 				// A record without a timestamp (last-prompt, cost-state, …)
 				// takes the time of the record before it.
 				rec.t = last
+			}
+			if rec.err == nil {
+				src.keep(rec, lines.Offset(), b)
+				if each != nil {
+					each(rec)
+				}
+				lighten(rec, in)
 			}
 		}
 		if rec.err != nil && warnPrefix != "" {
@@ -233,26 +386,27 @@ type agentMeta struct {
 
 func (s *sessionReader) load() error {
 	rep := s.opts.Report
-	recs, cut, err := readRecords(s.in, rep, "")
-	if err != nil {
-		return err
-	}
 	b := &sessBuild{opts: s.opts, rep: rep, agents: map[string]*subagent{}, callAgent: map[string]*subagent{},
 		agentCall: map[string]string{}, lastUsage: map[string]*apiUsage{}, lastStop: map[string]string{},
-		calls: map[string]*call{}, cut: cut}
-	b.main = recs
+		calls: map[string]*call{}, msg: map[string]*pendingMsg{}}
+	s.b = b
+	name := s.opts.Path
+	if name == "" {
+		name = "the session"
+	}
+	b.src = &recFile{name: name, try: s.opts.Path, repaired: true}
+	recs, cut, err := readRecords(s.in, rep, "", b.src, b.scanner())
+	if err != nil {
+		b.src.close()
+		return err
+	}
+	b.main, b.cut = recs, cut
 	b.chain()
-	b.scan(recs)
 	b.inlineAgents()
 	if s.opts.Path != "" {
 		b.agentFiles(s.opts.Path)
 	}
 	b.link()
-	b.emitAll()
-	if n := b.images(); n > 0 {
-		rep.Warn(0, "%d image blocks of the session have no place in the event model: only claude-session output keeps them", n)
-	}
-	s.out = b.out
 	return nil
 }
 
@@ -261,7 +415,12 @@ type sessBuild struct {
 	opts formats.ReadOptions
 	rep  *formats.Report
 	main []*sessRec
+	src  *recFile // where the main records are read again
 	out  []sessItem
+	// next is the main record whose events step gives next; over: the
+	// events after the last record are given too.
+	next int
+	over bool
 
 	agents    map[string]*subagent
 	order     []*subagent
@@ -339,15 +498,15 @@ func (b *sessBuild) chain() {
 		if r.err != nil || r.odd {
 			continue
 		}
-		if flag(r.r.IsSidechain) {
+		if r.k.sidechain {
 			sidechains++
 			continue
 		}
 		pos[r] = i
-		if r.r.UUID != "" {
-			byUUID[r.r.UUID] = r
+		if r.k.uuid != "" {
+			byUUID[r.k.uuid] = r
 		}
-		if r.conversation() && r.r.UUID != "" {
+		if r.conversation() && r.k.uuid != "" {
 			leaf = r
 			mainRecs++
 		}
@@ -361,7 +520,7 @@ func (b *sessBuild) chain() {
 	// before is the main agent's record before r in the file.
 	before := func(r *sessRec) *sessRec {
 		for i := pos[r] - 1; i >= 0; i-- {
-			if p := b.main[i]; p.err == nil && !p.odd && !flag(p.r.IsSidechain) && p.r.UUID != "" {
+			if p := b.main[i]; p.err == nil && !p.odd && !p.k.sidechain && p.k.uuid != "" {
 				return p
 			}
 		}
@@ -370,7 +529,7 @@ func (b *sessBuild) chain() {
 	on := map[*sessRec]bool{}
 	for r := leaf; r != nil && !on[r]; {
 		on[r] = true
-		p := r.r.parent()
+		p := r.k.parent
 		next := byUUID[p]
 		if next == nil && p != "" {
 			next = before(r)
@@ -380,15 +539,15 @@ func (b *sessBuild) chain() {
 	// The sibling branches of parallel calls.
 	msgs, calls := map[string]bool{}, map[string]bool{}
 	note := func(r *sessRec) {
-		if r.r.Type != "assistant" || r.r.Message == nil {
+		if r.k.typ != "assistant" || !r.k.hasMsg {
 			return
 		}
-		if r.r.Message.ID != "" {
-			msgs[r.r.Message.ID] = true
+		if r.k.msgID != "" {
+			msgs[r.k.msgID] = true
 		}
-		for _, bl := range blocks(r.r.Message.Content) {
-			if bl.Type == "tool_use" && bl.ID != "" {
-				calls[bl.ID] = true
+		if r.x != nil {
+			for _, id := range r.x.uses {
+				calls[id] = true
 			}
 		}
 	}
@@ -398,16 +557,16 @@ func (b *sessBuild) chain() {
 	for grew := true; grew; {
 		grew = false
 		for _, r := range b.main {
-			if on[r] || r.err != nil || r.odd || flag(r.r.IsSidechain) || r.r.UUID == "" {
+			if on[r] || r.err != nil || r.odd || r.k.sidechain || r.k.uuid == "" {
 				continue
 			}
-			if p := byUUID[r.r.parent()]; p == nil || !on[p] {
+			if p := byUUID[r.k.parent]; p == nil || !on[p] {
 				continue
 			}
 			// A progress record between a call and the next block of its
 			// message is on the way to it.
-			if !r.conversation() || r.r.Message != nil && (r.r.Type == "assistant" && r.r.Message.ID != "" && msgs[r.r.Message.ID] ||
-				r.r.Type == "user" && answers(r, calls)) {
+			if !r.conversation() || r.k.hasMsg && (r.k.typ == "assistant" && r.k.msgID != "" && msgs[r.k.msgID] ||
+				r.k.typ == "user" && answers(r, calls)) {
 				on[r] = true
 				note(r)
 				grew = true
@@ -415,7 +574,7 @@ func (b *sessBuild) chain() {
 		}
 	}
 	for _, r := range b.main {
-		if r.err == nil && !r.odd && !flag(r.r.IsSidechain) && r.conversation() && r.r.UUID != "" && !on[r] {
+		if r.err == nil && !r.odd && !r.k.sidechain && r.conversation() && r.k.uuid != "" && !on[r] {
 			r.abandoned = true
 			b.abandoned++
 		}
@@ -427,26 +586,28 @@ func (b *sessBuild) chain() {
 
 // answers: a user record holds only results of the calls given.
 func answers(r *sessRec, calls map[string]bool) bool {
-	bs := blocks(r.r.Message.Content)
-	for _, bl := range bs {
-		if bl.Type != "tool_result" || !calls[bl.ToolUseID] {
+	if r.x == nil || len(r.x.results) == 0 {
+		return false
+	}
+	for _, id := range r.x.results {
+		if !calls[id] {
 			return false
 		}
 	}
-	return len(bs) > 0
+	return true
 }
 
-// scan notes, over every record, what later records say of earlier ones:
-// the usage and stop reason a message id ends with, and the agents that
-// results name.
-func (b *sessBuild) scan(recs []*sessRec) {
+// scanner notes, over every record of a file as the first pass reads
+// it, what later records say of earlier ones: the usage and stop reason a
+// message id ends with, and the agents that results name.
+func (b *sessBuild) scanner() func(*sessRec) {
 	if b.summaries == nil {
 		b.summaries, b.summaryOf = map[string]string{}, map[string]bool{}
 	}
 	boundary := map[string]bool{}
-	for _, r := range recs {
+	return func(r *sessRec) {
 		if r.err != nil || r.odd {
-			continue
+			return
 		}
 		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.ID != "" {
 			if m.Usage != nil {
@@ -480,22 +641,22 @@ func (b *sessBuild) scan(recs []*sessRec) {
 func (b *sessBuild) inlineAgents() {
 	agentOf := map[string]string{}
 	for _, r := range b.main {
-		if r.err != nil || r.odd || !flag(r.r.IsSidechain) {
+		if r.err != nil || r.odd || !r.k.sidechain {
 			continue
 		}
 		id := ""
 		switch {
-		case r.r.AgentID != nil && *r.r.AgentID != "":
-			id = *r.r.AgentID
-		case agentOf[r.r.parent()] != "":
-			id = agentOf[r.r.parent()]
-		case r.r.UUID != "":
-			id = "sidechain-" + r.r.UUID
+		case r.k.agentID != "":
+			id = r.k.agentID
+		case agentOf[r.k.parent] != "":
+			id = agentOf[r.k.parent]
+		case r.k.uuid != "":
+			id = "sidechain-" + r.k.uuid
 		default:
 			id = "sidechain"
 		}
-		if r.r.UUID != "" {
-			agentOf[r.r.UUID] = id
+		if r.k.uuid != "" {
+			agentOf[r.k.uuid] = id
 		}
 		r.agent = id
 		a := b.agents[id]
@@ -549,7 +710,8 @@ func (b *sessBuild) agentFiles(p string) {
 			b.rep.Warn(0, "cannot read the subagent's file %s (%v); its events are left out", name, err)
 			continue
 		}
-		recs, _, err := readRecords(f, b.rep, name+": ")
+		src := &recFile{name: name, path: name, direct: true}
+		recs, _, err := readRecords(f, b.rep, name+": ", src, b.scanner())
 		f.Close()
 		if err != nil {
 			b.rep.Warn(0, "reading the subagent's file %s failed (%v); the records before are kept", name, err)
@@ -565,12 +727,11 @@ func (b *sessBuild) agentFiles(p string) {
 			b.agents[a.id] = a
 			b.order = append(b.order, a)
 		}
-		a.file = name
+		a.file, a.src = name, src
 		for _, r := range recs {
 			r.agent = a.id
 		}
 		a.recs = recs
-		b.scan(recs)
 		var meta agentMeta
 		if mb, err := formats.ReadFound(strings.TrimSuffix(name, ".jsonl")+".meta.json", 1<<20); err == nil {
 			if json.Unmarshal(mb, &meta) != nil {
@@ -589,7 +750,7 @@ func (b *sessBuild) agentFiles(p string) {
 // else the call whose result names the agent, else, for an inline
 // sidechain, the Task/Agent call whose prompt is its first prompt.
 func (b *sessBuild) link() {
-	prompts := map[string]string{} // Task prompt → call id
+	prompts := map[uint64]string{} // hash of a Task prompt → call id
 	var taskCalls []string
 	label := map[string]string{}
 	callLine := map[string]int{}
@@ -601,26 +762,20 @@ func (b *sessBuild) link() {
 	}
 	for _, recs := range all {
 		for _, r := range recs {
-			if r.err != nil || r.odd || r.r.Type != "assistant" || r.r.Message == nil {
+			if r.err != nil || r.odd || r.k.typ != "assistant" || !r.k.hasMsg || r.x == nil {
 				continue
 			}
-			for _, bl := range blocks(r.r.Message.Content) {
-				if bl.Type == "tool_use" && (bl.Name == "Task" || bl.Name == "Agent") {
-					var in struct {
-						Prompt string `json:"prompt"`
-					}
-					json.Unmarshal(bl.Input, &in)
-					if in.Prompt != "" {
-						prompts[in.Prompt] = bl.ID
-					}
-					taskCalls = append(taskCalls, bl.ID)
-					if recs[0].agent == "" {
-						callLine[bl.ID] = r.line
-					} else {
-						callLine[bl.ID] = math.MaxInt // a subagent file's lines are not the session's
-					}
-					label[bl.ID] = taskLabel(bl.Input)
+			for _, t := range r.x.tasks {
+				if t.hasPrompt {
+					prompts[t.prompt] = t.id
 				}
+				taskCalls = append(taskCalls, t.id)
+				if recs[0].agent == "" {
+					callLine[t.id] = r.line
+				} else {
+					callLine[t.id] = math.MaxInt // a subagent file's lines are not the session's
+				}
+				label[t.id] = t.label
 			}
 		}
 	}
@@ -631,8 +786,8 @@ func (b *sessBuild) link() {
 		}
 		if a.call == "" && a.inline {
 			for _, r := range a.recs {
-				if r.r.Type == "user" && r.r.Message != nil {
-					if c, ok := prompts[userText(r.r.Message.Content)]; ok {
+				if r.k.typ == "user" && r.k.hasMsg {
+					if c, ok := prompts[r.extra().textSum]; ok {
 						a.call = c
 					}
 					break
@@ -776,8 +931,14 @@ func recType(r *sessRec) string {
 // agent with text, that is neither meta, a compaction's summary, a
 // command's output, nor an interruption.
 func isPrompt(r *sessRec) bool {
-	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) || r.agent != "" ||
-		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.abandoned || r.r.notification() {
+	return r.k.prompt && r.agent == "" && !r.abandoned
+}
+
+// promptRecord is isPrompt of a record read whole, but for its agent and
+// its branch, which are known later.
+func promptRecord(r *sessRec) bool {
+	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) ||
+		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.r.notification() {
 		return false
 	}
 	text, hasText := "", false
@@ -803,13 +964,13 @@ func firstFacts(info *formats.RunInfo, r *sessRec) {
 		return
 	}
 	if info.SessionID == "" {
-		info.SessionID = r.r.SessionID
+		info.SessionID = r.k.sessionID
 	}
 	if info.Cwd == "" {
-		info.Cwd = r.r.Cwd
+		info.Cwd = r.k.cwd
 	}
 	if info.AgentVersion == "" {
-		info.AgentVersion = r.r.Version
+		info.AgentVersion = r.k.version
 	}
 }
 
@@ -818,7 +979,7 @@ func (b *sessBuild) startRun(at int) {
 	prompted := false
 	for i := at; i < len(b.main); i++ {
 		r := b.main[i]
-		if r.err != nil || r.odd || flag(r.r.IsSidechain) || r.abandoned {
+		if r.err != nil || r.odd || r.k.sidechain || r.abandoned {
 			continue
 		}
 		if isPrompt(r) {
@@ -831,8 +992,8 @@ func (b *sessBuild) startRun(at int) {
 		// with bookkeeping (queue-operation, …) that has a session id and
 		// no cwd or version.
 		firstFacts(&info, r)
-		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
-			info.Model = m.Model
+		if m := r.k.model; r.k.typ == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+			info.Model = m
 			break
 		}
 	}
@@ -933,20 +1094,12 @@ func (b *sessBuild) finished() bool {
 	if b.lastAsst == nil || !b.lastWasAsst {
 		return false
 	}
-	m := b.lastAsst.r.Message
-	stop := b.lastStop[m.ID]
+	k := &b.lastAsst.k
+	stop := b.lastStop[k.msgID]
 	if stop == "" {
-		stop = m.StopReason
+		stop = k.stop
 	}
-	if stop == "tool_use" {
-		return false
-	}
-	for _, bl := range blocks(m.Content) {
-		if bl.Type == "tool_use" {
-			return false
-		}
-	}
-	return true
+	return stop != "tool_use" && !k.hasUse
 }
 
 // flushHeld gives the records still held as an unknown event each file.
@@ -956,20 +1109,24 @@ func (b *sessBuild) flushHeld() {
 	}
 }
 
-func (b *sessBuild) emitAll() {
-	b.msg = map[string]*pendingMsg{}
-	for i, r := range b.main {
+// step gives the events of the next main record, or those after the last
+// one; false when all are given.
+func (b *sessBuild) step() bool {
+	if b.next < len(b.main) {
+		i := b.next
+		b.next++
+		r := b.main[i]
 		if r.err != nil {
 			b.flushAll()
 			b.out = append(b.out, sessItem{err: r.err})
-			continue
+			return true
 		}
 		if r.agent != "" {
 			if !b.open {
 				b.startRun(i)
 			}
-			b.record(r)
-			continue
+			b.process(r)
+			return true
 		}
 		switch {
 		case !b.open:
@@ -977,15 +1134,64 @@ func (b *sessBuild) emitAll() {
 		case isPrompt(r) && b.prompted:
 			b.endRun(false)
 			b.startRun(i)
-		case b.turnEnded && r.r.Type == "assistant" && r.r.Message != nil && !r.abandoned:
+		case b.turnEnded && r.k.typ == "assistant" && r.k.hasMsg && !r.abandoned:
 			b.endRun(false)
 			b.startRun(i)
-		case !r.abandoned && r.r.SessionID != "" && b.session != "" && r.r.SessionID != b.session && r.conversation():
+		case !r.abandoned && r.k.sessionID != "" && b.session != "" && r.k.sessionID != b.session && r.conversation():
 			b.endRun(false)
 			b.startRun(i)
 		}
-		b.record(r)
+		b.process(r)
+		return true
 	}
+	if b.over {
+		return false
+	}
+	b.emitEnd()
+	b.over = true
+	if n := b.images(); n > 0 {
+		b.rep.Warn(0, "%d image blocks of the session have no place in the event model: only claude-session output keeps them", n)
+	}
+	b.src.close()
+	return true
+}
+
+// stop gives an error that ends the reading: a record that cannot be
+// read again.
+func (b *sessBuild) stop(err error) {
+	b.flushAll()
+	b.out = append(b.out, sessItem{err: err})
+	b.next, b.over = len(b.main), true
+	b.src.close()
+	for _, a := range b.order {
+		if a.src != nil {
+			a.src.close()
+		}
+	}
+}
+
+// process reads a record again, gives its events, and forgets it.
+func (b *sessBuild) process(r *sessRec) {
+	if b.over {
+		return
+	}
+	raw, err := r.src.read(r)
+	if err != nil {
+		b.stop(err)
+		return
+	}
+	r.raw, r.r = raw, &sessRecord{}
+	if r.odd {
+		r.r.Type = formats.TypeOf(raw)
+	} else {
+		json.Unmarshal(raw, r.r)
+	}
+	b.record(r)
+	r.raw, r.r = nil, nil
+}
+
+// emitEnd gives the events after the last main record.
+func (b *sessBuild) emitEnd() {
 	if !b.open && (len(b.order) > 0 || len(b.held) > 0) {
 		b.startRun(len(b.main))
 	}
@@ -1055,8 +1261,8 @@ func (b *sessBuild) startAgent(a *subagent) {
 		info.Parent = c.agent
 	}
 	for _, r := range a.recs {
-		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
-			info.Model = m.Model
+		if m := r.k.model; r.k.typ == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+			info.Model = m
 			break
 		}
 	}
@@ -1094,7 +1300,10 @@ func (b *sessBuild) agentEvents(a *subagent) {
 		b.startAgent(a)
 	}
 	for _, r := range a.recs {
-		b.record(r)
+		b.process(r)
+	}
+	if a.src != nil {
+		a.src.close()
 	}
 }
 
@@ -1374,21 +1583,10 @@ func (b *sessBuild) images() int {
 	n := 0
 	count := func(recs []*sessRec) {
 		for _, r := range recs {
-			if r.err != nil || r.odd || r.abandoned || r.r.Type != "user" || r.r.Message == nil {
+			if r.err != nil || r.odd || r.abandoned || r.k.typ != "user" || !r.k.hasMsg || r.x == nil {
 				continue
 			}
-			for _, bl := range blocks(r.r.Message.Content) {
-				switch bl.Type {
-				case "image":
-					n++
-				case "tool_result":
-					for _, in := range blocks(bl.Content) {
-						if in.Type == "image" {
-							n++
-						}
-					}
-				}
-			}
+			n += r.x.images
 		}
 	}
 	count(b.main)
