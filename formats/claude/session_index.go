@@ -43,6 +43,10 @@ type recFile struct {
 	sw       *bufio.Writer
 	spoolPos int64
 	spoolErr error
+	// syms: the strings that most records repeat (types, session ids,
+	// folders, versions, models), each once; symOf finds them.
+	syms  []string
+	symAt map[string]uint32
 	// the sequential reader of the second pass: cur at position at.
 	cur *os.File
 	br  *bufio.Reader
@@ -50,6 +54,30 @@ type recFile struct {
 }
 
 var lineSeed = maphash.MakeSeed()
+
+// symOf is v's place in the table; 0 is "".
+func (s *recFile) symOf(v string) uint32 {
+	if v == "" {
+		return 0
+	}
+	if i, ok := s.symAt[v]; ok {
+		return i
+	}
+	if s.symAt == nil {
+		s.symAt, s.syms = map[string]uint32{}, []string{""}
+	}
+	i := uint32(len(s.syms))
+	s.syms = append(s.syms, v)
+	s.symAt[v] = i
+	return i
+}
+
+func (s *recFile) sym(i uint32) string {
+	if i == 0 {
+		return ""
+	}
+	return s.syms[i]
+}
 
 func lineSum(b []byte) uint64 { return maphash.Bytes(lineSeed, b) }
 

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/hex"
 	"io"
 	"maps"
 	"math"
@@ -116,6 +117,8 @@ type sessRec struct {
 	spooled bool
 	sum     uint64
 	err     *formats.LineError
+	idx     int32 // its place among the main file's records
+	on      bool  // on the conversation's chain
 	// kept raw: valid JSON of an unexpected shape.
 	odd bool
 	// broken: not valid JSON (err says why), a cut line if it is the last.
@@ -125,13 +128,22 @@ type sessRec struct {
 	agent     string // the inline subagent a sidechain record belongs to
 }
 
-func (s *sessRec) conversation() bool { return s.k.typ == "user" || s.k.typ == "assistant" }
+func (s *sessRec) conversation() bool { t := s.typ(); return t == "user" || t == "assistant" }
+
+// The strings that most records repeat, from their file's table.
+func (s *sessRec) typ() string       { return s.src.sym(s.k.typ) }
+func (s *sessRec) sessionID() string { return s.src.sym(s.k.sessionID) }
+func (s *sessRec) cwd() string       { return s.src.sym(s.k.cwd) }
+func (s *sessRec) version() string   { return s.src.sym(s.k.version) }
+func (s *sessRec) model() string     { return s.src.sym(s.k.model) }
+func (s *sessRec) stop() string      { return s.src.sym(s.k.stop) }
 
 // recKey is what the reader keeps of every record between its two passes.
 type recKey struct {
-	typ, subtype, uuid, parent   string
-	sessionID, cwd, version      string
-	agentID, msgID, model, stop  string
+	uuid, parent uid
+	msgID        string
+	// in the table of the record's file (recFile.sym)
+	typ, sessionID, cwd, version, model, stop uint32
 	sidechain, meta, compactSumm bool
 	hasMsg                       bool
 	// prompt: a person typed it (isPrompt, but for its agent and branch);
@@ -144,6 +156,7 @@ type recKey struct {
 // results), its Task/Agent calls, the hash of a sidechain prompt's text,
 // and a user record's image blocks.
 type recExtra struct {
+	agentID       string
 	uses, results []string
 	tasks         []taskCall
 	textSum       uint64
@@ -158,6 +171,34 @@ type taskCall struct {
 	hasPrompt bool
 }
 
+// uid is a record's uuid, in 16 bytes when it is one in the canonical
+// form, else as it is.
+type uid struct {
+	b [16]byte
+	s string
+}
+
+func toUID(v string) uid {
+	if len(v) == 36 && v[8] == '-' && v[13] == '-' && v[18] == '-' && v[23] == '-' {
+		var u uid
+		h := v[:8] + v[9:13] + v[14:18] + v[19:23] + v[24:]
+		if _, err := hex.Decode(u.b[:], []byte(h)); err == nil && hex.EncodeToString(u.b[:]) == h {
+			return u
+		}
+	}
+	return uid{s: v}
+}
+
+func (u uid) empty() bool { return u == uid{} }
+
+func (u uid) String() string {
+	if u.s != "" || u.b == [16]byte{} {
+		return u.s
+	}
+	h := hex.EncodeToString(u.b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
 func (s *sessRec) extra() *recExtra {
 	if s.x == nil {
 		s.x = &recExtra{}
@@ -165,36 +206,20 @@ func (s *sessRec) extra() *recExtra {
 	return s.x
 }
 
-// interner shares the strings that most records repeat.
-type interner map[string]string
-
-func (in interner) of(v string) string {
-	if v == "" {
-		return ""
-	}
-	if w, ok := in[v]; ok {
-		return w
-	}
-	if len(in) < 4096 {
-		in[v] = v
-	}
-	return v
-}
-
 // lighten keeps what the first pass needs of a record read whole, and
 // drops the rest.
-func lighten(rec *sessRec, in interner) {
-	x := rec.r
+func lighten(rec *sessRec) {
+	x, in := rec.r, rec.src
 	k := &rec.k
-	k.typ, k.subtype, k.uuid, k.parent = in.of(x.Type), in.of(x.Subtype), x.UUID, x.parent()
-	k.sessionID, k.cwd, k.version = in.of(x.SessionID), in.of(x.Cwd), in.of(x.Version)
+	k.typ, k.uuid, k.parent = in.symOf(x.Type), toUID(x.UUID), toUID(x.parent())
+	k.sessionID, k.cwd, k.version = in.symOf(x.SessionID), in.symOf(x.Cwd), in.symOf(x.Version)
 	k.sidechain, k.meta, k.compactSumm = flag(x.IsSidechain), flag(x.IsMeta), flag(x.IsCompactSummary)
-	if x.AgentID != nil {
-		k.agentID = *x.AgentID
+	if x.AgentID != nil && *x.AgentID != "" {
+		rec.extra().agentID = *x.AgentID
 	}
 	if m := x.Message; m != nil && !rec.odd {
 		k.hasMsg = true
-		k.msgID, k.model, k.stop = m.ID, in.of(m.Model), in.of(m.StopReason)
+		k.msgID, k.model, k.stop = m.ID, in.symOf(m.Model), in.symOf(m.StopReason)
 		k.prompt = promptRecord(rec)
 		switch x.Type {
 		case "assistant":
@@ -313,7 +338,6 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 // whole, and notes in src where its line is, to be read again.
 func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFile, each func(*sessRec)) (recs []*sessRec, cut bool, err error) {
 	lines := formats.NewLineReader(r)
-	in := interner{}
 	defer src.done()
 	var last time.Time
 	for {
@@ -365,7 +389,7 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFi
 				if each != nil {
 					each(rec)
 				}
-				lighten(rec, in)
+				lighten(rec)
 			}
 		}
 		if rec.err != nil && warnPrefix != "" {
@@ -490,8 +514,7 @@ type sessBuild struct {
 // Other user and assistant records of the main agent are on branches left
 // by a rewind or an edited prompt.
 func (b *sessBuild) chain() {
-	byUUID := map[string]*sessRec{}
-	pos := map[*sessRec]int{}
+	byUUID := map[uid]*sessRec{}
 	var leaf *sessRec
 	sidechains, mainRecs := 0, 0
 	for i, r := range b.main {
@@ -502,11 +525,11 @@ func (b *sessBuild) chain() {
 			sidechains++
 			continue
 		}
-		pos[r] = i
-		if r.k.uuid != "" {
+		r.idx = int32(i)
+		if !r.k.uuid.empty() {
 			byUUID[r.k.uuid] = r
 		}
-		if r.conversation() && r.k.uuid != "" {
+		if r.conversation() && !r.k.uuid.empty() {
 			leaf = r
 			mainRecs++
 		}
@@ -519,19 +542,18 @@ func (b *sessBuild) chain() {
 	}
 	// before is the main agent's record before r in the file.
 	before := func(r *sessRec) *sessRec {
-		for i := pos[r] - 1; i >= 0; i-- {
-			if p := b.main[i]; p.err == nil && !p.odd && !p.k.sidechain && p.k.uuid != "" {
+		for i := int(r.idx) - 1; i >= 0; i-- {
+			if p := b.main[i]; p.err == nil && !p.odd && !p.k.sidechain && !p.k.uuid.empty() {
 				return p
 			}
 		}
 		return nil
 	}
-	on := map[*sessRec]bool{}
-	for r := leaf; r != nil && !on[r]; {
-		on[r] = true
+	for r := leaf; r != nil && !r.on; {
+		r.on = true
 		p := r.k.parent
 		next := byUUID[p]
-		if next == nil && p != "" {
+		if next == nil && !p.empty() {
 			next = before(r)
 		}
 		r = next
@@ -539,7 +561,7 @@ func (b *sessBuild) chain() {
 	// The sibling branches of parallel calls.
 	msgs, calls := map[string]bool{}, map[string]bool{}
 	note := func(r *sessRec) {
-		if r.k.typ != "assistant" || !r.k.hasMsg {
+		if r.typ() != "assistant" || !r.k.hasMsg {
 			return
 		}
 		if r.k.msgID != "" {
@@ -551,30 +573,32 @@ func (b *sessBuild) chain() {
 			}
 		}
 	}
-	for r := range on {
-		note(r)
+	for _, r := range b.main {
+		if r.on {
+			note(r)
+		}
 	}
 	for grew := true; grew; {
 		grew = false
 		for _, r := range b.main {
-			if on[r] || r.err != nil || r.odd || r.k.sidechain || r.k.uuid == "" {
+			if r.on || r.err != nil || r.odd || r.k.sidechain || r.k.uuid.empty() {
 				continue
 			}
-			if p := byUUID[r.k.parent]; p == nil || !on[p] {
+			if p := byUUID[r.k.parent]; p == nil || !p.on {
 				continue
 			}
 			// A progress record between a call and the next block of its
 			// message is on the way to it.
-			if !r.conversation() || r.k.hasMsg && (r.k.typ == "assistant" && r.k.msgID != "" && msgs[r.k.msgID] ||
-				r.k.typ == "user" && answers(r, calls)) {
-				on[r] = true
+			if !r.conversation() || r.k.hasMsg && (r.typ() == "assistant" && r.k.msgID != "" && msgs[r.k.msgID] ||
+				r.typ() == "user" && answers(r, calls)) {
+				r.on = true
 				note(r)
 				grew = true
 			}
 		}
 	}
 	for _, r := range b.main {
-		if r.err == nil && !r.odd && !r.k.sidechain && r.conversation() && r.k.uuid != "" && !on[r] {
+		if r.err == nil && !r.odd && !r.k.sidechain && r.conversation() && !r.k.uuid.empty() && !r.on {
 			r.abandoned = true
 			b.abandoned++
 		}
@@ -639,23 +663,23 @@ func (b *sessBuild) scanner() func(*sessRec) {
 // versions) by agent: its agentId, else its parent's agent, else the
 // chain it starts.
 func (b *sessBuild) inlineAgents() {
-	agentOf := map[string]string{}
+	agentOf := map[uid]string{}
 	for _, r := range b.main {
 		if r.err != nil || r.odd || !r.k.sidechain {
 			continue
 		}
 		id := ""
 		switch {
-		case r.k.agentID != "":
-			id = r.k.agentID
+		case r.x != nil && r.x.agentID != "":
+			id = r.x.agentID
 		case agentOf[r.k.parent] != "":
 			id = agentOf[r.k.parent]
-		case r.k.uuid != "":
-			id = "sidechain-" + r.k.uuid
+		case !r.k.uuid.empty():
+			id = "sidechain-" + r.k.uuid.String()
 		default:
 			id = "sidechain"
 		}
-		if r.k.uuid != "" {
+		if !r.k.uuid.empty() {
 			agentOf[r.k.uuid] = id
 		}
 		r.agent = id
@@ -762,7 +786,7 @@ func (b *sessBuild) link() {
 	}
 	for _, recs := range all {
 		for _, r := range recs {
-			if r.err != nil || r.odd || r.k.typ != "assistant" || !r.k.hasMsg || r.x == nil {
+			if r.err != nil || r.odd || r.typ() != "assistant" || !r.k.hasMsg || r.x == nil {
 				continue
 			}
 			for _, t := range r.x.tasks {
@@ -786,7 +810,7 @@ func (b *sessBuild) link() {
 		}
 		if a.call == "" && a.inline {
 			for _, r := range a.recs {
-				if r.k.typ == "user" && r.k.hasMsg {
+				if r.typ() == "user" && r.k.hasMsg {
 					if c, ok := prompts[r.extra().textSum]; ok {
 						a.call = c
 					}
@@ -964,13 +988,13 @@ func firstFacts(info *formats.RunInfo, r *sessRec) {
 		return
 	}
 	if info.SessionID == "" {
-		info.SessionID = r.k.sessionID
+		info.SessionID = r.sessionID()
 	}
 	if info.Cwd == "" {
-		info.Cwd = r.k.cwd
+		info.Cwd = r.cwd()
 	}
 	if info.AgentVersion == "" {
-		info.AgentVersion = r.k.version
+		info.AgentVersion = r.version()
 	}
 }
 
@@ -992,7 +1016,7 @@ func (b *sessBuild) startRun(at int) {
 		// with bookkeeping (queue-operation, …) that has a session id and
 		// no cwd or version.
 		firstFacts(&info, r)
-		if m := r.k.model; r.k.typ == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+		if m := r.model(); r.typ() == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
 			info.Model = m
 			break
 		}
@@ -1094,12 +1118,12 @@ func (b *sessBuild) finished() bool {
 	if b.lastAsst == nil || !b.lastWasAsst {
 		return false
 	}
-	k := &b.lastAsst.k
-	stop := b.lastStop[k.msgID]
+	a := b.lastAsst
+	stop := b.lastStop[a.k.msgID]
 	if stop == "" {
-		stop = k.stop
+		stop = a.stop()
 	}
-	return stop != "tool_use" && !k.hasUse
+	return stop != "tool_use" && !a.k.hasUse
 }
 
 // flushHeld gives the records still held as an unknown event each file.
@@ -1134,10 +1158,10 @@ func (b *sessBuild) step() bool {
 		case isPrompt(r) && b.prompted:
 			b.endRun(false)
 			b.startRun(i)
-		case b.turnEnded && r.k.typ == "assistant" && r.k.hasMsg && !r.abandoned:
+		case b.turnEnded && r.typ() == "assistant" && r.k.hasMsg && !r.abandoned:
 			b.endRun(false)
 			b.startRun(i)
-		case !r.abandoned && r.k.sessionID != "" && b.session != "" && r.k.sessionID != b.session && r.conversation():
+		case !r.abandoned && r.sessionID() != "" && b.session != "" && r.sessionID() != b.session && r.conversation():
 			b.endRun(false)
 			b.startRun(i)
 		}
@@ -1261,7 +1285,7 @@ func (b *sessBuild) startAgent(a *subagent) {
 		info.Parent = c.agent
 	}
 	for _, r := range a.recs {
-		if m := r.k.model; r.k.typ == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+		if m := r.model(); r.typ() == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
 			info.Model = m
 			break
 		}
@@ -1583,7 +1607,7 @@ func (b *sessBuild) images() int {
 	n := 0
 	count := func(recs []*sessRec) {
 		for _, r := range recs {
-			if r.err != nil || r.odd || r.abandoned || r.k.typ != "user" || !r.k.hasMsg || r.x == nil {
+			if r.err != nil || r.odd || r.abandoned || r.typ() != "user" || !r.k.hasMsg || r.x == nil {
 				continue
 			}
 			n += r.x.images
