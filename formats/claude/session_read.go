@@ -144,8 +144,8 @@ type recKey struct {
 	msgID        string
 	// in the table of the record's file (recFile.sym)
 	typ, sessionID, cwd, version, model, stop uint32
-	sidechain, meta, compactSumm bool
-	hasMsg                       bool
+	sidechain, meta, compactSumm              bool
+	hasMsg                                    bool
 	// prompt: a person typed it (isPrompt, but for its agent and branch);
 	// hasUse: an assistant record with a tool_use block.
 	prompt, hasUse bool
