@@ -431,6 +431,7 @@ func (s *sessionReader) load() error {
 		b.agentFiles(s.opts.Path)
 	}
 	b.link()
+	b.imageCount = b.images()
 	return nil
 }
 
@@ -445,6 +446,8 @@ type sessBuild struct {
 	// events after the last record are given too.
 	next int
 	over bool
+	// imageCount: the conversation's image blocks, told at the end.
+	imageCount int
 
 	agents    map[string]*subagent
 	order     []*subagent
@@ -1140,6 +1143,10 @@ func (b *sessBuild) step() bool {
 		i := b.next
 		b.next++
 		r := b.main[i]
+		// Nothing looks back at a main record given (startRun looks
+		// ahead): its index entry goes, so that the index shrinks as the
+		// second pass goes on.
+		defer func() { b.main[i] = nil }()
 		if r.err != nil {
 			b.flushAll()
 			b.out = append(b.out, sessItem{err: r.err})
@@ -1173,7 +1180,7 @@ func (b *sessBuild) step() bool {
 	}
 	b.emitEnd()
 	b.over = true
-	if n := b.images(); n > 0 {
+	if n := b.imageCount; n > 0 {
 		b.rep.Warn(0, "%d image blocks of the session have no place in the event model: only claude-session output keeps them", n)
 	}
 	b.src.close()
