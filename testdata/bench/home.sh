@@ -6,12 +6,13 @@
 #   HOMEDIR=/tmp/bench-home testdata/bench/home.sh 3   # keep the home between runs
 #
 # The home (not committed; made again, the same, when HOMEDIR lacks it):
-# 1,200 Claude Code session files (`agentconv generate --to claude-session`,
-# seeds 1…1200, 150 KB to 2 MB), 600 Codex rollouts (`--to codex-rollout`,
-# 200 KB and 1 MB) and 200 Gemini CLI session files (the kept captures of
-# testdata/agents/gemini-cli, each copy with a session id of its own):
-# 2,000 sessions, about 660 MB. Every generated file gets a session id of
-# its own.
+# 1,200 Claude Code session files (`agentconv generate --to claude-session
+# --max-output 40000`, seeds 1…1200, 250 KB and, one in ten, 1.5 MB), 600
+# Codex rollouts (`--to codex-rollout`, 150 KB and 1 MB) and 200 Gemini CLI
+# session files (the kept captures of testdata/agents/gemini-cli, each copy
+# with a session id of its own): 2,000 sessions, about 700 MB (a file
+# ends with its last run, past the size asked). Every generated file gets
+# a session id of its own.
 #
 # It measures, interleaved (one run of each in turn, N times), wall and
 # CPU seconds and peak RSS (GNU time):
@@ -46,20 +47,20 @@ if [ ! -f "$home/.done" ]; then
   # sid I: the session id of the Ith file of a kind K (1: Claude, 2: Codex, 3: Gemini)
   sid() { printf '%08x-%04x-4000-8000-%012x' "$2" "$1" "$2"; }
   for i in $(seq 1 1200); do
-    if ((i % 10 == 0)); then size=2MB; elif ((i % 3 == 0)); then size=400KB; else size=150KB; fi
+    if ((i % 10 == 0)); then size=1.5MB; else size=250KB; fi
     id=$(sid 1 "$i")
     dir="$home/.claude/projects/-work-project-$((i % 40))"
     mkdir -p "$dir"
-    "$ac" generate --to claude-session --size "$size" --seed "$i" |
+    "$ac" generate --to claude-session --size "$size" --seed "$i" --max-output 40000 |
       sed "s/00000000-0000-4000-8000-000000000001/$id/g" > "$dir/$id.jsonl"
   done
   for i in $(seq 1 600); do
-    if ((i % 10 == 0)); then size=1MB; else size=200KB; fi
+    if ((i % 10 == 0)); then size=1MB; else size=150KB; fi
     id=$(sid 2 "$i")
     day=$(printf '%02d' $((i % 28 + 1)))
     dir="$home/.codex/sessions/2026/01/$day"
     mkdir -p "$dir"
-    "$ac" generate --to codex-rollout --size "$size" --seed "$((10000 + i))" |
+    "$ac" generate --to codex-rollout --size "$size" --seed "$((10000 + i))" --max-output 40000 |
       sed "s/00000000-0000-4000-8000-000000000001/$id/g" > "$dir/rollout-2026-01-${day}T00-00-$(printf '%02d' $((i % 60)))-$id.jsonl"
   done
   mapfile -t gem < <(find testdata/agents/gemini-cli -path '*/home/.gemini/tmp/*/chats/session-*.json*' | sort)
@@ -99,10 +100,10 @@ for i in $(seq 1 "$n"); do
     read -r ws cs kb < <(HOME="$home" measure $cmd)
     s[$name]+="$ws " c[$name]+="$cs " k[$name]+="$kb "
     if [ "$name" = sessions ] && [ "$i" = 1 ]; then
-      echo "sessions --json lists $(jq 'length' "$work/out" 2>/dev/null || echo '?') sessions"
+      echo "sessions --json lists $(jq -s 'length' "$work/out" 2>/dev/null || echo '?') sessions"
     fi
     if [ "$name" = ccusage ] && [ "$i" = 1 ]; then
-      echo "ccusage session --json lists $(jq '[.. | objects | select(has("sessionId"))] | length' "$work/out" 2>/dev/null || echo '?') sessions"
+      echo "ccusage session --json lists $(jq '.session | length' "$work/out" 2>/dev/null || echo '?') sessions"
     fi
     rm -rf "$work/atif"
   done <<LIST
