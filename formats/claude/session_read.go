@@ -19,6 +19,7 @@ import (
 
 // sessRecord is what the session reader uses of a record.
 type sessRecord struct {
+	raw               []byte          `json:"-"`
 	Type              string          `json:"type"`
 	Subtype           string          `json:"subtype"`
 	UUID              string          `json:"uuid"`
@@ -104,28 +105,28 @@ func flag(b *bool) bool { return b != nil && *b }
 // decoded from it) only while its events are given: k is what is kept of
 // it, and x what a few records have besides (see session_index.go).
 type sessRec struct {
-	line int
-	raw  []byte
-	r    *sessRecord
-	k    recKey
-	x    *recExtra
+	// r is the record read again, with its line (r.raw); nil between.
+	r *sessRecord
+	k recKey
+	x *recExtra
 	// where its line is: off in src (in its spool when spooled), n bytes
 	// long, of hash sum.
 	src     *recFile
 	off     int64
-	n       int32
-	spooled bool
 	sum     uint64
 	err     *formats.LineError
-	idx     int32 // its place among the main file's records
-	on      bool  // on the conversation's chain
+	t       time.Time
+	line    int
+	n       int32
+	idx     int32  // its place among the main file's records
+	agent   string // the inline subagent a sidechain record belongs to
+	spooled bool
+	on      bool // on the conversation's chain
 	// kept raw: valid JSON of an unexpected shape.
 	odd bool
 	// broken: not valid JSON (err says why), a cut line if it is the last.
 	broken    bool
-	t         time.Time
 	abandoned bool
-	agent     string // the inline subagent a sidechain record belongs to
 }
 
 func (s *sessRec) conversation() bool { t := s.typ(); return t == "user" || t == "assistant" }
@@ -272,7 +273,7 @@ func lighten(rec *sessRec) {
 			}
 		}
 	}
-	rec.r, rec.raw = nil, nil
+	rec.r = nil
 }
 
 // subagent is one subagent's transcript: inline sidechain records of the
@@ -900,9 +901,9 @@ func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
 	if !*carried {
 		*carried = true
 		if line := b.takeHeld(b.fileOf(r.agent)); line != nil {
-			ev.Source.Line = append(append(line, '\n'), r.raw...)
+			ev.Source.Line = append(append(line, '\n'), r.r.raw...)
 		} else {
-			ev.Source.Line = r.raw // the record's own copy: nothing changes it
+			ev.Source.Line = r.r.raw // the record's own copy: nothing changes it
 		}
 	} else {
 		ev.Source.Continued = true
@@ -916,7 +917,7 @@ func (b *sessBuild) hold(r *sessRec) {
 	if b.held == nil {
 		b.held = map[string][][]byte{}
 	}
-	b.held[file] = append(b.held[file], r.raw)
+	b.held[file] = append(b.held[file], r.r.raw)
 }
 
 // fileOf is the file whose records an agent's events carry: its own, or
@@ -1211,14 +1212,14 @@ func (b *sessBuild) process(r *sessRec) {
 		b.stop(err)
 		return
 	}
-	r.raw, r.r = raw, &sessRecord{}
+	r.r = &sessRecord{raw: raw}
 	if r.odd {
 		r.r.Type = formats.TypeOf(raw)
 	} else {
 		json.Unmarshal(raw, r.r)
 	}
 	b.record(r)
-	r.raw, r.r = nil, nil
+	r.r = nil
 }
 
 // emitEnd gives the events after the last main record.
