@@ -67,8 +67,16 @@ func (r *sessRecord) refused() bool {
 // notification: a user record that reports a background task's end to the
 // model (2.1's <task-notification>), which no person typed.
 func (r *sessRecord) notification() bool {
+	if r.Origin != nil || r.Message == nil {
+		return r.notificationIn("")
+	}
+	return r.notificationIn(userText(r.Message.Content))
+}
+
+// notificationIn is notification with the record's user text given.
+func (r *sessRecord) notificationIn(text string) bool {
 	return r.Origin != nil && r.Origin.Kind == "task-notification" ||
-		r.Origin == nil && r.Message != nil && strings.HasPrefix(strings.TrimSpace(userText(r.Message.Content)), "<task-notification>")
+		r.Origin == nil && r.Message != nil && strings.HasPrefix(strings.TrimSpace(text), "<task-notification>")
 }
 
 // toolUseResult is what the reader uses of a record's toolUseResult (a
@@ -207,6 +215,47 @@ func (s *sessRec) extra() *recExtra {
 	return s.x
 }
 
+// lightBlock is what the first pass reads of a content block: the
+// texts of thinking and of tool results are skipped, not decoded, and a
+// result's content is kept only where it may hold an image.
+type lightBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   imageProbe      `json:"content"`
+}
+
+// imageProbe keeps a result's content only when it names an image.
+type imageProbe struct{ raw json.RawMessage }
+
+func (p *imageProbe) UnmarshalJSON(b []byte) error {
+	if bytes.Contains(b, []byte(`"image"`)) {
+		p.raw = append(json.RawMessage(nil), b...)
+	}
+	return nil
+}
+
+// lightBlocks is blocks for the first pass: the same blocks, with what
+// lightBlock reads of each.
+func lightBlocks(raw json.RawMessage) []block {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return blocks(raw)
+	}
+	var ls []lightBlock
+	if json.Unmarshal(raw, &ls) != nil {
+		return blocks(raw)
+	}
+	bs := make([]block, len(ls))
+	for i, l := range ls {
+		bs[i] = block{Type: l.Type, Text: l.Text, ID: l.ID, Name: l.Name, Input: l.Input, ToolUseID: l.ToolUseID, Content: l.Content.raw}
+	}
+	return bs
+}
+
 // lighten keeps what the first pass needs of a record read whole, and
 // drops the rest.
 func lighten(rec *sessRec) {
@@ -221,10 +270,9 @@ func lighten(rec *sessRec) {
 	if m := x.Message; m != nil && !rec.odd {
 		k.hasMsg = true
 		k.msgID, k.model, k.stop = m.ID, in.symOf(m.Model), in.symOf(m.StopReason)
-		k.prompt = promptRecord(rec)
 		switch x.Type {
 		case "assistant":
-			for _, bl := range blocks(m.Content) {
+			for _, bl := range lightBlocks(m.Content) {
 				if bl.Type != "tool_use" {
 					continue
 				}
@@ -242,7 +290,8 @@ func lighten(rec *sessRec) {
 				}
 			}
 		case "user":
-			bs := blocks(m.Content)
+			bs := lightBlocks(m.Content)
+			k.prompt = promptRecord(rec, bs)
 			var results []string
 			only := len(bs) > 0
 			images := 0
@@ -250,6 +299,9 @@ func lighten(rec *sessRec) {
 				switch bl.Type {
 				case "tool_result":
 					results = append(results, bl.ToolUseID)
+					if !bytes.Contains(bl.Content, []byte(`"image"`)) {
+						break // no image block: not worth decoding
+					}
 					for _, inner := range blocks(bl.Content) {
 						if inner.Type == "image" {
 							images++
@@ -269,7 +321,7 @@ func lighten(rec *sessRec) {
 				rec.extra().images = images
 			}
 			if k.sidechain {
-				rec.extra().textSum = lineSum([]byte(userText(m.Content)))
+				rec.extra().textSum = lineSum([]byte(textOf(bs)))
 			}
 		}
 	}
@@ -859,9 +911,12 @@ func (b *sessBuild) link() {
 }
 
 // userText is the text of user content: a string, or its text blocks.
-func userText(raw json.RawMessage) string {
+func userText(raw json.RawMessage) string { return textOf(blocks(raw)) }
+
+// textOf is the text of blocks: their text blocks' texts, one a line.
+func textOf(bs []block) string {
 	var parts []string
-	for _, bl := range blocks(raw) {
+	for _, bl := range bs {
 		if bl.Type == "text" {
 			parts = append(parts, bl.Text)
 		}
@@ -964,13 +1019,14 @@ func isPrompt(r *sessRec) bool {
 
 // promptRecord is isPrompt of a record read whole, but for its agent and
 // its branch, which are known later.
-func promptRecord(r *sessRec) bool {
+// bs are the blocks of its content.
+func promptRecord(r *sessRec, bs []block) bool {
 	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) ||
-		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.r.notification() {
+		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.r.notificationIn(textOf(bs)) {
 		return false
 	}
 	text, hasText := "", false
-	for _, bl := range blocks(r.r.Message.Content) {
+	for _, bl := range bs {
 		switch bl.Type {
 		case "tool_result":
 			return false
@@ -1556,14 +1612,14 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		return
 	}
 	bs := blocks(m.Content)
-	text := strings.TrimSpace(userText(m.Content))
+	text := strings.TrimSpace(textOf(bs))
 	switch {
 	case agent == "" && interruption(text):
 		b.cancelled, b.outcomeLine = true, r.line
 		b.lastWasAsst = true // the turn ended there
 		b.carry(r, &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}, carried)
 		return
-	case r.r.notification():
+	case r.r.notificationIn(text):
 		// A background task's report, given to the model: the run goes on.
 		b.carry(r, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Info, Text: text}, carried)
 		return
