@@ -86,7 +86,8 @@ func (r *sessRecord) notificationIn(text string) bool {
 type toolUseResult struct{ AgentID string }
 
 func (t *toolUseResult) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '{' {
+	// Most are a copy of a tool's output that names no agent: not decoded.
+	if len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"agentId"`)) {
 		var v struct {
 			AgentID string `json:"agentId"`
 		}
