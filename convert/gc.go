@@ -14,14 +14,15 @@ import (
 // hundred times in 100 MB of input, and its marking costs a fifth of the
 // conversion and keeps the second core busy. With the headroom it
 // collects a few times; a run that keeps more live than the headroom
-// grows by as much as is live, as by default, so a large heap is not
-// doubled again.
+// grows by the headroom, up to half of what is live: a large heap (the
+// index of a 1 GB session file, a whole JSON document) is not doubled,
+// so that peak memory follows what is live.
 const GCHeadroom = 16 << 20
 
 // TuneGC gives the collector GCHeadroom, unless the user set GOGC (or
 // GOMEMLIMIT, which the runtime then follows): after each collection it
 // sets the next one at the larger of what is live plus the headroom and
-// twice what is live. It is for the agentconv command; a program that
+// one and a half times what is live. It is for the agentconv command; a program that
 // uses the package as a library keeps its own setting. stop ends the
 // tuning and puts back the setting it found.
 func TuneGC(getenv func(string) string) (stop func()) {
@@ -77,11 +78,11 @@ func (t *gcTuner) tune() int {
 }
 
 // gcPercent is the GOGC that puts the next collection at about the larger
-// of live+headroom and twice live. The runtime never collects below its
+// of live+headroom and 1.5 times live. The runtime never collects below its
 // minimum heap, 4 MB scaled by GOGC, so a live heap under 4 MB counts as
 // 4 MB: the heap then grows to the headroom and no further.
 func gcPercent(live, headroom uint64) int {
 	const minHeap = 4 << 20
 	p := headroom * 100 / max(live, minHeap)
-	return int(max(p, 100))
+	return int(max(p, 50))
 }

@@ -18,8 +18,10 @@ func TestGCPercent(t *testing.T) {
 		{4 * mb, 16 * mb, 400},  // 4 MB live + 16 MB
 		{8 * mb, 16 * mb, 200},  // 8 MB live + 16 MB = 24 MB, three times live
 		{16 * mb, 16 * mb, 100}, // twice live is live + the headroom
-		{64 * mb, 16 * mb, 100}, // a large heap: the runtime's default, not more
-		{2 << 30, 16 * mb, 100},
+		{24 * mb, 16 * mb, 66},  // live + the headroom
+		{32 * mb, 16 * mb, 50},  // live + the headroom is 1.5 times live
+		{64 * mb, 16 * mb, 50},  // a large heap: grows by half, not doubled
+		{2 << 30, 16 * mb, 50},
 	} {
 		if got := gcPercent(c.live, c.headroom); got != c.want {
 			t.Errorf("gcPercent(%d MB, %d MB) = %d, want %d", c.live/mb, c.headroom/mb, got, c.want)

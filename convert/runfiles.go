@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -47,6 +48,9 @@ type runFiles struct {
 	used  map[string]bool // names given, lower-cased
 	anon  int             // runs without a session id
 	err   error           // the first failure to write a file
+	// placed: files were put in place, to be made durable at the end
+	// (syncDir) rather than each with an fsync of its own.
+	placed bool
 }
 
 // outputDir tells whether -o names a directory that dialect to writes per
@@ -177,7 +181,7 @@ func (rf *runFiles) finish() {
 	}
 	rf.cur = nil
 	err := rf.bw.Flush()
-	if err == nil {
+	if err == nil && !syncsDir {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -185,7 +189,11 @@ func (rf *runFiles) finish() {
 	}
 	target := filepath.Join(rf.dir, rf.name, rf.file)
 	if err == nil {
-		err = rf.root.MkdirAll(rf.name, 0o777)
+		// One directory a run, named once (nameFor): a mkdir, not the
+		// walk of MkdirAll.
+		if err = rf.root.Mkdir(rf.name, 0o777); errors.Is(err, fs.ErrExist) {
+			err = nil
+		}
 	}
 	if err == nil {
 		err = rf.root.Rename(rf.curTmp, path.Join(rf.name, rf.file))
@@ -195,6 +203,7 @@ func (rf *runFiles) finish() {
 		rf.err = fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
 		return
 	}
+	rf.placed = true
 }
 
 // Close closes the writer and puts the last run's file in place.
@@ -205,6 +214,11 @@ func (rf *runFiles) Close() error {
 	}
 	if rf.cur != nil && rf.err == nil {
 		rf.err = errors.New("the writer wrote after the last run ended")
+	}
+	if rf.placed && rf.err == nil {
+		if serr := syncDir(rf.dir); serr != nil {
+			rf.err = fmt.Errorf("cannot make the files written in %s durable: %v", rf.dir, serr)
+		}
 	}
 	if err == nil {
 		err = rf.err

@@ -28,6 +28,9 @@ type LineReader struct {
 	line  int
 	eof   bool
 	valid bool
+	// pos counts the bytes read from the input; start is where the line
+	// last returned begins.
+	pos, start int64
 }
 
 // NewLineReader wraps r.
@@ -89,6 +92,11 @@ func (a *LineArena) Copy(b []byte) []byte {
 	return a.chunk[n:len(a.chunk):len(a.chunk)]
 }
 
+// Offset is where the line last returned begins in the input, in bytes
+// (after a byte order mark it dropped): the line is the input's bytes from
+// there, less a CR before its LF.
+func (l *LineReader) Offset() int64 { return l.start }
+
 // Line is the 1-based number of the line last returned.
 func (l *LineReader) Line() int { return l.line }
 
@@ -103,6 +111,7 @@ func (l *LineReader) Next() ([]byte, error) {
 		if l.eof {
 			return nil, io.EOF
 		}
+		l.start = l.pos
 		b, err := l.readLine()
 		if err == io.EOF {
 			l.eof = true
@@ -115,8 +124,9 @@ func (l *LineReader) Next() ([]byte, error) {
 			return nil, err
 		}
 		l.line++
-		if l.line == 1 {
-			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+		if l.line == 1 && bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) {
+			b = b[3:]
+			l.start += 3
 		}
 		if n := len(b); n > 0 && b[n-1] == '\r' {
 			b = b[:n-1]
@@ -130,6 +140,7 @@ func (l *LineReader) Next() ([]byte, error) {
 
 func (l *LineReader) readLine() ([]byte, error) {
 	b, err := l.br.ReadSlice('\n')
+	l.pos += int64(len(b))
 	if err == nil {
 		return b[:len(b)-1], nil
 	}
@@ -140,10 +151,12 @@ func (l *LineReader) readLine() ([]byte, error) {
 	l.buf = append(l.buf[:0], b...)
 	for {
 		b, err = l.br.ReadSlice('\n')
+		l.pos += int64(len(b))
 		if len(l.buf)+len(b) > MaxLine+1 {
 			// Skip the rest of the line so that --lenient can go on.
 			for err == bufio.ErrBufferFull {
-				_, err = l.br.ReadSlice('\n')
+				b, err = l.br.ReadSlice('\n')
+				l.pos += int64(len(b))
 			}
 			l.line++
 			// A malformed line, which --lenient skips.

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/hex"
 	"io"
 	"maps"
 	"math"
@@ -18,6 +19,7 @@ import (
 
 // sessRecord is what the session reader uses of a record.
 type sessRecord struct {
+	raw               []byte          `json:"-"`
 	Type              string          `json:"type"`
 	Subtype           string          `json:"subtype"`
 	UUID              string          `json:"uuid"`
@@ -65,8 +67,16 @@ func (r *sessRecord) refused() bool {
 // notification: a user record that reports a background task's end to the
 // model (2.1's <task-notification>), which no person typed.
 func (r *sessRecord) notification() bool {
+	if r.Origin != nil || r.Message == nil {
+		return r.notificationIn("")
+	}
+	return r.notificationIn(userText(r.Message.Content))
+}
+
+// notificationIn is notification with the record's user text given.
+func (r *sessRecord) notificationIn(text string) bool {
 	return r.Origin != nil && r.Origin.Kind == "task-notification" ||
-		r.Origin == nil && r.Message != nil && strings.HasPrefix(strings.TrimSpace(userText(r.Message.Content)), "<task-notification>")
+		r.Origin == nil && r.Message != nil && strings.HasPrefix(strings.TrimSpace(text), "<task-notification>")
 }
 
 // toolUseResult is what the reader uses of a record's toolUseResult (a
@@ -76,7 +86,8 @@ func (r *sessRecord) notification() bool {
 type toolUseResult struct{ AgentID string }
 
 func (t *toolUseResult) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '{' {
+	// Most are a copy of a tool's output that names no agent: not decoded.
+	if len(b) > 0 && b[0] == '{' && bytes.Contains(b, []byte(`"agentId"`)) {
 		var v struct {
 			AgentID string `json:"agentId"`
 		}
@@ -99,22 +110,224 @@ func (r *sessRecord) parent() string {
 
 func flag(b *bool) bool { return b != nil && *b }
 
-// sessRec is one record of a file, as read.
+// sessRec is one record of a file. Its line is read again (raw, and r
+// decoded from it) only while its events are given: k is what is kept of
+// it, and x what a few records have besides (see session_index.go).
 type sessRec struct {
-	line int
-	raw  []byte
-	r    sessRecord
-	err  *formats.LineError
+	// r is the record read again, with its line (r.raw); nil between.
+	r *sessRecord
+	k recKey
+	x *recExtra
+	// where its line is: off in src (in its spool when spooled), n bytes
+	// long, of hash sum.
+	src     *recFile
+	off     int64
+	sum     uint64
+	err     *formats.LineError
+	t       time.Time
+	line    int
+	n       int32
+	idx     int32  // its place among the main file's records
+	agent   string // the inline subagent a sidechain record belongs to
+	spooled bool
+	on      bool // on the conversation's chain
 	// kept raw: valid JSON of an unexpected shape.
 	odd bool
 	// broken: not valid JSON (err says why), a cut line if it is the last.
 	broken    bool
-	t         time.Time
 	abandoned bool
-	agent     string // the inline subagent a sidechain record belongs to
 }
 
-func (s *sessRec) conversation() bool { return s.r.Type == "user" || s.r.Type == "assistant" }
+func (s *sessRec) conversation() bool { t := s.typ(); return t == "user" || t == "assistant" }
+
+// The strings that most records repeat, from their file's table.
+func (s *sessRec) typ() string       { return s.src.sym(s.k.typ) }
+func (s *sessRec) sessionID() string { return s.src.sym(s.k.sessionID) }
+func (s *sessRec) cwd() string       { return s.src.sym(s.k.cwd) }
+func (s *sessRec) version() string   { return s.src.sym(s.k.version) }
+func (s *sessRec) model() string     { return s.src.sym(s.k.model) }
+func (s *sessRec) stop() string      { return s.src.sym(s.k.stop) }
+
+// recKey is what the reader keeps of every record between its two passes.
+type recKey struct {
+	uuid, parent uid
+	msgID        string
+	// in the table of the record's file (recFile.sym)
+	typ, sessionID, cwd, version, model, stop uint32
+	sidechain, meta, compactSumm              bool
+	hasMsg                                    bool
+	// prompt: a person typed it (isPrompt, but for its agent and branch);
+	// hasUse: an assistant record with a tool_use block.
+	prompt, hasUse bool
+}
+
+// recExtra is what a few records have besides: the ids of an assistant
+// record's calls, of a user record's results (when it holds only
+// results), its Task/Agent calls, the hash of a sidechain prompt's text,
+// and a user record's image blocks.
+type recExtra struct {
+	agentID       string
+	uses, results []string
+	tasks         []taskCall
+	textSum       uint64
+	images        int
+}
+
+// taskCall is a Task or Agent call: its id, the hash of its prompt ("" has
+// none), and its label.
+type taskCall struct {
+	id, label string
+	prompt    uint64
+	hasPrompt bool
+}
+
+// uid is a record's uuid, in 16 bytes when it is one in the canonical
+// form, else as it is.
+type uid struct {
+	b [16]byte
+	s string
+}
+
+func toUID(v string) uid {
+	if len(v) == 36 && v[8] == '-' && v[13] == '-' && v[18] == '-' && v[23] == '-' {
+		var u uid
+		h := v[:8] + v[9:13] + v[14:18] + v[19:23] + v[24:]
+		if _, err := hex.Decode(u.b[:], []byte(h)); err == nil && hex.EncodeToString(u.b[:]) == h {
+			return u
+		}
+	}
+	return uid{s: v}
+}
+
+func (u uid) empty() bool { return u == uid{} }
+
+func (u uid) String() string {
+	if u.s != "" || u.b == [16]byte{} {
+		return u.s
+	}
+	h := hex.EncodeToString(u.b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func (s *sessRec) extra() *recExtra {
+	if s.x == nil {
+		s.x = &recExtra{}
+	}
+	return s.x
+}
+
+// lightBlock is what the first pass reads of a content block: the
+// texts of thinking and of tool results are skipped, not decoded, and a
+// result's content is kept only where it may hold an image.
+type lightBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   imageProbe      `json:"content"`
+}
+
+// imageProbe keeps a result's content only when it names an image.
+type imageProbe struct{ raw json.RawMessage }
+
+func (p *imageProbe) UnmarshalJSON(b []byte) error {
+	if bytes.Contains(b, []byte(`"image"`)) {
+		p.raw = append(json.RawMessage(nil), b...)
+	}
+	return nil
+}
+
+// lightBlocks is blocks for the first pass: the same blocks, with what
+// lightBlock reads of each.
+func lightBlocks(raw json.RawMessage) []block {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return blocks(raw)
+	}
+	var ls []lightBlock
+	if json.Unmarshal(raw, &ls) != nil {
+		return blocks(raw)
+	}
+	bs := make([]block, len(ls))
+	for i, l := range ls {
+		bs[i] = block{Type: l.Type, Text: l.Text, ID: l.ID, Name: l.Name, Input: l.Input, ToolUseID: l.ToolUseID, Content: l.Content.raw}
+	}
+	return bs
+}
+
+// lighten keeps what the first pass needs of a record read whole, and
+// drops the rest.
+func lighten(rec *sessRec) {
+	x, in := rec.r, rec.src
+	k := &rec.k
+	k.typ, k.uuid, k.parent = in.symOf(x.Type), toUID(x.UUID), toUID(x.parent())
+	k.sessionID, k.cwd, k.version = in.symOf(x.SessionID), in.symOf(x.Cwd), in.symOf(x.Version)
+	k.sidechain, k.meta, k.compactSumm = flag(x.IsSidechain), flag(x.IsMeta), flag(x.IsCompactSummary)
+	if x.AgentID != nil && *x.AgentID != "" {
+		rec.extra().agentID = *x.AgentID
+	}
+	if m := x.Message; m != nil && !rec.odd {
+		k.hasMsg = true
+		k.msgID, k.model, k.stop = m.ID, in.symOf(m.Model), in.symOf(m.StopReason)
+		switch x.Type {
+		case "assistant":
+			for _, bl := range lightBlocks(m.Content) {
+				if bl.Type != "tool_use" {
+					continue
+				}
+				k.hasUse = true
+				if bl.ID != "" {
+					rec.extra().uses = append(rec.extra().uses, bl.ID)
+				}
+				if bl.Name == "Task" || bl.Name == "Agent" {
+					var inp struct {
+						Prompt string `json:"prompt"`
+					}
+					json.Unmarshal(bl.Input, &inp)
+					rec.extra().tasks = append(rec.extra().tasks, taskCall{id: bl.ID, label: taskLabel(bl.Input),
+						prompt: lineSum([]byte(inp.Prompt)), hasPrompt: inp.Prompt != ""})
+				}
+			}
+		case "user":
+			bs := lightBlocks(m.Content)
+			k.prompt = promptRecord(rec, bs)
+			var results []string
+			only := len(bs) > 0
+			images := 0
+			for _, bl := range bs {
+				switch bl.Type {
+				case "tool_result":
+					results = append(results, bl.ToolUseID)
+					if !bytes.Contains(bl.Content, []byte(`"image"`)) {
+						break // no image block: not worth decoding
+					}
+					for _, inner := range blocks(bl.Content) {
+						if inner.Type == "image" {
+							images++
+						}
+					}
+				case "image":
+					images++
+					only = false
+				default:
+					only = false
+				}
+			}
+			if only {
+				rec.extra().results = results
+			}
+			if images > 0 {
+				rec.extra().images = images
+			}
+			if k.sidechain {
+				rec.extra().textSum = lineSum([]byte(textOf(bs)))
+			}
+		}
+	}
+	rec.r = nil
+}
 
 // subagent is one subagent's transcript: inline sidechain records of the
 // session file, or a file of its own.
@@ -124,6 +337,7 @@ type subagent struct {
 	call   string // the Task/Agent call that spawned it
 	recs   []*sessRec
 	file   string // its file, "" when inline
+	src    *recFile
 	inline bool
 	done   bool // its events were given
 	open   bool // AgentStart given, AgentEnd not yet
@@ -131,12 +345,14 @@ type subagent struct {
 
 // sessionReader reads a whole session file, and its subagents' files,
 // before it gives its first event: which branch of the file is the
-// conversation is known only at its last record.
+// conversation is known only at its last record. It keeps only an index
+// of the records, and reads each again when its events are given (see
+// session_index.go).
 type sessionReader struct {
 	in     io.Reader
 	opts   formats.ReadOptions
 	loaded bool
-	out    []sessItem
+	b      *sessBuild
 	pos    int
 }
 
@@ -156,19 +372,27 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 			return nil, err
 		}
 	}
-	if s.pos >= len(s.out) {
-		return nil, io.EOF
+	b := s.b
+	for s.pos >= len(b.out) {
+		b.out, s.pos = b.out[:0], 0
+		if !b.step() {
+			return nil, io.EOF
+		}
 	}
-	it := s.out[s.pos]
-	s.out[s.pos] = sessItem{}
+	it := b.out[s.pos]
+	b.out[s.pos] = sessItem{}
 	s.pos++
 	return it.ev, it.err
 }
 
 // readRecords reads the records of one file. cut: its last line was cut
 // in the middle, and is left out.
-func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*sessRec, cut bool, err error) {
+//
+// It keeps of each record what lighten keeps, after each has seen it read
+// whole, and notes in src where its line is, to be read again.
+func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFile, each func(*sessRec)) (recs []*sessRec, cut bool, err error) {
 	lines := formats.NewLineReader(r)
+	defer src.done()
 	var last time.Time
 	for {
 		b, err := lines.Next()
@@ -194,13 +418,13 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*s
 		if le != nil {
 			rec.err = le
 		} else {
-			rec.raw = append([]byte(nil), b...)
-			if e := formats.Unmarshal(rec.line, b, &rec.r); e != nil {
+			rec.r = &sessRecord{}
+			if e := formats.Unmarshal(rec.line, b, rec.r); e != nil {
 				if !json.Valid(b) {
 					rec.err, rec.broken = e, true
 				} else {
 					rec.odd = true
-					rec.r = sessRecord{Type: formats.TypeOf(b)}
+					rec.r = &sessRecord{Type: formats.TypeOf(b)}
 					rep.Warn(rec.line, "%sa Claude Code record with fields of unexpected types; kept as an unknown event", warnPrefix)
 				}
 			}
@@ -213,6 +437,13 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string) (recs []*s
 				// A record without a timestamp (last-prompt, cost-state, …)
 				// takes the time of the record before it.
 				rec.t = last
+			}
+			if rec.err == nil {
+				src.keep(rec, lines.Offset(), b)
+				if each != nil {
+					each(rec)
+				}
+				lighten(rec)
 			}
 		}
 		if rec.err != nil && warnPrefix != "" {
@@ -233,26 +464,28 @@ type agentMeta struct {
 
 func (s *sessionReader) load() error {
 	rep := s.opts.Report
-	recs, cut, err := readRecords(s.in, rep, "")
-	if err != nil {
-		return err
-	}
 	b := &sessBuild{opts: s.opts, rep: rep, agents: map[string]*subagent{}, callAgent: map[string]*subagent{},
 		agentCall: map[string]string{}, lastUsage: map[string]*apiUsage{}, lastStop: map[string]string{},
-		calls: map[string]*call{}, cut: cut}
-	b.main = recs
+		calls: map[string]*call{}, msg: map[string]*pendingMsg{}}
+	s.b = b
+	name := s.opts.Path
+	if name == "" {
+		name = "the session"
+	}
+	b.src = &recFile{name: name, try: s.opts.Path, repaired: true}
+	recs, cut, err := readRecords(s.in, rep, "", b.src, b.scanner())
+	if err != nil {
+		b.src.close()
+		return err
+	}
+	b.main, b.cut = recs, cut
 	b.chain()
-	b.scan(recs)
 	b.inlineAgents()
 	if s.opts.Path != "" {
 		b.agentFiles(s.opts.Path)
 	}
 	b.link()
-	b.emitAll()
-	if n := b.images(); n > 0 {
-		rep.Warn(0, "%d image blocks of the session have no place in the event model: only claude-session output keeps them", n)
-	}
-	s.out = b.out
+	b.imageCount = b.images()
 	return nil
 }
 
@@ -261,7 +494,14 @@ type sessBuild struct {
 	opts formats.ReadOptions
 	rep  *formats.Report
 	main []*sessRec
+	src  *recFile // where the main records are read again
 	out  []sessItem
+	// next is the main record whose events step gives next; over: the
+	// events after the last record are given too.
+	next int
+	over bool
+	// imageCount: the conversation's image blocks, told at the end.
+	imageCount int
 
 	agents    map[string]*subagent
 	order     []*subagent
@@ -331,23 +571,22 @@ type sessBuild struct {
 // Other user and assistant records of the main agent are on branches left
 // by a rewind or an edited prompt.
 func (b *sessBuild) chain() {
-	byUUID := map[string]*sessRec{}
-	pos := map[*sessRec]int{}
+	byUUID := map[uid]*sessRec{}
 	var leaf *sessRec
 	sidechains, mainRecs := 0, 0
 	for i, r := range b.main {
 		if r.err != nil || r.odd {
 			continue
 		}
-		if flag(r.r.IsSidechain) {
+		if r.k.sidechain {
 			sidechains++
 			continue
 		}
-		pos[r] = i
-		if r.r.UUID != "" {
-			byUUID[r.r.UUID] = r
+		r.idx = int32(i)
+		if !r.k.uuid.empty() {
+			byUUID[r.k.uuid] = r
 		}
-		if r.conversation() && r.r.UUID != "" {
+		if r.conversation() && !r.k.uuid.empty() {
 			leaf = r
 			mainRecs++
 		}
@@ -360,19 +599,18 @@ func (b *sessBuild) chain() {
 	}
 	// before is the main agent's record before r in the file.
 	before := func(r *sessRec) *sessRec {
-		for i := pos[r] - 1; i >= 0; i-- {
-			if p := b.main[i]; p.err == nil && !p.odd && !flag(p.r.IsSidechain) && p.r.UUID != "" {
+		for i := int(r.idx) - 1; i >= 0; i-- {
+			if p := b.main[i]; p.err == nil && !p.odd && !p.k.sidechain && !p.k.uuid.empty() {
 				return p
 			}
 		}
 		return nil
 	}
-	on := map[*sessRec]bool{}
-	for r := leaf; r != nil && !on[r]; {
-		on[r] = true
-		p := r.r.parent()
+	for r := leaf; r != nil && !r.on; {
+		r.on = true
+		p := r.k.parent
 		next := byUUID[p]
-		if next == nil && p != "" {
+		if next == nil && !p.empty() {
 			next = before(r)
 		}
 		r = next
@@ -380,42 +618,44 @@ func (b *sessBuild) chain() {
 	// The sibling branches of parallel calls.
 	msgs, calls := map[string]bool{}, map[string]bool{}
 	note := func(r *sessRec) {
-		if r.r.Type != "assistant" || r.r.Message == nil {
+		if r.typ() != "assistant" || !r.k.hasMsg {
 			return
 		}
-		if r.r.Message.ID != "" {
-			msgs[r.r.Message.ID] = true
+		if r.k.msgID != "" {
+			msgs[r.k.msgID] = true
 		}
-		for _, bl := range blocks(r.r.Message.Content) {
-			if bl.Type == "tool_use" && bl.ID != "" {
-				calls[bl.ID] = true
+		if r.x != nil {
+			for _, id := range r.x.uses {
+				calls[id] = true
 			}
 		}
 	}
-	for r := range on {
-		note(r)
+	for _, r := range b.main {
+		if r.on {
+			note(r)
+		}
 	}
 	for grew := true; grew; {
 		grew = false
 		for _, r := range b.main {
-			if on[r] || r.err != nil || r.odd || flag(r.r.IsSidechain) || r.r.UUID == "" {
+			if r.on || r.err != nil || r.odd || r.k.sidechain || r.k.uuid.empty() {
 				continue
 			}
-			if p := byUUID[r.r.parent()]; p == nil || !on[p] {
+			if p := byUUID[r.k.parent]; p == nil || !p.on {
 				continue
 			}
 			// A progress record between a call and the next block of its
 			// message is on the way to it.
-			if !r.conversation() || r.r.Message != nil && (r.r.Type == "assistant" && r.r.Message.ID != "" && msgs[r.r.Message.ID] ||
-				r.r.Type == "user" && answers(r, calls)) {
-				on[r] = true
+			if !r.conversation() || r.k.hasMsg && (r.typ() == "assistant" && r.k.msgID != "" && msgs[r.k.msgID] ||
+				r.typ() == "user" && answers(r, calls)) {
+				r.on = true
 				note(r)
 				grew = true
 			}
 		}
 	}
 	for _, r := range b.main {
-		if r.err == nil && !r.odd && !flag(r.r.IsSidechain) && r.conversation() && r.r.UUID != "" && !on[r] {
+		if r.err == nil && !r.odd && !r.k.sidechain && r.conversation() && !r.k.uuid.empty() && !r.on {
 			r.abandoned = true
 			b.abandoned++
 		}
@@ -427,26 +667,28 @@ func (b *sessBuild) chain() {
 
 // answers: a user record holds only results of the calls given.
 func answers(r *sessRec, calls map[string]bool) bool {
-	bs := blocks(r.r.Message.Content)
-	for _, bl := range bs {
-		if bl.Type != "tool_result" || !calls[bl.ToolUseID] {
+	if r.x == nil || len(r.x.results) == 0 {
+		return false
+	}
+	for _, id := range r.x.results {
+		if !calls[id] {
 			return false
 		}
 	}
-	return len(bs) > 0
+	return true
 }
 
-// scan notes, over every record, what later records say of earlier ones:
-// the usage and stop reason a message id ends with, and the agents that
-// results name.
-func (b *sessBuild) scan(recs []*sessRec) {
+// scanner notes, over every record of a file as the first pass reads
+// it, what later records say of earlier ones: the usage and stop reason a
+// message id ends with, and the agents that results name.
+func (b *sessBuild) scanner() func(*sessRec) {
 	if b.summaries == nil {
 		b.summaries, b.summaryOf = map[string]string{}, map[string]bool{}
 	}
 	boundary := map[string]bool{}
-	for _, r := range recs {
+	return func(r *sessRec) {
 		if r.err != nil || r.odd {
-			continue
+			return
 		}
 		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.ID != "" {
 			if m.Usage != nil {
@@ -478,24 +720,24 @@ func (b *sessBuild) scan(recs []*sessRec) {
 // versions) by agent: its agentId, else its parent's agent, else the
 // chain it starts.
 func (b *sessBuild) inlineAgents() {
-	agentOf := map[string]string{}
+	agentOf := map[uid]string{}
 	for _, r := range b.main {
-		if r.err != nil || r.odd || !flag(r.r.IsSidechain) {
+		if r.err != nil || r.odd || !r.k.sidechain {
 			continue
 		}
 		id := ""
 		switch {
-		case r.r.AgentID != nil && *r.r.AgentID != "":
-			id = *r.r.AgentID
-		case agentOf[r.r.parent()] != "":
-			id = agentOf[r.r.parent()]
-		case r.r.UUID != "":
-			id = "sidechain-" + r.r.UUID
+		case r.x != nil && r.x.agentID != "":
+			id = r.x.agentID
+		case agentOf[r.k.parent] != "":
+			id = agentOf[r.k.parent]
+		case !r.k.uuid.empty():
+			id = "sidechain-" + r.k.uuid.String()
 		default:
 			id = "sidechain"
 		}
-		if r.r.UUID != "" {
-			agentOf[r.r.UUID] = id
+		if !r.k.uuid.empty() {
+			agentOf[r.k.uuid] = id
 		}
 		r.agent = id
 		a := b.agents[id]
@@ -549,7 +791,8 @@ func (b *sessBuild) agentFiles(p string) {
 			b.rep.Warn(0, "cannot read the subagent's file %s (%v); its events are left out", name, err)
 			continue
 		}
-		recs, _, err := readRecords(f, b.rep, name+": ")
+		src := &recFile{name: name, path: name, direct: true}
+		recs, _, err := readRecords(f, b.rep, name+": ", src, b.scanner())
 		f.Close()
 		if err != nil {
 			b.rep.Warn(0, "reading the subagent's file %s failed (%v); the records before are kept", name, err)
@@ -565,12 +808,11 @@ func (b *sessBuild) agentFiles(p string) {
 			b.agents[a.id] = a
 			b.order = append(b.order, a)
 		}
-		a.file = name
+		a.file, a.src = name, src
 		for _, r := range recs {
 			r.agent = a.id
 		}
 		a.recs = recs
-		b.scan(recs)
 		var meta agentMeta
 		if mb, err := formats.ReadFound(strings.TrimSuffix(name, ".jsonl")+".meta.json", 1<<20); err == nil {
 			if json.Unmarshal(mb, &meta) != nil {
@@ -589,7 +831,7 @@ func (b *sessBuild) agentFiles(p string) {
 // else the call whose result names the agent, else, for an inline
 // sidechain, the Task/Agent call whose prompt is its first prompt.
 func (b *sessBuild) link() {
-	prompts := map[string]string{} // Task prompt → call id
+	prompts := map[uint64]string{} // hash of a Task prompt → call id
 	var taskCalls []string
 	label := map[string]string{}
 	callLine := map[string]int{}
@@ -601,26 +843,20 @@ func (b *sessBuild) link() {
 	}
 	for _, recs := range all {
 		for _, r := range recs {
-			if r.err != nil || r.odd || r.r.Type != "assistant" || r.r.Message == nil {
+			if r.err != nil || r.odd || r.typ() != "assistant" || !r.k.hasMsg || r.x == nil {
 				continue
 			}
-			for _, bl := range blocks(r.r.Message.Content) {
-				if bl.Type == "tool_use" && (bl.Name == "Task" || bl.Name == "Agent") {
-					var in struct {
-						Prompt string `json:"prompt"`
-					}
-					json.Unmarshal(bl.Input, &in)
-					if in.Prompt != "" {
-						prompts[in.Prompt] = bl.ID
-					}
-					taskCalls = append(taskCalls, bl.ID)
-					if recs[0].agent == "" {
-						callLine[bl.ID] = r.line
-					} else {
-						callLine[bl.ID] = math.MaxInt // a subagent file's lines are not the session's
-					}
-					label[bl.ID] = taskLabel(bl.Input)
+			for _, t := range r.x.tasks {
+				if t.hasPrompt {
+					prompts[t.prompt] = t.id
 				}
+				taskCalls = append(taskCalls, t.id)
+				if recs[0].agent == "" {
+					callLine[t.id] = r.line
+				} else {
+					callLine[t.id] = math.MaxInt // a subagent file's lines are not the session's
+				}
+				label[t.id] = t.label
 			}
 		}
 	}
@@ -631,8 +867,8 @@ func (b *sessBuild) link() {
 		}
 		if a.call == "" && a.inline {
 			for _, r := range a.recs {
-				if r.r.Type == "user" && r.r.Message != nil {
-					if c, ok := prompts[userText(r.r.Message.Content)]; ok {
+				if r.typ() == "user" && r.k.hasMsg {
+					if c, ok := prompts[r.extra().textSum]; ok {
 						a.call = c
 					}
 					break
@@ -676,9 +912,12 @@ func (b *sessBuild) link() {
 }
 
 // userText is the text of user content: a string, or its text blocks.
-func userText(raw json.RawMessage) string {
+func userText(raw json.RawMessage) string { return textOf(blocks(raw)) }
+
+// textOf is the text of blocks: their text blocks' texts, one a line.
+func textOf(bs []block) string {
 	var parts []string
-	for _, bl := range blocks(raw) {
+	for _, bl := range bs {
 		if bl.Type == "text" {
 			parts = append(parts, bl.Text)
 		}
@@ -718,9 +957,9 @@ func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
 	if !*carried {
 		*carried = true
 		if line := b.takeHeld(b.fileOf(r.agent)); line != nil {
-			ev.Source.Line = append(append(line, '\n'), r.raw...)
+			ev.Source.Line = append(append(line, '\n'), r.r.raw...)
 		} else {
-			ev.Source.Line = r.raw // the record's own copy: nothing changes it
+			ev.Source.Line = r.r.raw // the record's own copy: nothing changes it
 		}
 	} else {
 		ev.Source.Continued = true
@@ -734,7 +973,7 @@ func (b *sessBuild) hold(r *sessRec) {
 	if b.held == nil {
 		b.held = map[string][][]byte{}
 	}
-	b.held[file] = append(b.held[file], r.raw)
+	b.held[file] = append(b.held[file], r.r.raw)
 }
 
 // fileOf is the file whose records an agent's events carry: its own, or
@@ -776,12 +1015,19 @@ func recType(r *sessRec) string {
 // agent with text, that is neither meta, a compaction's summary, a
 // command's output, nor an interruption.
 func isPrompt(r *sessRec) bool {
-	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) || r.agent != "" ||
-		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.abandoned || r.r.notification() {
+	return r.k.prompt && r.agent == "" && !r.abandoned
+}
+
+// promptRecord is isPrompt of a record read whole, but for its agent and
+// its branch, which are known later.
+// bs are the blocks of its content.
+func promptRecord(r *sessRec, bs []block) bool {
+	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) ||
+		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.r.notificationIn(textOf(bs)) {
 		return false
 	}
 	text, hasText := "", false
-	for _, bl := range blocks(r.r.Message.Content) {
+	for _, bl := range bs {
 		switch bl.Type {
 		case "tool_result":
 			return false
@@ -803,13 +1049,13 @@ func firstFacts(info *formats.RunInfo, r *sessRec) {
 		return
 	}
 	if info.SessionID == "" {
-		info.SessionID = r.r.SessionID
+		info.SessionID = r.sessionID()
 	}
 	if info.Cwd == "" {
-		info.Cwd = r.r.Cwd
+		info.Cwd = r.cwd()
 	}
 	if info.AgentVersion == "" {
-		info.AgentVersion = r.r.Version
+		info.AgentVersion = r.version()
 	}
 }
 
@@ -818,7 +1064,7 @@ func (b *sessBuild) startRun(at int) {
 	prompted := false
 	for i := at; i < len(b.main); i++ {
 		r := b.main[i]
-		if r.err != nil || r.odd || flag(r.r.IsSidechain) || r.abandoned {
+		if r.err != nil || r.odd || r.k.sidechain || r.abandoned {
 			continue
 		}
 		if isPrompt(r) {
@@ -831,8 +1077,8 @@ func (b *sessBuild) startRun(at int) {
 		// with bookkeeping (queue-operation, …) that has a session id and
 		// no cwd or version.
 		firstFacts(&info, r)
-		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
-			info.Model = m.Model
+		if m := r.model(); r.typ() == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+			info.Model = m
 			break
 		}
 	}
@@ -933,20 +1179,12 @@ func (b *sessBuild) finished() bool {
 	if b.lastAsst == nil || !b.lastWasAsst {
 		return false
 	}
-	m := b.lastAsst.r.Message
-	stop := b.lastStop[m.ID]
+	a := b.lastAsst
+	stop := b.lastStop[a.k.msgID]
 	if stop == "" {
-		stop = m.StopReason
+		stop = a.stop()
 	}
-	if stop == "tool_use" {
-		return false
-	}
-	for _, bl := range blocks(m.Content) {
-		if bl.Type == "tool_use" {
-			return false
-		}
-	}
-	return true
+	return stop != "tool_use" && !a.k.hasUse
 }
 
 // flushHeld gives the records still held as an unknown event each file.
@@ -956,20 +1194,28 @@ func (b *sessBuild) flushHeld() {
 	}
 }
 
-func (b *sessBuild) emitAll() {
-	b.msg = map[string]*pendingMsg{}
-	for i, r := range b.main {
+// step gives the events of the next main record, or those after the last
+// one; false when all are given.
+func (b *sessBuild) step() bool {
+	if b.next < len(b.main) {
+		i := b.next
+		b.next++
+		r := b.main[i]
+		// Nothing looks back at a main record given (startRun looks
+		// ahead): its index entry goes, so that the index shrinks as the
+		// second pass goes on.
+		defer func() { b.main[i] = nil }()
 		if r.err != nil {
 			b.flushAll()
 			b.out = append(b.out, sessItem{err: r.err})
-			continue
+			return true
 		}
 		if r.agent != "" {
 			if !b.open {
 				b.startRun(i)
 			}
-			b.record(r)
-			continue
+			b.process(r)
+			return true
 		}
 		switch {
 		case !b.open:
@@ -977,15 +1223,64 @@ func (b *sessBuild) emitAll() {
 		case isPrompt(r) && b.prompted:
 			b.endRun(false)
 			b.startRun(i)
-		case b.turnEnded && r.r.Type == "assistant" && r.r.Message != nil && !r.abandoned:
+		case b.turnEnded && r.typ() == "assistant" && r.k.hasMsg && !r.abandoned:
 			b.endRun(false)
 			b.startRun(i)
-		case !r.abandoned && r.r.SessionID != "" && b.session != "" && r.r.SessionID != b.session && r.conversation():
+		case !r.abandoned && r.sessionID() != "" && b.session != "" && r.sessionID() != b.session && r.conversation():
 			b.endRun(false)
 			b.startRun(i)
 		}
-		b.record(r)
+		b.process(r)
+		return true
 	}
+	if b.over {
+		return false
+	}
+	b.emitEnd()
+	b.over = true
+	if n := b.imageCount; n > 0 {
+		b.rep.Warn(0, "%d image blocks of the session have no place in the event model: only claude-session output keeps them", n)
+	}
+	b.src.close()
+	return true
+}
+
+// stop gives an error that ends the reading: a record that cannot be
+// read again.
+func (b *sessBuild) stop(err error) {
+	b.flushAll()
+	b.out = append(b.out, sessItem{err: err})
+	b.next, b.over = len(b.main), true
+	b.src.close()
+	for _, a := range b.order {
+		if a.src != nil {
+			a.src.close()
+		}
+	}
+}
+
+// process reads a record again, gives its events, and forgets it.
+func (b *sessBuild) process(r *sessRec) {
+	if b.over {
+		return
+	}
+	raw, err := r.src.read(r)
+	if err != nil {
+		b.stop(err)
+		return
+	}
+	r.r = &sessRecord{raw: raw}
+	if r.odd {
+		r.r.Type = formats.TypeOf(raw)
+	} else {
+		json.Unmarshal(raw, r.r)
+	}
+	b.record(r)
+	r.r = nil
+}
+
+// emitEnd gives the events after the last main record.
+func (b *sessBuild) emitEnd() {
 	if !b.open && (len(b.order) > 0 || len(b.held) > 0) {
 		b.startRun(len(b.main))
 	}
@@ -1055,8 +1350,8 @@ func (b *sessBuild) startAgent(a *subagent) {
 		info.Parent = c.agent
 	}
 	for _, r := range a.recs {
-		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.Model != "" && m.Model != "<synthetic>" {
-			info.Model = m.Model
+		if m := r.model(); r.typ() == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+			info.Model = m
 			break
 		}
 	}
@@ -1094,7 +1389,10 @@ func (b *sessBuild) agentEvents(a *subagent) {
 		b.startAgent(a)
 	}
 	for _, r := range a.recs {
-		b.record(r)
+		b.process(r)
+	}
+	if a.src != nil {
+		a.src.close()
 	}
 }
 
@@ -1315,14 +1613,14 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		return
 	}
 	bs := blocks(m.Content)
-	text := strings.TrimSpace(userText(m.Content))
+	text := strings.TrimSpace(textOf(bs))
 	switch {
 	case agent == "" && interruption(text):
 		b.cancelled, b.outcomeLine = true, r.line
 		b.lastWasAsst = true // the turn ended there
 		b.carry(r, &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}, carried)
 		return
-	case r.r.notification():
+	case r.r.notificationIn(text):
 		// A background task's report, given to the model: the run goes on.
 		b.carry(r, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Info, Text: text}, carried)
 		return
@@ -1374,21 +1672,10 @@ func (b *sessBuild) images() int {
 	n := 0
 	count := func(recs []*sessRec) {
 		for _, r := range recs {
-			if r.err != nil || r.odd || r.abandoned || r.r.Type != "user" || r.r.Message == nil {
+			if r.err != nil || r.odd || r.abandoned || r.typ() != "user" || !r.k.hasMsg || r.x == nil {
 				continue
 			}
-			for _, bl := range blocks(r.r.Message.Content) {
-				switch bl.Type {
-				case "image":
-					n++
-				case "tool_result":
-					for _, in := range blocks(bl.Content) {
-						if in.Type == "image" {
-							n++
-						}
-					}
-				}
-			}
+			n += r.x.images
 		}
 	}
 	count(b.main)

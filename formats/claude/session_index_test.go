@@ -1,0 +1,143 @@
+package claude
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentconv/agentconv/formats"
+)
+
+// readEvents reads a session with the session reader: in is the stream it
+// gets, path the file it is told it comes from ("": none).
+func readEvents(t *testing.T, in []byte, path string) ([]*formats.Event, error) {
+	t.Helper()
+	r := newSessionReader(bytes.NewReader(in), formats.ReadOptions{Dialect: Session.Name, Report: formats.NewReport(io.Discard), Path: path})
+	var evs []*formats.Event
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return evs, nil
+		}
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+}
+
+func sameEvents(t *testing.T, what string, got, want []*formats.Event) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d events, want %d", what, len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Kind != w.Kind || g.Text != w.Text || g.Call.ID != w.Call.ID || g.Call.Output != w.Call.Output ||
+			g.Source.LineNo != w.Source.LineNo || !bytes.Equal(g.Source.Line, w.Source.Line) {
+			t.Fatalf("%s: event %d is %v %q (line %d), want %v %q (line %d)", what, i, g.Kind, g.Text, g.Source.LineNo, w.Kind, w.Text, w.Source.LineNo)
+		}
+	}
+}
+
+// TestSessionReadAgain: the second pass gives the same events whether it
+// reads the records again from the file (the reader has its path) or
+// from its temporary copy (standard input), on sessions with branches,
+// compactions, sidechains and subagents' files.
+func TestSessionReadAgain(t *testing.T) {
+	names, _ := filepath.Glob("testdata/sessions/*.jsonl")
+	if len(names) < 3 {
+		t.Fatalf("%d session fixtures", len(names))
+	}
+	for _, name := range names {
+		in, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Subagents' files are found by the path: copy the session
+		// without them, so that both reads see the same records.
+		p := filepath.Join(t.TempDir(), filepath.Base(name))
+		if err := os.WriteFile(p, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fromFile, err := readEvents(t, in, p)
+		if err != nil {
+			t.Fatalf("%s by its path: %v", name, err)
+		}
+		spooled, err := readEvents(t, in, "")
+		if err != nil {
+			t.Fatalf("%s from a stream: %v", name, err)
+		}
+		sameEvents(t, name, fromFile, spooled)
+	}
+}
+
+// TestSessionChangedBetweenPasses: a record whose line in the file is no
+// longer the one the first pass read is an error that says so, not
+// events made of other bytes.
+func TestSessionChangedBetweenPasses(t *testing.T) {
+	in, err := os.ReadFile("testdata/sessions/DRMacIver__claude-reliability__hello-world-script.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(in, []byte("\n"))
+	if len(lines) < 4 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	// The file as rewritten: its third line's uuid changed, same length.
+	changed := bytes.Clone(in)
+	at := len(lines[0]) + len(lines[1]) + bytes.Index(lines[2], []byte(`"uuid":"`)) + len(`"uuid":"`)
+	changed[at] ^= 1
+	p := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(p, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = readEvents(t, in, p)
+	if err == nil || !strings.Contains(err.Error(), "changed while the session was read") || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("got %v, want an error that line 3 changed", err)
+	}
+}
+
+// TestSessionRepairedLines: from a line that holds U+FFFD (the pipeline's
+// repair of invalid UTF-8, which the file does not hold) the records are
+// read again from the temporary copy, so that the events are those of
+// the repaired stream.
+func TestSessionRepairedLines(t *testing.T) {
+	in, err := os.ReadFile("testdata/sessions/DRMacIver__claude-reliability__hello-world-script.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(in, []byte(`"content":"`))
+	if i < 0 {
+		t.Fatal("no string content in the fixture")
+	}
+	i += len(`"content":"`)
+	// the stream: a replacement character; the file: the bad byte it replaced
+	stream := append(append(append([]byte(nil), in[:i]...), "\uFFFD"...), in[i:]...)
+	file := append(append(append([]byte(nil), in[:i]...), 0xff), in[i:]...)
+	p := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(p, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readEvents(t, stream, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := readEvents(t, stream, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, "repaired", got, want)
+	if !bytes.Contains(bytes.Join(func() [][]byte {
+		var ls [][]byte
+		for _, e := range got {
+			ls = append(ls, e.Source.Line)
+		}
+		return ls
+	}(), nil), []byte("\uFFFD")) {
+		t.Fatal("the repaired line is not in the events")
+	}
+}
