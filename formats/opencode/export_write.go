@@ -170,7 +170,7 @@ type toolState struct {
 	Output   *string         `json:"output,omitempty"`
 	Error    *string         `json:"error,omitempty"`
 	Title    string          `json:"title,omitempty"`
-	Metadata map[string]any  `json:"metadata,omitempty"`
+	Metadata map[string]any  `json:"metadata"`
 	Time     span            `json:"time"`
 	done     bool
 }
@@ -631,7 +631,8 @@ func (w *exportWriter) call(a *agentDoc, e *formats.Event, at time.Time) {
 		input = json.RawMessage(`{"input":` + t + `}`)
 	}
 	p := &docPart{Type: "tool", Tool: e.Call.Name, CallID: e.Call.ID,
-		State: &toolState{Status: "running", Input: append(json.RawMessage(nil), input...), Title: e.Call.Summary, Time: span{Start: ms64(at)}}}
+		State: &toolState{Status: "running", Input: append(json.RawMessage(nil), input...), Title: e.Call.Summary, Time: span{Start: ms64(at)},
+			Metadata: map[string]any{}}}
 	w.part(a, m, p, at)
 	a.calls[e.Call.ID] = p
 }
@@ -779,7 +780,10 @@ func (w *exportWriter) end(e *formats.Event, v *formats.RunView, at time.Time) {
 // run's, else unknown.
 func modelName(m string) string {
 	if _, after, ok := strings.Cut(m, "/"); ok {
-		return after
+		m = after
+	}
+	if m == "" {
+		return "unknown" // OpenCode's import requires one
 	}
 	return m
 }
