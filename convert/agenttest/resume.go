@@ -57,6 +57,26 @@ func (adal) Place(_ Pin, home, _ string) (string, string) {
 	return filepath.Join(home, ".adal", "sessions"), "adal-session"
 }
 
+// Importer is a Resumer whose agent takes a session in by a command of
+// its own (OpenCode's `opencode import FILE`), run in work with the
+// family's environment, for each file agentconv wrote, before it resumes.
+type Importer interface {
+	ImportArgs(pin Pin, file string) []string
+}
+
+// Flags implements Resumer.
+func (openCode) Flags(Pin) []string { return nil }
+
+// Place implements Resumer: OpenCode keeps its sessions in a SQLite
+// database; `opencode import FILE` takes an export document in, as a
+// session of the folder it runs in.
+func (openCode) Place(_ Pin, home, _ string) (string, string) {
+	return filepath.Join(home, "agentconv-export"), "opencode-export"
+}
+
+// ImportArgs implements Importer.
+func (openCode) ImportArgs(_ Pin, file string) []string { return []string{"import", file} }
+
 // OpaqueWire is a Family whose requests are not the conversation as its
 // sessions keep it (AdaL folds a response's calls into one adal_tool_reply
 // call and sends the history as marked text): its sessions are compared

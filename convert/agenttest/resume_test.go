@@ -20,7 +20,7 @@ var resumeScenarios = []string{"parallel", "subagent", "refused", "thinking", "r
 
 // resumers are the pins that resume every source: the newest Claude Code
 // and Codex, and the versions before them that users still run.
-var resumers = []string{"claude-code@2.1.332", "claude-code@2.0.77", "codex@0.171.0", "codex@0.45.0", "adal@1.8.6", "copilot@1.0.102", "pi@0.73.1"}
+var resumers = []string{"claude-code@2.1.332", "claude-code@2.0.77", "codex@0.171.0", "codex@0.45.0", "adal@1.8.6", "copilot@1.0.102", "pi@0.73.1", "opencode@1.18.33"}
 
 // fewSources are the scenarios of the sources that resumers listed here
 // resume (with the fixtures), to keep the matrix short: AdaL resumes the
@@ -174,6 +174,18 @@ func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
 		t.Fatalf("--from %s --to %s -o %s/ exits %d: %s", src.dialect, dialect, dir, code, errs)
 	}
 	t.Logf("conversion's report:\n%s", errs)
+	if imp, ok := fam.(Importer); ok {
+		files, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, f := range files {
+			out, err := Exec(context.Background(), pin.Path(), imp.ImportArgs(pin, f), env, work, Limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Exit != 0 {
+				t.Fatalf("%s import %s exits %d: %s%s", pin, f, out.Exit, tail(out.Stdout), tail(out.Stderr))
+			}
+		}
+	}
 	id := convertedSession(t, dir)
 	out, err := Exec(context.Background(), pin.Path(), fam.ResumeArgs(pin, fam.Modes(pin)[0], id, resumePrompt), env, work, Limit)
 	if err != nil {

@@ -14,12 +14,27 @@ import (
 // totals) and its messages, each with its info (role; for an assistant
 // message its model, its time and its error, if any) and its parts. A
 // subagent's session is a session of its own, which the document names
-// (the task call's metadata) but does not hold. Read only.
+// (the task call's metadata) but does not hold: one input may hold both
+// documents, one after the other. The writer (export_write.go) writes
+// what `opencode import FILE` takes in.
 var Export = formats.Dialect{
-	Name:        "opencode-export",
-	Description: "OpenCode `opencode export ID`: one JSON document of a session's info and its messages with their parts (read only)",
-	NewReader:   newExportReader,
-	Detect:      detectExport,
+	Name: "opencode-export",
+	Description: "OpenCode `opencode export ID`: one JSON document of a session's info and its messages with their parts; " +
+		"-o DIR writes <session id>.json, which `opencode import FILE` takes in and `opencode run --session ID` resumes",
+	NewReader: newExportReader,
+	NewWriter: newExportWriter,
+	Detect:    detectExport,
+	Files:     true,
+	DirFiles:  "ses_*.json",
+	// A document keeps prompts (one run each), text, reasoning, tool
+	// calls with their text outputs, errors and refusals, durations, each
+	// response's tokens and cost, the model, the directory, a subagent as
+	// a session of its own named by its call, and a failure as an error.
+	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts | formats.AssistantText |
+		formats.Thinking | formats.ToolCalls | formats.ToolDurations | formats.Refusals | formats.Subagents | formats.SubagentCalls |
+		formats.SubagentText | formats.SubagentReports | formats.SubagentToolCalls | formats.TokenUsage | formats.PerRequestUsage |
+		formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,
+	Quirks: []string{lossUnanswered, lossNoPrompt, lossRunUsage, lossOutcomes, lossErrors, lossArgs},
 }
 
 // sessionInfo is a session's info (the export's info, a session row).
@@ -75,6 +90,16 @@ type builder struct {
 	dialect  string
 	children map[string]*session
 	used     map[string]bool
+	// raw are the documents read, by session: the first event of each
+	// session carries its document, for a copy into its own dialect.
+	raw map[*session][]byte
+}
+
+// carry puts s's document on the first of its events.
+func (b *builder) carry(s *session, evs []*formats.Event) {
+	if raw := b.raw[s]; raw != nil && len(evs) > 0 {
+		evs[0].Source.Line, evs[0].Source.Continued = raw, false
+	}
 }
 
 func (b *builder) src(typ string) formats.Source {
@@ -198,6 +223,7 @@ func (b *builder) spawn(child, call string) []*formats.Event {
 		evs, _ := b.answer(m, child)
 		out = append(out, evs...)
 	}
+	b.carry(s, out)
 	return out
 }
 
@@ -213,12 +239,16 @@ func (b *builder) events(sessions []*session) []*formats.Event {
 	var out []*formats.Event
 	for _, s := range sessions {
 		if s.Info.ParentID == "" {
-			out = append(out, b.runs(s)...)
+			evs := b.runs(s)
+			b.carry(s, evs)
+			out = append(out, evs...)
 		}
 	}
 	for _, s := range sessions {
 		if s.Info.ParentID != "" && !b.used[s.Info.ID] {
-			out = append(out, b.runs(s)...)
+			evs := b.runs(s)
+			b.carry(s, evs)
+			out = append(out, evs...)
 		}
 	}
 	return out
@@ -275,6 +305,7 @@ func newExportReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &sliceReader{load: func() ([]*formats.Event, error) {
 		vr := formats.NewValueReader(r)
 		var sessions []*session
+		raw := map[*session][]byte{}
 		for {
 			v, line, err := vr.Next()
 			if err == io.EOF {
@@ -291,8 +322,9 @@ func newExportReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 				return nil, formats.Errorf(line, "not an OpenCode export: the document has no info.id (expected `opencode export ID`'s output)")
 			}
 			sessions = append(sessions, &s)
+			raw[&s] = append([]byte(nil), v...)
 		}
-		b := builder{dialect: o.Dialect}
+		b := builder{dialect: o.Dialect, raw: raw}
 		return b.events(sessions), nil
 	}}
 }
