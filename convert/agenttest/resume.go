@@ -182,10 +182,15 @@ func Conversation(h []Msg) []Item {
 }
 
 // userText is a user message's words without the context the agent adds.
+// OpenCode sends a prompt of several words given on its command line in
+// double quotes ("agentconv-task: …"), which are not the prompt's.
 func userText(s string) string {
 	s = strings.TrimSpace(reminder.ReplaceAllString(s, ""))
 	if strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">") {
 		return "" // one tag: context, a command, a task notification
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' && !strings.Contains(s[1:len(s)-1], `"`) {
+		s = s[1 : len(s)-1]
 	}
 	return s
 }

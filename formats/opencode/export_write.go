@@ -3,6 +3,8 @@ package opencode
 import (
 	"crypto/sha256"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +54,7 @@ const (
 	lossUnanswered = "tool calls without a result (written as failed calls)"
 	lossNoPrompt   = "user prompts the source never gave (a resumed agent does not see its task)"
 	lossRunUsage   = "token usage of runs beyond the sum of their requests"
-	lossOutcomes   = "run outcomes other than a failure (OpenCode keeps a message's error: read back as a failed run)"
+	lossOutcomes   = "exit codes other than 0 and 1, and outcomes other than a failure (OpenCode keeps a message's error: read back as a failed run, exit 1)"
 	lossErrors     = "error notices of runs that succeeded (an error on a message fails its run)"
 	lossArgs       = "tool call arguments that are not a JSON object (written as {\"input\": …})"
 )
@@ -148,6 +150,7 @@ type docPart struct {
 	Reason    string     `json:"reason,omitempty"`
 	Type      string     `json:"type"`
 	Text      *string    `json:"text,omitempty"`
+	Synthetic bool       `json:"synthetic,omitempty"`
 	Tool      string     `json:"tool,omitempty"`
 	CallID    string     `json:"callID,omitempty"`
 	State     *toolState `json:"state,omitempty"`
@@ -192,6 +195,10 @@ type agentDoc struct {
 	calls    map[string]*docPart
 	usage    *formats.UsageInfo // a response's usage that came before it
 	errs     []string           // error notices not yet on a message
+	// streamed: text deltas were written into the message since its last
+	// whole message, which repeats them; said is the text written last.
+	streamed bool
+	said     string
 }
 
 func newExportWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -250,23 +257,42 @@ func (w *exportWriter) Write(e *formats.Event) error {
 		w.end(e, v, at)
 	case formats.UserMessage:
 		w.closeMsg(a, at)
+		if a.user != "" && (e.AgentInfo.Label != "" || e.Agent == "" && v.Prompts <= 1) {
+			// Not a prompt (another agent's message), or the run's first
+			// after what it said without one (a compaction's summary in
+			// a stream that never printed the prompt): a synthetic part,
+			// which starts no run. A run's second prompt starts one (the
+			// pipeline reports that).
+			w.synthetic(a, e.Text, at)
+			break
+		}
 		w.userMsg(a, e.Text, at)
 	case formats.TextDelta, formats.Message:
 		text, thinking := e.Text, e.Thinking
 		if e.Kind == formats.TextDelta {
+			a.streamed = true
 			// Deltas are joined into the part they continue.
 			if m := a.cur; m != nil && m.text && !m.calls {
 				p := m.Parts[len(m.Parts)-1]
 				if p.Type == "text" {
 					*p.Text += text
+					a.said = *p.Text
 					p.Time.End = msp64(at)
 					return nil
 				}
 			}
+		} else if a.streamed {
+			// The whole message repeats the text streamed: only its
+			// thinking, if the deltas did not give it, is new.
+			a.streamed = false
+			text = ""
+			if m := a.cur; m != nil && m.reasoning {
+				thinking = ""
+			}
 		}
 		if thinking != "" {
 			m := a.cur
-			if m != nil && (m.text || m.calls) && !m.turn {
+			if m != nil && (m.text || m.calls) {
 				w.closeMsg(a, at)
 			}
 			m = w.open(a, at)
@@ -274,12 +300,26 @@ func (w *exportWriter) Write(e *formats.Event) error {
 			w.part(a, m, &docPart{Type: "reasoning", Text: &thinking, Time: &span{Start: ms64(at), End: msp64(at)}}, at)
 		}
 		if text != "" {
-			m := a.cur
-			if m != nil && (m.text || m.calls) && !m.turn {
+			// Text after calls is the model's next response: a message
+			// of its own, as OpenCode keeps one per request.
+			if m := a.cur; m != nil && (m.text || m.calls) {
 				w.closeMsg(a, at)
 			}
-			m = w.open(a, at)
+			m := w.open(a, at)
 			m.text = true
+			a.said = text
+			w.part(a, m, &docPart{Type: "text", Text: &text, Time: &span{Start: ms64(at), End: msp64(at)}}, at)
+		}
+	case formats.Answer:
+		// The run's answer, where no message said it (a result's text).
+		if t := strings.TrimSpace(e.Text); t != "" && e.Agent == "" && t != strings.TrimSpace(a.said) {
+			if m := a.cur; m != nil && (m.text || m.calls) {
+				w.closeMsg(a, at)
+			}
+			text := e.Text
+			m := w.open(a, at)
+			m.text = true
+			a.said = text
 			w.part(a, m, &docPart{Type: "text", Text: &text, Time: &span{Start: ms64(at), End: msp64(at)}}, at)
 		}
 	case formats.ThinkingDelta:
@@ -526,6 +566,19 @@ func (w *exportWriter) userMsg(a *agentDoc, text string, at time.Time) {
 	d.touch(at)
 }
 
+// synthetic writes text that is not the user's as a user message of
+// synthetic text, as OpenCode writes what it adds to a conversation.
+func (w *exportWriter) synthetic(a *agentDoc, text string, at time.Time) {
+	d := a.doc
+	m := &docMsg{Info: msgInfo{Role: "user", Agent: "build", Time: msgTime{Created: ms64(at)},
+		Model: &msgModel{ProviderID: provider(a.provider, a.model), ModelID: modelName(a.model)}}}
+	m.Info.ID, m.Info.SessionID = w.id(d, "msg", at), d.Info.ID
+	d.Messages = append(d.Messages, m)
+	a.user = m.Info.ID
+	w.part(a, m, &docPart{Type: "text", Text: &text, Synthetic: true}, at)
+	d.touch(at)
+}
+
 func title(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	if r := []rune(s); len(r) > 50 {
@@ -720,7 +773,9 @@ func (w *exportWriter) unanswered(a *agentDoc, at time.Time) {
 // no request gave it, and its failure as its last message's error.
 func (w *exportWriter) end(e *formats.Event, v *formats.RunView, at time.Time) {
 	main := w.run.agents[""]
-	for id, a := range w.run.agents {
+	// In a fixed order: the messages made here take ids in turn.
+	for _, id := range slices.Sorted(maps.Keys(w.run.agents)) {
+		a := w.run.agents[id]
 		if a.usage != nil || id == "" && (len(a.errs) > 0 || !v.Success()) && a.cur == nil {
 			w.open(a, at)
 		}

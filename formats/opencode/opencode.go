@@ -179,7 +179,10 @@ func toolEvents(p *part, agent string, t time.Time, ev func(formats.Event) *form
 	if st == nil || st.Status == "pending" || st.Status == "running" {
 		return out // no result (the stream prints finished parts only)
 	}
-	if p.Tool == "task" && st.Metadata != nil && st.Metadata.SessionID != "" {
+	// OpenCode's task call names the child session it started; so does
+	// a subagent's call of another agent written as opencode-export (its
+	// own tool name: Claude Code's Task).
+	if st.Metadata != nil && st.Metadata.SessionID != "" {
 		child := st.Metadata.SessionID
 		label := ""
 		var in struct {

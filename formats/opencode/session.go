@@ -131,6 +131,13 @@ func (b *builder) runs(s *session) []*formats.Event {
 		if t.After(last) {
 			last = t
 		}
+		if m.Info.Role == "user" && open && syntheticOnly(m) {
+			// Text OpenCode (or a conversion) put in the conversation,
+			// not the user's: the run goes on.
+			out = append(out, &formats.Event{Kind: formats.UserMessage, Time: t, Text: partsText(m, true),
+				AgentInfo: formats.AgentInfo{Label: "synthetic"}, Source: b.src("message")})
+			continue
+		}
 		if m.Info.Role == "user" {
 			end()
 			open = true
@@ -162,6 +169,62 @@ func (b *builder) runs(s *session) []*formats.Event {
 	}
 	end()
 	return out
+}
+
+// unnamed puts the child sessions of parent that no call of it names (a
+// subagent whose call its source did not give, written as opencode-export)
+// at the end of its last run, each as a subagent.
+func (b *builder) unnamed(parent *session, sessions []*session, evs []*formats.Event) []*formats.Event {
+	end := -1
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Kind == formats.RunEnd {
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return evs
+	}
+	var sub []*formats.Event
+	for _, s := range sessions {
+		if s.Info.ParentID != parent.Info.ID || b.used[s.Info.ID] {
+			continue
+		}
+		t := ms(s.Info.Time.Created)
+		sub = append(sub, &formats.Event{Kind: formats.AgentStart, Agent: s.Info.ID, Time: t, Source: b.src("session"),
+			AgentInfo: formats.AgentInfo{Label: s.Info.Title}})
+		sub = append(sub, b.spawn(s.Info.ID, "")...)
+		sub = append(sub, &formats.Event{Kind: formats.AgentEnd, Agent: s.Info.ID, Time: evs[end].Time, Status: formats.Completed, Source: b.src("session")})
+	}
+	if sub == nil {
+		return evs
+	}
+	return append(append(append([]*formats.Event(nil), evs[:end]...), sub...), evs[end:]...)
+}
+
+// syntheticOnly: a user message whose text is all synthetic.
+func syntheticOnly(m *message) bool {
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == "text" && p.Text != "" {
+			if !p.Synthetic {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
+// partsText is a message's text parts, the synthetic ones or the others.
+func partsText(m *message, synthetic bool) string {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Type == "text" && p.Synthetic == synthetic && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 // prompt is a user message's text, as the prompt of agent.
@@ -240,6 +303,7 @@ func (b *builder) events(sessions []*session) []*formats.Event {
 	for _, s := range sessions {
 		if s.Info.ParentID == "" {
 			evs := b.runs(s)
+			evs = b.unnamed(s, sessions, evs)
 			b.carry(s, evs)
 			out = append(out, evs...)
 		}
