@@ -386,11 +386,10 @@ type pendingMsg struct {
 	thinking string
 	// thoughts are the thinking blocks, with their signatures.
 	thoughts []formats.Thought
-	// streamed: the message came with its stream events (message_start);
-	// its usage waits in usage for its message_delta, which says why it
+	// usage: a message that came with its stream events (message_start)
+	// keeps its usage here until its message_delta, which says why it
 	// stopped and its final output count.
-	streamed bool
-	usage    *formats.Event
+	usage *formats.Event
 }
 
 // think gathers a thinking block.

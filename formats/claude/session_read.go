@@ -64,15 +64,6 @@ func (r *sessRecord) refused() bool {
 	return rejected(r.ToolDenialKind, d)
 }
 
-// notification: a user record that reports a background task's end to the
-// model (2.1's <task-notification>), which no person typed.
-func (r *sessRecord) notification() bool {
-	if r.Origin != nil || r.Message == nil {
-		return r.notificationIn("")
-	}
-	return r.notificationIn(userText(r.Message.Content))
-}
-
 // notificationIn is notification with the record's user text given.
 func (r *sessRecord) notificationIn(text string) bool {
 	return r.Origin != nil && r.Origin.Kind == "task-notification" ||

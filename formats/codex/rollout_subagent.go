@@ -119,7 +119,7 @@ func (r *rolloutReader) subagent(it subagentItem) {
 	o := r.opts
 	o.Path = path
 	where := o.Report.SetWhere(func(line int) string { return path + ":" + strconv.Itoa(line) + ": " })
-	defer o.Report.SetWhere(where)
+	defer func() { o.Report.SetWhere(where) }()
 	sub := newRolloutReader(f, o).(*rolloutReader)
 	sub.depth = r.depth + 1
 	label := strings.TrimPrefix(it.Path, "/root/")

@@ -92,7 +92,7 @@ type docMsg struct {
 	// result; text, reasoning: it has those parts; usage: its tokens.
 	calls, answered, text, reasoning, turn bool
 	usage                                  *formats.UsageInfo
-	errText, errName                       string
+	errText                                string
 }
 
 type msgInfo struct {
