@@ -24,8 +24,10 @@ var resumers = []string{"claude-code@2.1.332", "claude-code@2.0.77", "codex@0.17
 
 // fewSources are the scenarios of the sources that resumers listed here
 // resume (with the fixtures), to keep the matrix short: AdaL resumes the
-// newest pins' parallel and resume captures and the fixtures.
-var fewSources = map[string][]string{"adal": {"parallel", "resume"}}
+// newest pins' parallel and resume captures and the fixtures; the Copilot
+// CLI, pi and OpenCode their thinking captures too.
+var fewSources = map[string][]string{"adal": {"parallel", "resume"}, "copilot": {"parallel", "resume", "thinking"},
+	"pi": {"parallel", "resume", "thinking"}, "opencode": {"parallel", "resume", "thinking"}}
 
 // resumeFixtures are sources of other tools, with no server log: what they
 // say is read through their ATIF conversion.

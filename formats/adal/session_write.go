@@ -246,7 +246,9 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		// model's history; the pipeline reports what is not carried.
 		return nil
 	}
-	if e.Kind != formats.TextDelta && e.Kind != formats.ThinkingDelta && e.Kind != formats.Usage {
+	if e.Kind != formats.TextDelta && e.Kind != formats.ThinkingDelta && e.Kind != formats.Usage && e.Kind != formats.Raw {
+		// (A record the reader kept raw, such as a stream's marks
+		// between a message's deltas and the message, ends no text.)
 		w.flushText(e)
 	}
 	switch e.Kind {

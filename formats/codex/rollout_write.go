@@ -243,7 +243,9 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 			return err
 		}
 	}
-	if e.Kind != formats.TextDelta && e.Kind != formats.ThinkingDelta {
+	if e.Kind != formats.TextDelta && e.Kind != formats.ThinkingDelta && e.Kind != formats.Raw {
+		// (A record the reader kept raw, such as a stream's marks
+		// between a message's deltas and the message, ends no text.)
 		if err := w.flushText(e); err != nil {
 			return err
 		}
