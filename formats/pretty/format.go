@@ -283,32 +283,6 @@ func (s stamp) since(e *formats.Event) (d time.Duration, ok bool) {
 	return 0, false
 }
 
-// count prints an integer with thousands separators.
-func count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-// cost prints dollars with enough digits to tell small runs apart.
-func cost(usd float64) string {
-	if usd != 0 && usd < 1 && usd > -1 {
-		return "$" + strconv.FormatFloat(usd, 'f', 4, 64)
-	}
-	return "$" + strconv.FormatFloat(usd, 'f', 2, 64)
-}
-
 // tokens describes a run's usage: the total, and its parts as known.
 func tokens(u formats.UsageInfo) string {
 	total := u.Total()
@@ -346,3 +320,7 @@ func tokens(u formats.UsageInfo) string {
 	}
 	return s
 }
+
+// count and cost print as every human view of agentconv does (formats.Count,
+// formats.Dollars).
+var count, cost = formats.Count, formats.Dollars

@@ -719,29 +719,6 @@ func duration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// count prints an integer with thousands separators.
-func count(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-func cost(usd float64) string {
-	if usd != 0 && usd < 1 && usd > -1 {
-		return "$" + strconv.FormatFloat(usd, 'f', 4, 64)
-	}
-	return "$" + strconv.FormatFloat(usd, 'f', 2, 64)
-}
-
 // tokens describes usage: the total and its parts as known.
 func tokens(u formats.UsageInfo) string {
 	total := u.Total()
@@ -764,3 +741,7 @@ func tokens(u formats.UsageInfo) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// count and cost print as every human view of agentconv does (formats.Count,
+// formats.Dollars).
+var count, cost = formats.Count, formats.Dollars
