@@ -1,8 +1,10 @@
 package formats
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Count prints an integer with thousands separators (12,345), as the
@@ -31,4 +33,22 @@ func Dollars(usd float64) string {
 		return "$" + strconv.FormatFloat(usd, 'f', 4, 64)
 	}
 	return "$" + strconv.FormatFloat(usd, 'f', 2, 64)
+}
+
+// Elapsed prints a duration the way a person reads it: <1ms, 350ms, 2.5s,
+// 42s, 3m05s, 1h02m.
+func Elapsed(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return "<1ms"
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	case d < 10*time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }

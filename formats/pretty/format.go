@@ -2,7 +2,6 @@ package pretty
 
 import (
 	"bytes"
-	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -244,23 +243,6 @@ func isShell(p string) bool {
 	return false
 }
 
-// duration prints a duration the way a person reads it.
-func duration(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return "<1ms"
-	case d < time.Second:
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	case d < 10*time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
 // stamp is when an event happened, by the source's clock and by arrival.
 type stamp struct{ time, arrived time.Time }
 
@@ -321,6 +303,6 @@ func tokens(u formats.UsageInfo) string {
 	return s
 }
 
-// count and cost print as every human view of agentconv does (formats.Count,
-// formats.Dollars).
-var count, cost = formats.Count, formats.Dollars
+// count, cost and duration print as every human view of agentconv does
+// (formats.Count, formats.Dollars, formats.Elapsed).
+var count, cost, duration = formats.Count, formats.Dollars, formats.Elapsed

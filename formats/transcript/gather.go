@@ -2,10 +2,8 @@ package transcript
 
 import (
 	"bytes"
-	"fmt"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats"
@@ -703,22 +701,6 @@ func lines(s string) string {
 	return strconv.Itoa(n) + " lines"
 }
 
-func duration(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return "<1ms"
-	case d < time.Second:
-		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
-	case d < 10*time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
 // tokens describes usage: the total and its parts as known.
 func tokens(u formats.UsageInfo) string {
 	total := u.Total()
@@ -742,6 +724,6 @@ func tokens(u formats.UsageInfo) string {
 	return strings.Join(parts, ", ")
 }
 
-// count and cost print as every human view of agentconv does (formats.Count,
-// formats.Dollars).
-var count, cost = formats.Count, formats.Dollars
+// count, cost and duration print as every human view of agentconv does
+// (formats.Count, formats.Dollars, formats.Elapsed).
+var count, cost, duration = formats.Count, formats.Dollars, formats.Elapsed
