@@ -263,10 +263,10 @@ func (w *exportWriter) Write(e *formats.Event) error {
 			// a stream that never printed the prompt): a synthetic part,
 			// which starts no run. A run's second prompt starts one (the
 			// pipeline reports that).
-			w.synthetic(a, e.Text, at)
+			w.userMsg(a, e.Text, true, at)
 			break
 		}
-		w.userMsg(a, e.Text, at)
+		w.userMsg(a, e.Text, false, at)
 	case formats.TextDelta, formats.Message:
 		text, thinking := e.Text, e.Thinking
 		if e.Kind == formats.TextDelta {
@@ -552,30 +552,19 @@ func (w *exportWriter) endAgent(a *agentDoc, e *formats.Event, at time.Time) {
 	}
 }
 
-func (w *exportWriter) userMsg(a *agentDoc, text string, at time.Time) {
+// userMsg writes a user message; synthetic: its text is not the user's
+// (OpenCode's mark for what it adds to a conversation), which starts no run.
+func (w *exportWriter) userMsg(a *agentDoc, text string, synthetic bool, at time.Time) {
 	d := a.doc
 	m := &docMsg{Info: msgInfo{Role: "user", Agent: "build", Time: msgTime{Created: ms64(at)},
 		Model: &msgModel{ProviderID: provider(a.provider, a.model), ModelID: modelName(a.model)}}}
 	m.Info.ID, m.Info.SessionID = w.id(d, "msg", at), d.Info.ID
 	d.Messages = append(d.Messages, m)
 	a.user = m.Info.ID
-	if d.Info.Title == "agentconv session" && text != "" && d.Info.ParentID == "" {
+	if d.Info.Title == "agentconv session" && text != "" && d.Info.ParentID == "" && !synthetic {
 		d.Info.Title = title(text)
 	}
-	w.part(a, m, &docPart{Type: "text", Text: &text}, at)
-	d.touch(at)
-}
-
-// synthetic writes text that is not the user's as a user message of
-// synthetic text, as OpenCode writes what it adds to a conversation.
-func (w *exportWriter) synthetic(a *agentDoc, text string, at time.Time) {
-	d := a.doc
-	m := &docMsg{Info: msgInfo{Role: "user", Agent: "build", Time: msgTime{Created: ms64(at)},
-		Model: &msgModel{ProviderID: provider(a.provider, a.model), ModelID: modelName(a.model)}}}
-	m.Info.ID, m.Info.SessionID = w.id(d, "msg", at), d.Info.ID
-	d.Messages = append(d.Messages, m)
-	a.user = m.Info.ID
-	w.part(a, m, &docPart{Type: "text", Text: &text, Synthetic: true}, at)
+	w.part(a, m, &docPart{Type: "text", Text: &text, Synthetic: synthetic}, at)
 	d.touch(at)
 }
 
@@ -603,7 +592,7 @@ func (w *exportWriter) open(a *agentDoc, at time.Time) *docMsg {
 		// An answer without its prompt: OpenCode's assistant message
 		// names the user message it answers, which the source never gave.
 		w.opts.Report.Lose(lossNoPrompt)
-		w.userMsg(a, "", at)
+		w.userMsg(a, "", false, at)
 	}
 	m := &docMsg{Info: msgInfo{ParentID: a.user, Role: "assistant", Mode: "build", Agent: "build",
 		Path: &msgPath{Cwd: a.cwd, Root: "/"}, ModelID: modelName(a.model), ProviderID: provider(a.provider, a.model),

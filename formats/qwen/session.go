@@ -226,17 +226,7 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 		s.loaded = true
 		s.load()
 	}
-	if len(s.errs) > 0 {
-		err := s.errs[0]
-		s.errs = s.errs[1:]
-		return nil, err
-	}
-	if len(s.queue) == 0 {
-		return nil, io.EOF
-	}
-	e := s.queue[0]
-	s.queue = s.queue[1:]
-	return e, nil
+	return formats.PopLoaded(&s.queue, &s.errs)
 }
 
 // readRecords reads a file's records; a bad line is an error of its own.
