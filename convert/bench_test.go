@@ -82,7 +82,7 @@ func BenchmarkWrite(b *testing.B) {
 			var ms0, ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
 			for i := 0; i < b.N; i++ {
-				w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard})
+				w := formats.Standalone(d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard}))
 				for _, e := range evs {
 					if err := w.Write(e); err != nil {
 						b.Fatal(err)

@@ -742,7 +742,7 @@ type runCounter struct {
 	dialect string
 }
 
-func (w *runCounter) Write(e *formats.Event) error {
+func (w *runCounter) Write(e *formats.Event, _ *formats.RunView) error {
 	if w.dialect == "" && e.Source.Dialect != "" {
 		w.dialect = e.Source.Dialect
 	}
@@ -770,7 +770,7 @@ type gate struct {
 	passed   int // runs whose end went through
 }
 
-func (g *gate) Write(e *formats.Event) error {
+func (g *gate) Write(e *formats.Event, v *formats.RunView) error {
 	if e.Kind == formats.RunStart {
 		g.run++
 	}
@@ -780,7 +780,7 @@ func (g *gate) Write(e *formats.Event) error {
 	if e.Kind == formats.RunEnd {
 		g.passed++
 	}
-	return g.w.Write(e)
+	return g.w.Write(e, v)
 }
 
 func (g *gate) Close() error { return g.w.Close() }
@@ -966,13 +966,11 @@ func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, fro
 		bw = bufio.NewWriterSize(of, 64<<10)
 		out = bw
 	}
-	view := &formats.RunView{}
-	wo.Run = view
 	g := &gate{w: f.to.NewWriter(out, wo), from: from, to: upto, run: -1}
 	// The gate is no Observer: every event reaches the writer through it.
 	to := f.to
 	to.KeepsNoEvents, to.ReadAhead = false, false
-	pl := NewPipeline(g, to, Options{From: f.from, Lenient: true, Report: rep, View: view})
+	pl := NewPipeline(g, to, Options{From: f.from, Lenient: true, Report: rep})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

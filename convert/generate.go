@@ -335,7 +335,7 @@ func GenerateProfile(w io.Writer, d formats.Dialect, size int64, seed uint64, ma
 		return fmt.Errorf("no profile %q; the profiles are %s", profile, strings.Join(ProfileNames(), ", "))
 	}
 	cw := &countingWriter{w: w}
-	fw := d.NewWriter(cw, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard})
+	fw := formats.Standalone(d.NewWriter(cw, formats.WriteOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Stderr: io.Discard}))
 	g := NewGenerator(seed)
 	g.Profile = profile
 	if maxOutput > 0 {

@@ -325,7 +325,7 @@ type seenWriter struct {
 	evs   map[*formats.Event]bool
 }
 
-func (w *seenWriter) Write(e *formats.Event) error {
+func (w *seenWriter) Write(e *formats.Event, _ *formats.RunView) error {
 	if e.Kind == formats.Message {
 		w.texts = append(w.texts, e.Text)
 	}

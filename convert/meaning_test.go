@@ -29,13 +29,11 @@ type runFacts struct {
 
 // captureWriter records the run view at each RunEnd.
 type captureWriter struct {
-	view *formats.RunView
 	runs []runFacts
 }
 
-func (c *captureWriter) Write(e *formats.Event) error {
+func (c *captureWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if e.Kind == formats.RunEnd {
-		v := c.view
 		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All()), cut: v.Cut, requests: v.Requests - v.Aggregates})
 	}
 	return nil
@@ -46,8 +44,8 @@ func (c *captureWriter) Close() error { return nil }
 // returns the facts of its runs.
 func readFacts(t *testing.T, from, data string) []runFacts {
 	t.Helper()
-	c := &captureWriter{view: &formats.RunView{}}
-	opts := Options{View: c.view, Report: formats.NewReport(&bytes.Buffer{}), Lenient: true}
+	c := &captureWriter{}
+	opts := Options{Report: formats.NewReport(&bytes.Buffer{}), Lenient: true}
 	if from != "" {
 		d, ok := Lookup(from)
 		if !ok {

@@ -42,8 +42,8 @@ type Options struct {
 	Flush func() error
 	// Report receives warnings and losses.
 	Report *formats.Report
-	// View is the run view the pipeline keeps, and gives the writer; nil
-	// makes one.
+	// View is the run view the pipeline keeps, and gives the writer with
+	// each event; nil makes one.
 	View *formats.RunView
 	// Out is the writer's output, where the pipeline copies the records
 	// that go back to their own dialect; nil leaves that to the writer.
@@ -123,8 +123,8 @@ type Pipeline struct {
 	copyTo formats.CopyTarget
 }
 
-// New builds the writer of dialect to on out, with the pipeline's run view
-// in its options, and the pipeline that feeds it.
+// New builds the writer of dialect to on out, and the pipeline that feeds
+// it.
 func New(to formats.Dialect, out io.Writer, wo formats.WriteOptions, opts Options) *Pipeline {
 	if opts.View == nil {
 		opts.View = &formats.RunView{}
@@ -132,7 +132,6 @@ func New(to formats.Dialect, out io.Writer, wo formats.WriteOptions, opts Option
 	if opts.Out == nil {
 		opts.Out = out
 	}
-	wo.Run = opts.View
 	if wo.Dialect == "" {
 		wo.Dialect = to.Name
 	}
@@ -142,9 +141,7 @@ func New(to formats.Dialect, out io.Writer, wo formats.WriteOptions, opts Option
 	return NewPipeline(to.NewWriter(out, wo), to, opts)
 }
 
-// NewPipeline makes a pipeline writing into w, the writer of dialect to. A
-// writer made outside New sees the run view only if it was given
-// opts.View in its options.
+// NewPipeline makes a pipeline writing into w, the writer of dialect to.
 func NewPipeline(w formats.Writer, to formats.Dialect, opts Options) *Pipeline {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
@@ -505,7 +502,7 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 		// source never printed it (the warning said it was closed). A run
 		// interrupted by a signal is closed in every dialect: that end is
 		// agentconv's own, and a live reader needs it.
-		p.observer.Observe(ev)
+		p.observer.Observe(ev, p.view)
 		if ev.Source.Line != nil && !ev.Source.Continued && !ev.Synthetic {
 			out := p.opts.Out
 			if p.copyTo != nil {
@@ -524,7 +521,7 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 			}
 		}
 		before := p.opts.Report.Losses()
-		if err := p.w.Write(ev); err != nil {
+		if err := p.w.Write(ev, p.view); err != nil {
 			return &OutputError{err}
 		}
 		if p.opts.Strict && p.opts.Report.Losses() > before {

@@ -84,7 +84,6 @@ func newRunFilesPipeline(to formats.Dialect, dir string, wo formats.WriteOptions
 	if wo.Dialect == "" {
 		wo.Dialect = to.Name
 	}
-	wo.Run = opts.View
 	rf := &runFiles{dir: dir, file: to.RunFile, view: opts.View, report: opts.Report, used: map[string]bool{}}
 	rf.root, rf.rootErr = os.OpenRoot(dir)
 	rf.w = to.NewWriter(rf, wo)
@@ -248,25 +247,27 @@ type (
 	runFilesObserver runFiles
 )
 
-func (w *runFilesWriter) Write(e *formats.Event) error {
+func (w *runFilesWriter) Write(e *formats.Event, v *formats.RunView) error {
 	rf := (*runFiles)(w)
 	rf.before()
 	if rf.err != nil {
 		return rf.err
 	}
-	err := rf.w.Write(e)
+	err := rf.w.Write(e, v)
 	rf.after(e)
 	return err
 }
 
 func (w *runFilesWriter) Close() error { return (*runFiles)(w).Close() }
 
-func (w *runFilesObserver) Write(e *formats.Event) error { return (*runFilesWriter)(w).Write(e) }
-func (w *runFilesObserver) Close() error                 { return (*runFiles)(w).Close() }
+func (w *runFilesObserver) Write(e *formats.Event, v *formats.RunView) error {
+	return (*runFilesWriter)(w).Write(e, v)
+}
+func (w *runFilesObserver) Close() error { return (*runFiles)(w).Close() }
 
-func (w *runFilesObserver) Observe(e *formats.Event) {
+func (w *runFilesObserver) Observe(e *formats.Event, v *formats.RunView) {
 	rf := (*runFiles)(w)
 	rf.before()
-	rf.w.(formats.Observer).Observe(e)
+	rf.w.(formats.Observer).Observe(e, v)
 	rf.after(e)
 }

@@ -642,7 +642,7 @@ type sessionStats struct {
 	order    []string
 }
 
-func (w *sessionStats) Write(e *formats.Event) error {
+func (w *sessionStats) Write(e *formats.Event, _ *formats.RunView) error {
 	s, v := w.s, w.view
 	if w.dialect == "" && e.Source.Dialect != "" {
 		w.dialect = e.Source.Dialect

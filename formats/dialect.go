@@ -181,10 +181,12 @@ func (p *EventPool) Put(e *Event) {
 
 // Observer is a writer that keeps state from the records the pipeline
 // copies verbatim into its own dialect: the pipeline writes each such
-// record itself and only shows the writer its events, so that the writer
-// can close the run properly if the pipeline has to (a cut stream).
+// record itself and only shows the writer its events, with the run view
+// as Write has it, so that the writer can close the run properly if the
+// pipeline has to (a cut stream). A writer that is no Observer gets every
+// event through Write, its own dialect's too.
 type Observer interface {
-	Observe(e *Event)
+	Observe(e *Event, v *RunView)
 }
 
 // InputEnder is a writer of Files told that one input of a conversion of
@@ -205,10 +207,38 @@ type Reader interface {
 	Next() (*Event, error)
 }
 
-// Writer consumes events one at a time. Close is called once, after the
-// last event, and must write whatever a final-object writer still holds.
+// Writer consumes events one at a time, each with the run view.
+//
+// Write gets an event and v, the view of the run being written, which has
+// already observed the event: at a RunEnd the view is final (its Status is
+// never StatusUnknown and its ExitCode is set). v is the same view at every
+// call of Write and Observe for the writer's whole life, so a writer may
+// keep it for Close and its helpers; it reads it and never changes it. A
+// writer reads the run's meaning (outcome, exit code, answer, errors,
+// refusals, usage totals, models, agents and calls) from v rather than
+// working it out again from the events.
+//
+// In a pipeline (package convert) a writer may assume:
+//   - every event comes inside a run: a RunStart comes first (one the
+//     pipeline made, marked Synthetic, when the source has none), and a new
+//     RunStart only after the last run's RunEnd;
+//   - every run ends before Close: the pipeline closes a run its source
+//     left open with a cancelled ToolResult for each open call, an AgentEnd
+//     for each open subagent and a RunEnd (Cut, Synthetic);
+//   - Call.Output is decoded, unless the writer is a RawOutputWriter;
+//   - what an event needs and the dialect's Carries lacks was reported
+//     before the writer gets it; the writer reports only the losses of its
+//     own encoding, each one of its Dialect.Quirks;
+//   - an Observer is shown, rather than given, the events whose records
+//     the pipeline copies verbatim into the writer's own dialect.
+//
+// A writer must not keep an event once Write returns if its dialect
+// declares KeepsNoEvents. Close is called once, after the last event, and
+// must write whatever a final-object writer still holds.
+//
+// Outside a pipeline, Standalone gives a writer a run view of its own.
 type Writer interface {
-	Write(e *Event) error
+	Write(e *Event, v *RunView) error
 	Close() error
 }
 
@@ -242,9 +272,6 @@ type WriteOptions struct {
 	Getenv func(string) string
 	// Terminal: the output is a terminal, for a writer that colours it.
 	Terminal bool
-	// Run is the pipeline's view of the run being written, up to and
-	// including the event the writer is given; nil outside a pipeline.
-	Run *RunView
 	// Create, for a dialect that writes Files when -o names a directory,
 	// makes a file under it by a slash-separated relative path; the file
 	// is put in place, whole, when it is closed (one left open at the end

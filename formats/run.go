@@ -6,7 +6,8 @@ import "time"
 // keeps it: it observes each event before the writer gets it, so that a
 // writer reads the run's meaning (its outcome and exit code, answer,
 // errors, refusals, usage, agents and calls) here instead of working it out
-// again. A writer gets it as WriteOptions.Run and must not change it.
+// again. A writer gets it with each event (Writer.Write) and must not
+// change it; outside a pipeline, Standalone keeps one.
 //
 // When the writer gets a RunEnd, the view is final: Status is never
 // StatusUnknown and ExitCode is set.
@@ -378,38 +379,33 @@ func (v *RunView) failure(e *Event) string {
 	return "the run failed"
 }
 
-// ViewFor gives a writer the run view: the pipeline's (WriteOptions.Run),
-// or, for a writer used outside a pipeline, one of its own that Follow
-// feeds.
-func ViewFor(o WriteOptions) *RunFollower {
-	if o.Run != nil {
-		return &RunFollower{v: o.Run}
-	}
-	return &RunFollower{v: &RunView{}, own: true}
+// StandaloneWriter is a writer used outside a pipeline (a test, a
+// library's own loop over events): it keeps a run view of its own,
+// follows each event in it, and gives it to the writer with the event,
+// as the pipeline gives its own.
+type StandaloneWriter struct {
+	w    Writer
+	view RunView
 }
 
-// RunFollower holds a writer's run view.
-type RunFollower struct {
-	v   *RunView
-	own bool
-}
-
-// Follow is called by the writer with each event it is given (written or
-// observed), first; it returns the view, up to date with the event.
+// Standalone wraps w for use outside a pipeline.
 //
-// Outside a pipeline nobody opens a run for a stream without RunStart
-// events (adal-stream, one run after another): an event outside a run
-// opens one first, as the pipeline's synthetic RunStart does, so that a
-// run never sees the last one's answer, errors or calls.
-func (f *RunFollower) Follow(e *Event) *RunView {
-	if f.own {
-		if e.Kind != RunStart && !f.v.Open {
-			f.v.Observe(&Event{Kind: RunStart, Time: e.Time, Arrived: e.Arrived, Synthetic: true})
-		}
-		f.v.Observe(e)
+// Nobody opens a run there for a stream without RunStart events
+// (adal-stream, one run after another): an event outside a run opens one
+// in the view first, as the pipeline's synthetic RunStart does, so that a
+// run never sees the last one's answer, errors or calls. Unlike the
+// pipeline, it writes no event of its own (that RunStart, or the end of a
+// run left open) and reports no losses.
+func Standalone(w Writer) *StandaloneWriter { return &StandaloneWriter{w: w} }
+
+// Write follows e in the view and gives both to the writer.
+func (s *StandaloneWriter) Write(e *Event) error {
+	if e.Kind != RunStart && !s.view.Open {
+		s.view.Observe(&Event{Kind: RunStart, Time: e.Time, Arrived: e.Arrived, Synthetic: true})
 	}
-	return f.v
+	s.view.Observe(e)
+	return s.w.Write(e, &s.view)
 }
 
-// View returns the view without following an event.
-func (f *RunFollower) View() *RunView { return f.v }
+// Close closes the writer.
+func (s *StandaloneWriter) Close() error { return s.w.Close() }

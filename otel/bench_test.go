@@ -30,8 +30,8 @@ func BenchmarkJSONWriter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		out.Reset()
-		w := otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name,
-			Report: formats.NewReport(io.Discard), Stderr: io.Discard})
+		w := formats.Standalone(otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name,
+			Report: formats.NewReport(io.Discard), Stderr: io.Discard}))
 		for _, e := range evs {
 			if err := w.Write(e); err != nil {
 				b.Fatal(err)
@@ -70,7 +70,7 @@ func BenchmarkDeliverySlowCollector(b *testing.B) {
 			var writing, closing time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				w := otel.OTLP.NewWriter(nil, opts)
+				w := formats.Standalone(otel.OTLP.NewWriter(nil, opts))
 				for _, e := range evs {
 					if err := w.Write(e); err != nil {
 						b.Fatal(err)

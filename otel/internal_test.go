@@ -99,7 +99,7 @@ func TestConfig(t *testing.T) {
 }
 
 func TestBadConfigFailsAtFirstWrite(t *testing.T) {
-	w := OTLP.NewWriter(nil, opts(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}, nil))
+	w := formats.Standalone(OTLP.NewWriter(nil, opts(map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}, nil)))
 	if err := w.Write(&formats.Event{Kind: formats.RunStart}); err == nil || !strings.Contains(err.Error(), "carrier-pigeon") {
 		t.Errorf("error %v", err)
 	}
@@ -128,8 +128,8 @@ func shape(evs []*formats.Event) string {
 
 func writeAll(t testing.TB, evs []*formats.Event) []byte {
 	var out bytes.Buffer
-	w := OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: OTLPJSON.Name, Report: formats.NewReport(io.Discard),
-		Params: map[string]string{ParamContent: "true", ParamContentLimit: "1000000"}})
+	w := formats.Standalone(OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: OTLPJSON.Name, Report: formats.NewReport(io.Discard),
+		Params: map[string]string{ParamContent: "true", ParamContentLimit: "1000000"}}))
 	for i, ev := range evs {
 		e := *ev
 		e.Source = formats.Source{}

@@ -439,8 +439,8 @@ func TestMessagesReadBack(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			_, first, _ := runCLI(t, nil, nil, "--deterministic", "--lenient", "--to", "otlp-json", "--otlp-content", fixture(f))
 			var out bytes.Buffer
-			w := otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name, Report: formats.NewReport(io.Discard),
-				Stderr: io.Discard, Params: map[string]string{otel.ParamContent: "true"}, Getenv: func(string) string { return "" }})
+			w := formats.Standalone(otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name, Report: formats.NewReport(io.Discard),
+				Stderr: io.Discard, Params: map[string]string{otel.ParamContent: "true"}, Getenv: func(string) string { return "" }}))
 			for i, e := range readAllEvents(t, first) {
 				e.Source = formats.Source{} // written as events, not copied
 				e.Arrived = formats.FixedEpoch.Add(time.Duration(i) * time.Millisecond)

@@ -537,8 +537,8 @@ func TestContentMessages(t *testing.T) {
 	}
 	write := func(params map[string]string, env map[string]string) string {
 		var out bytes.Buffer
-		w := otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name, Report: formats.NewReport(io.Discard),
-			Stderr: io.Discard, Params: params, Getenv: func(k string) string { return env[k] }})
+		w := formats.Standalone(otel.OTLPJSON.NewWriter(&out, formats.WriteOptions{Dialect: otel.OTLPJSON.Name, Report: formats.NewReport(io.Discard),
+			Stderr: io.Discard, Params: params, Getenv: func(k string) string { return env[k] }}))
 		for _, e := range run {
 			if err := w.Write(e); err != nil {
 				t.Fatal(err)

@@ -71,7 +71,7 @@ type sink interface {
 	close() error
 }
 
-func (w *writer) Write(e *formats.Event) error {
+func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}

@@ -16,7 +16,7 @@ import (
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	run  *formats.RunFollower
+	run  *formats.RunView
 	// runs counts the runs: the n-th run's prompt response has id n.
 	runs int
 	// permID numbers the permission requests the writer makes; their ids
@@ -44,14 +44,14 @@ type writer struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, run: formats.ViewFor(o), asked: map[string]bool{}, requests: map[string]int{},
+	return &writer{w: w, opts: o, asked: map[string]bool{}, requests: map[string]int{},
 		calls: map[string]string{}, streamed: map[string]bool{}, streamedThought: map[string]bool{}}
 }
 
 // Observe follows a record the pipeline copies: only the run count and the
 // permission ids matter for what the writer may write after it.
-func (w *writer) Observe(e *formats.Event) {
-	w.run.Follow(e)
+func (w *writer) Observe(e *formats.Event, v *formats.RunView) {
+	w.run = v
 	switch e.Kind {
 	case formats.RunStart:
 		w.sid = ""
@@ -65,7 +65,7 @@ func (w *writer) Observe(e *formats.Event) {
 // halfway.
 func (w *writer) session() string {
 	if w.sid == "" {
-		w.sid = w.run.View().Info.SessionID
+		w.sid = w.run.Info.SessionID
 	}
 	if w.sid == "" {
 		w.sid = "session-" + strconv.Itoa(w.runs+1)
@@ -73,8 +73,8 @@ func (w *writer) session() string {
 	return w.sid
 }
 
-func (w *writer) Write(e *formats.Event) error {
-	v := w.run.Follow(e)
+func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
+	w.run = v
 	if e.Kind != formats.TextDelta || e.Agent != "" {
 		w.saying = false
 	}

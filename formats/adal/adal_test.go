@@ -105,7 +105,7 @@ func TestJSONWriterPreview(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
-	w := JSON.NewWriter(&out, formats.WriteOptions{Dialect: JSON.Name, Report: rep})
+	w := formats.Standalone(JSON.NewWriter(&out, formats.WriteOptions{Dialect: JSON.Name, Report: rep}))
 	for _, e := range evs {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
@@ -126,7 +126,7 @@ func TestJSONWriterPreview(t *testing.T) {
 
 func TestTextWriterAndReader(t *testing.T) {
 	var out, errb bytes.Buffer
-	w := Text.NewWriter(&out, formats.WriteOptions{Dialect: Text.Name, Report: formats.NewReport(io.Discard), Stderr: &errb})
+	w := formats.Standalone(Text.NewWriter(&out, formats.WriteOptions{Dialect: Text.Name, Report: formats.NewReport(io.Discard), Stderr: &errb}))
 	for _, e := range formatstest.Read(t, Stream, formatstest.Fixture(t, "adal", "multi-run-stream.ndjson")) {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)

@@ -164,7 +164,6 @@ func outputValue(raw json.RawMessage) (text string, value json.RawMessage, ok bo
 type jsonWriter struct {
 	w       io.Writer
 	opts    formats.WriteOptions
-	run     *formats.RunFollower
 	preview int
 	// outputs are the outputs of the run's calls, which the view does not
 	// keep, with their error texts merged in: only their previews, when
@@ -184,17 +183,15 @@ type keptOutput struct {
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o), preview: previewLimit(o), outputs: map[*formats.TrackedCall]keptOutput{}}
+	return &jsonWriter{w: w, opts: o, preview: previewLimit(o), outputs: map[*formats.TrackedCall]keptOutput{}}
 }
 
 // Observe follows the events of an object that the pipeline copies.
-func (j *jsonWriter) Observe(e *formats.Event) {
-	j.run.Follow(e)
+func (j *jsonWriter) Observe(e *formats.Event, _ *formats.RunView) {
 	clear(j.outputs)
 }
 
-func (j *jsonWriter) Write(e *formats.Event) error {
-	v := j.run.Follow(e)
+func (j *jsonWriter) Write(e *formats.Event, v *formats.RunView) error {
 	switch e.Kind {
 	case formats.RunStart:
 		clear(j.outputs)

@@ -26,7 +26,7 @@ import (
 type sessionWriter struct {
 	stream io.Writer
 	opts   formats.WriteOptions
-	view   *formats.RunFollower
+	view   *formats.RunView
 	files  map[string]*sessionFile
 	order  []*sessionFile
 	cur    *sessionFile
@@ -83,7 +83,7 @@ type stepCall struct {
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &sessionWriter{stream: w, opts: o, view: formats.ViewFor(o), files: map[string]*sessionFile{}}
+	return &sessionWriter{stream: w, opts: o, files: map[string]*sessionFile{}}
 }
 
 // The losses of the session writer's own encoding.
@@ -97,8 +97,8 @@ const (
 
 // Observe follows a record that the pipeline copies: the file of its
 // session takes it (CopyTo), and its metadata.json what it says.
-func (w *sessionWriter) Observe(e *formats.Event) {
-	w.view.Follow(e)
+func (w *sessionWriter) Observe(e *formats.Event, v *formats.RunView) {
+	w.view = v
 	if e.Kind == formats.RunStart {
 		w.cur, w.err = w.file(e, false)
 	}
@@ -212,11 +212,11 @@ func sessionStamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000")
 }
 
-func (w *sessionWriter) Write(e *formats.Event) error {
+func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}
-	v := w.view.Follow(e)
+	w.view = v
 	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e, false)
@@ -233,7 +233,7 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 	}
 	if w.cur == nil {
 		// Outside a run (a writer used without a pipeline): one of its own.
-		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}); err != nil {
+		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}, v); err != nil {
 			return err
 		}
 	}
@@ -483,7 +483,7 @@ func (w *sessionWriter) usage(e *formats.Event, sub bool) error {
 	}
 	model := e.Response.Model
 	if model == "" {
-		model = w.view.View().Info.Model
+		model = w.view.Info.Model
 	}
 	at := w.stamps.Next(e)
 	src := "main"

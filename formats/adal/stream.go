@@ -403,7 +403,7 @@ func (r *streamReader) resultID(id *string, name string, line int) string {
 type streamWriter struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	run  *formats.RunFollower
+	run  *formats.RunView
 	// lines says what was written of each call of the run: its tool_call
 	// line, its result line.
 	lines map[string]uint8
@@ -442,7 +442,7 @@ type refusal struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o, run: formats.ViewFor(o), lines: map[string]uint8{}, errs: map[string]bool{}, preview: previewLimit(o)}
+	return &streamWriter{w: w, opts: o, lines: map[string]uint8{}, errs: map[string]bool{}, preview: previewLimit(o)}
 }
 
 type toolCallLine struct {
@@ -483,10 +483,10 @@ type textLine struct {
 
 // Observe follows a record that the pipeline copies: the writer keeps
 // nothing of it.
-func (s *streamWriter) Observe(e *formats.Event) { s.run.Follow(e) }
+func (s *streamWriter) Observe(_ *formats.Event, v *formats.RunView) { s.run = v }
 
-func (s *streamWriter) Write(e *formats.Event) error {
-	v := s.run.Follow(e)
+func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
+	s.run = v
 	if e.Kind == formats.RunStart {
 		s.reset()
 	}
@@ -534,7 +534,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 // line says that the run went on after the refusal.
 func (s *streamWriter) line(v any, answer bool) error {
 	if s.holding && !answer {
-		if err := s.release(s.run.View(), true); err != nil {
+		if err := s.release(s.run, true); err != nil {
 			return err
 		}
 	}
@@ -649,7 +649,7 @@ func (s *streamWriter) reset() {
 
 // Close writes a refusal still held: a stream that ends there without an
 // end (outside a pipeline, which closes every run) stopped at it.
-func (s *streamWriter) Close() error { return s.release(s.run.View(), false) }
+func (s *streamWriter) Close() error { return s.release(s.run, false) }
 
 // TakesRawOutput: tool outputs are copied as JSON, undecoded.
 func (s *streamWriter) TakesRawOutput() {}

@@ -87,22 +87,20 @@ func (t *textReader) Next() (*formats.Event, error) {
 type textWriter struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	run  *formats.RunFollower
 }
 
 func newTextWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
-	return &textWriter{w: w, opts: o, run: formats.ViewFor(o)}
+	return &textWriter{w: w, opts: o}
 }
 
 // Observe follows an event without printing it. The text reader's events
 // have no record to copy, so the pipeline gives them all to Write.
-func (t *textWriter) Observe(e *formats.Event) { t.run.Follow(e) }
+func (t *textWriter) Observe(*formats.Event, *formats.RunView) {}
 
-func (t *textWriter) Write(e *formats.Event) error {
-	v := t.run.Follow(e)
+func (t *textWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if e.Kind == formats.RunEnd {
 		return t.end(v)
 	}

@@ -14,7 +14,6 @@ import (
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	run  *formats.RunFollower
 	root *agentTraj
 	// agents are the trajectories of the run, by agent id ("" the main).
 	agents map[string]*agentTraj
@@ -45,14 +44,13 @@ type agentTraj struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, run: formats.ViewFor(o)}
+	return &writer{w: w, opts: o}
 }
 
 // Observe: an atif record copied by the pipeline leaves nothing to hold.
-func (w *writer) Observe(e *formats.Event) { w.run.Follow(e) }
+func (w *writer) Observe(*formats.Event, *formats.RunView) {}
 
-func (w *writer) Write(e *formats.Event) error {
-	v := w.run.Follow(e)
+func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	if e.Kind == formats.RunStart {
 		w.start(e)
 		return nil

@@ -9,10 +9,9 @@ import (
 // jsonWriter writes claude-json: each run's result object, one per line,
 // when the run ends.
 type jsonWriter struct {
-	w    io.Writer
-	rep  *formats.Report
-	view *formats.RunFollower
-	run  run
+	w   io.Writer
+	rep *formats.Report
+	run run
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -20,7 +19,7 @@ func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 }
 
 func newJSONWriterAs(w io.Writer, o formats.WriteOptions, c Copy) formats.Writer {
-	j := &jsonWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
+	j := &jsonWriter{w: w, rep: o.Report}
 	j.run.dialect = o.Dialect
 	j.run.cacheIn = c.OpenAICounts // Qwen Code's input_tokens count the cache
 	return j
@@ -28,8 +27,7 @@ func newJSONWriterAs(w io.Writer, o formats.WriteOptions, c Copy) formats.Writer
 
 // Observe follows a record that the pipeline copies as it came: the
 // session's running cost goes on.
-func (j *jsonWriter) Observe(e *formats.Event) {
-	v := j.view.Follow(e)
+func (j *jsonWriter) Observe(e *formats.Event, v *formats.RunView) {
 	j.run.follow(e, v)
 	if e.Kind == formats.RunEnd {
 		j.run.sessionCost(v)
@@ -37,8 +35,7 @@ func (j *jsonWriter) Observe(e *formats.Event) {
 	}
 }
 
-func (j *jsonWriter) Write(e *formats.Event) error {
-	v := j.view.Follow(e)
+func (j *jsonWriter) Write(e *formats.Event, v *formats.RunView) error {
 	j.run.follow(e, v)
 	if e.Kind != formats.RunEnd {
 		return nil

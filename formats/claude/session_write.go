@@ -97,7 +97,7 @@ type sessionWriter struct {
 	out     io.Writer
 	create  func(string) (io.WriteCloser, error)
 	rep     *formats.Report
-	view    *formats.RunFollower
+	view    *formats.RunView
 	dialect string
 	err     error
 
@@ -153,7 +153,7 @@ type sessionWriter struct {
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &sessionWriter{out: w, create: o.Create, rep: o.Report, view: formats.ViewFor(o), dialect: o.Dialect,
+	return &sessionWriter{out: w, create: o.Create, rep: o.Report, dialect: o.Dialect,
 		files: map[string]*sessFile{}, agents: map[string]*sessAgent{}, agentFiles: map[string]string{}, resp: map[string]*sessResp{},
 		last: map[string]*sessResp{}, called: map[string]bool{}, thinking: map[string]*strings.Builder{}, deltas: map[string]bool{}}
 }
@@ -224,8 +224,8 @@ func copyName(id string) string {
 
 // Observe follows a record that the pipeline copies as it came, and picks
 // the file it goes to: its subagent's, or the session's.
-func (s *sessionWriter) Observe(e *formats.Event) {
-	v := s.view.Follow(e)
+func (s *sessionWriter) Observe(e *formats.Event, v *formats.RunView) {
+	s.view = v
 	s.follow(e, v, true)
 	if e.Source.Line == nil || s.create == nil {
 		s.copyTo = nil
@@ -276,7 +276,7 @@ func (s *sessionWriter) stem(name string) string {
 // EndInput closes the files of an input's sessions: the next input's are
 // its own, even where a session id is the same.
 func (s *sessionWriter) EndInput() {
-	s.flushAllText(s.view.View())
+	s.flushAllText(s.view)
 	s.flushHeld()
 	for _, rel := range slices.Sorted(maps.Keys(s.files)) {
 		if f := s.files[rel]; f.c != nil {
@@ -372,8 +372,8 @@ func (s *sessionWriter) agentStart(e *formats.Event, v *formats.RunView, own boo
 	s.fail(mw.Close())
 }
 
-func (s *sessionWriter) Write(e *formats.Event) error {
-	v := s.view.Follow(e)
+func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
+	s.view = v
 	s.follow(e, v, false)
 	if e.Source.Dialect == s.dialect {
 		// An event of a session file without a record of its own (a run's
@@ -790,7 +790,7 @@ func (s *sessionWriter) lastQueued() *messageOut {
 // Close writes what is held and closes the files, in the order of their
 // names.
 func (s *sessionWriter) Close() error {
-	s.flushAllText(s.view.View())
+	s.flushAllText(s.view)
 	s.flushHeld()
 	for _, rel := range slices.Sorted(maps.Keys(s.files)) {
 		if f := s.files[rel]; f.c != nil {

@@ -459,7 +459,7 @@ func (g *ids) message() string {
 type streamWriter struct {
 	w    io.Writer
 	rep  *formats.Report
-	view *formats.RunFollower
+	view *formats.RunView
 	run  run
 	err  error
 
@@ -484,7 +484,7 @@ func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 }
 
 func newStreamWriterAs(w io.Writer, o formats.WriteOptions, c Copy) formats.Writer {
-	s := &streamWriter{w: w, rep: o.Report, view: formats.ViewFor(o)}
+	s := &streamWriter{w: w, rep: o.Report}
 	s.run.dialect = o.Dialect
 	s.run.cacheIn = c.OpenAICounts // Qwen Code's input_tokens count the cache
 	s.reset()
@@ -533,8 +533,8 @@ func (s *streamWriter) flushHeld() {
 
 // Observe follows a record that the pipeline copies as it came: the
 // session's running cost goes on.
-func (s *streamWriter) Observe(e *formats.Event) {
-	v := s.view.Follow(e)
+func (s *streamWriter) Observe(e *formats.Event, v *formats.RunView) {
+	s.view = v
 	s.run.follow(e, v)
 	if e.Kind == formats.RunEnd {
 		s.run.sessionCost(v)
@@ -543,8 +543,8 @@ func (s *streamWriter) Observe(e *formats.Event) {
 	}
 }
 
-func (s *streamWriter) Write(e *formats.Event) error {
-	v := s.view.Follow(e)
+func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
+	s.view = v
 	s.run.follow(e, v)
 	a := e.Agent
 	switch e.Kind {
@@ -710,7 +710,7 @@ func (s *streamWriter) assistant(a string, fresh bool, blocks ...any) {
 	s.hold(a, &assistantOut{Type: "assistant", Message: m, ParentToolUseID: s.parents[a], SessionID: s.session(), UUID: s.run.ids.uuid()})
 }
 
-func (s *streamWriter) session() string { return s.view.View().Info.SessionID }
+func (s *streamWriter) session() string { return s.view.Info.SessionID }
 
 // delta writes a streamed fragment; the whole message follows where the
 // agent moves on.
@@ -727,7 +727,7 @@ func (s *streamWriter) modelOf(a string) string {
 	if m := s.models[a]; m != "" && a != "" {
 		return m
 	}
-	return s.view.View().Info.Model
+	return s.view.Info.Model
 }
 
 func (s *streamWriter) user(a string, blocks ...any) {

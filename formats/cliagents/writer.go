@@ -58,7 +58,6 @@ type doneResult struct {
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	view *formats.RunFollower
 	run  encoding
 }
 
@@ -82,15 +81,14 @@ const (
 )
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, view: formats.ViewFor(o)}
+	return &writer{w: w, opts: o}
 }
 
 // Observe follows a record the pipeline copies verbatim; nothing of it is
 // needed to write what comes after.
-func (c *writer) Observe(e *formats.Event) { c.view.Follow(e) }
+func (c *writer) Observe(*formats.Event, *formats.RunView) {}
 
-func (c *writer) Write(e *formats.Event) error {
-	v := c.view.Follow(e)
+func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 	r := &c.run
 	if r.announced == nil || e.Kind == formats.RunStart {
 		*r = encoding{announced: map[string]bool{}}

@@ -296,7 +296,7 @@ func TestWriter(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
-	w := newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep})
+	w := formats.Standalone(newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep}))
 	for _, e := range evs {
 		e.Source = src
 		if err := w.Write(e); err != nil {
@@ -340,7 +340,7 @@ func TestWriter(t *testing.T) {
 func TestWriterFailures(t *testing.T) {
 	write := func(evs ...*formats.Event) string {
 		var out bytes.Buffer
-		w := newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: formats.NewReport(io.Discard)})
+		w := formats.Standalone(newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: formats.NewReport(io.Discard)}))
 		for _, e := range evs {
 			if err := w.Write(e); err != nil {
 				t.Fatal(err)
@@ -479,7 +479,7 @@ func TestWebSearchActions(t *testing.T) {
 func TestWriterUsageAndCalls(t *testing.T) {
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
-	w := newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep})
+	w := formats.Standalone(newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep}))
 	for _, e := range []*formats.Event{
 		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
 		{Kind: formats.TurnStart},
@@ -511,7 +511,7 @@ func TestWriterUsageAndCalls(t *testing.T) {
 
 	// A failed run's usage goes on its turn.failed, and reads back.
 	out.Reset()
-	w = newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep})
+	w = formats.Standalone(newWriter(&out, formats.WriteOptions{Dialect: "codex", Report: rep}))
 	for _, e := range []*formats.Event{
 		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](30), OutputTokens: formats.Some[int64](3)}},
 		{Kind: formats.RunEnd, Status: formats.Failed, Text: "quota"},

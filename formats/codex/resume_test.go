@@ -72,13 +72,13 @@ func TestRolloutTimesIncrease(t *testing.T) {
 	// Events without any time (a writer given no arrival times): the
 	// session's file is not dated the year 1.
 	dir := t.TempDir()
-	w := codex.Rollout.NewWriter(nil, formats.WriteOptions{Dialect: codex.Rollout.Name, Report: formats.NewReport(io.Discard),
+	w := formats.Standalone(codex.Rollout.NewWriter(nil, formats.WriteOptions{Dialect: codex.Rollout.Name, Report: formats.NewReport(io.Discard),
 		Create: func(name string) (io.WriteCloser, error) {
 			if strings.HasPrefix(name, "0001/") {
 				t.Errorf("a rollout named by the zero time: %s", name)
 			}
 			return os.Create(filepath.Join(dir, filepath.Base(name)))
-		}})
+		}}))
 	for _, e := range []*formats.Event{{Kind: formats.RunStart}, {Kind: formats.Message, Text: "hi"}, {Kind: formats.RunEnd, Status: formats.Completed}} {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
@@ -126,8 +126,8 @@ func TestRolloutModelProvider(t *testing.T) {
 	}
 	for _, set := range []string{"", "ollama"} {
 		var out strings.Builder
-		w := codex.Rollout.NewWriter(&out, formats.WriteOptions{Dialect: codex.Rollout.Name, Report: formats.NewReport(io.Discard),
-			Params: map[string]string{codex.ParamModelProvider: set}})
+		w := formats.Standalone(codex.Rollout.NewWriter(&out, formats.WriteOptions{Dialect: codex.Rollout.Name, Report: formats.NewReport(io.Discard),
+			Params: map[string]string{codex.ParamModelProvider: set}}))
 		for _, e := range evs {
 			if err := w.Write(e); err != nil {
 				t.Fatal(err)

@@ -24,7 +24,6 @@ import (
 type rolloutWriter struct {
 	stream io.Writer
 	opts   formats.WriteOptions
-	view   *formats.RunFollower
 	files  map[string]*rolloutFile
 	order  []*rolloutFile
 	cur    *rolloutFile
@@ -71,13 +70,12 @@ type writeRun struct {
 }
 
 func newRolloutWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &rolloutWriter{stream: w, opts: o, view: formats.ViewFor(o), files: map[string]*rolloutFile{}}
+	return &rolloutWriter{stream: w, opts: o, files: map[string]*rolloutFile{}}
 }
 
 // Observe follows a record that the pipeline copies: a run's start picks
 // its session's file, where its records go (CopyTo).
-func (w *rolloutWriter) Observe(e *formats.Event) {
-	w.view.Follow(e)
+func (w *rolloutWriter) Observe(e *formats.Event, _ *formats.RunView) {
 	if e.Kind == formats.RunStart {
 		w.cur, w.err = w.file(e, false)
 	}
@@ -210,14 +208,13 @@ func (w *rolloutWriter) item(e *formats.Event, payload map[string]any) error {
 	return w.line("response_item", e, payload)
 }
 
-func (w *rolloutWriter) Write(e *formats.Event) error {
+func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}
 	if !e.Time.IsZero() || !e.Arrived.IsZero() {
 		w.last = formats.Event{Time: e.Time, Arrived: e.Arrived}
 	}
-	v := w.view.Follow(e)
 	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
 		// Made by this dialect's reader without a record: nothing to write.
 		if e.Kind == formats.RunStart {
@@ -239,7 +236,7 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 	}
 	if w.cur == nil {
 		// Outside a run (a writer used without a pipeline): one of its own.
-		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}); err != nil {
+		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}, v); err != nil {
 			return err
 		}
 	}

@@ -19,7 +19,7 @@ import (
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	view *formats.RunFollower
+	view *formats.RunView
 	text formats.TextTracker
 	run  writerRun
 }
@@ -61,7 +61,7 @@ type callItem struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, view: formats.ViewFor(o)}
+	return &writer{w: w, opts: o}
 }
 
 type threadStartedLine struct {
@@ -174,8 +174,8 @@ type collabItem struct {
 	Status            string          `json:"status"`
 }
 
-func (w *writer) Write(e *formats.Event) error {
-	v := w.view.Follow(e)
+func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
+	w.view = v
 	if e.Kind == formats.RunStart {
 		w.reset()
 		w.run.open, w.run.pending = true, true
@@ -326,8 +326,8 @@ func (w *writer) Write(e *formats.Event) error {
 // made to start or close a cut run it copies, which is not written. It
 // keeps what closing the run needs if a signal ends it (then the pipeline
 // writes the end): the thread and turn that are open.
-func (w *writer) Observe(e *formats.Event) {
-	w.view.Follow(e)
+func (w *writer) Observe(e *formats.Event, v *formats.RunView) {
+	w.view = v
 	switch e.Kind {
 	case formats.RunStart, formats.RunEnd:
 		w.reset()
@@ -350,7 +350,7 @@ func (w *writer) thread(sessionID string) error {
 // end held back.
 func (w *writer) line(v any) error {
 	if w.run.pending {
-		if err := w.thread(w.view.View().Info.SessionID); err != nil {
+		if err := w.thread(w.view.Info.SessionID); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,7 @@ const eventsCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelNa
 type eventsWriter struct {
 	stream io.Writer
 	opts   formats.WriteOptions
-	view   *formats.RunFollower
+	view   *formats.RunView
 	stamps formats.Stamps
 	files  map[string]*eventsFile
 	order  []*eventsFile
@@ -79,13 +79,13 @@ type toolRequest struct {
 }
 
 func newEventsWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &eventsWriter{stream: w, opts: o, view: formats.ViewFor(o), files: map[string]*eventsFile{}}
+	return &eventsWriter{stream: w, opts: o, files: map[string]*eventsFile{}}
 }
 
 // Observe follows a record that the pipeline copies: the file of its
 // session takes it (CopyTo).
-func (w *eventsWriter) Observe(e *formats.Event) {
-	w.view.Follow(e)
+func (w *eventsWriter) Observe(e *formats.Event, v *formats.RunView) {
+	w.view = v
 	if e.Kind == formats.RunStart {
 		w.cur, w.err = w.file(e)
 	}
@@ -171,11 +171,11 @@ func (w *eventsWriter) putAgent(at time.Time, typ, agent string, data any) error
 // stamp is a time as the CLI writes it (JavaScript's toISOString).
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
-func (w *eventsWriter) Write(e *formats.Event) error {
+func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}
-	v := w.view.Follow(e)
+	w.view = v
 	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e)
@@ -187,7 +187,7 @@ func (w *eventsWriter) Write(e *formats.Event) error {
 	}
 	if w.cur == nil {
 		// Outside a run (a writer used without a pipeline): one of its own.
-		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}); err != nil {
+		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}, v); err != nil {
 			return err
 		}
 	}
@@ -364,7 +364,7 @@ func (w *eventsWriter) usage(at time.Time, e *formats.Event) error {
 	}
 	model := e.Response.Model
 	if model == "" {
-		model = w.view.View().Info.Model
+		model = w.view.Info.Model
 	}
 	rec["model"] = model
 	put("inputTokens", u.InputTokens)

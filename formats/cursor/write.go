@@ -102,7 +102,7 @@ type usageOut struct {
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	run  *formats.RunFollower
+	run  *formats.RunView
 	err  error
 
 	runs int
@@ -125,7 +125,7 @@ type writer struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	c := &writer{w: w, opts: o, run: formats.ViewFor(o)}
+	c := &writer{w: w, opts: o}
 	c.reset()
 	return c
 }
@@ -139,8 +139,8 @@ func (c *writer) line(v any) {
 }
 
 // Observe follows a record that the pipeline copies verbatim.
-func (c *writer) Observe(e *formats.Event) {
-	c.run.Follow(e)
+func (c *writer) Observe(e *formats.Event, v *formats.RunView) {
+	c.run = v
 	if e.Kind == formats.RunStart {
 		c.reset()
 	}
@@ -154,7 +154,7 @@ func (c *writer) reset() {
 	c.errors = c.errors[:0]
 }
 
-func (c *writer) session() string { return c.run.View().Info.SessionID }
+func (c *writer) session() string { return c.run.Info.SessionID }
 
 // ms is the time of an event as timestamp_ms: the source's, else when it
 // was read; 0 when neither is known.
@@ -178,8 +178,8 @@ func (c *writer) modelCall() string {
 	return c.response
 }
 
-func (c *writer) Write(e *formats.Event) error {
-	v := c.run.Follow(e)
+func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
+	c.run = v
 	if e.Kind != formats.ThinkingDelta || e.Agent != "" {
 		c.endThinking(e)
 	}
@@ -269,7 +269,7 @@ func (c *writer) subagent(e *formats.Event) {
 		c.started[e.Call.ID] = true
 		c.toolLine(e, "started", e.Call.Name, e.Call.Args, nil)
 	case formats.ToolResult:
-		c.toolResult(e, c.run.View())
+		c.toolResult(e, c.run)
 		c.response = ""
 	case formats.UserMessage:
 		c.lose(lostSubPrompts)

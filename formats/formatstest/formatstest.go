@@ -143,10 +143,12 @@ func WriteReport(t testing.TB, d formats.Dialect, evs []*formats.Event) (out, lo
 
 func writeAll(d formats.Dialect, evs []*formats.Event, strip bool, report *formats.Report) ([]byte, error) {
 	var out bytes.Buffer
-	w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: report, Stderr: io.Discard})
+	dw := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: report, Stderr: io.Discard})
+	_, raw := dw.(formats.RawOutputWriter)
+	w := formats.Standalone(dw)
 	for i, ev := range evs {
 		e := *ev
-		if _, raw := w.(formats.RawOutputWriter); !raw {
+		if !raw {
 			e.DecodeOutput()
 		}
 		if strip {

@@ -145,7 +145,7 @@ func writeAll(t *testing.T, d formats.Dialect, evs []*formats.Event) (string, ma
 	t.Helper()
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
-	w := d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: rep})
+	w := formats.Standalone(d.NewWriter(&out, formats.WriteOptions{Dialect: d.Name, Report: rep}))
 	for _, e := range evs {
 		if e.Source.Dialect == "" {
 			e.Source.Dialect = "other"

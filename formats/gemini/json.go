@@ -192,12 +192,11 @@ func warningText(w json.RawMessage) string {
 type jsonWriter struct {
 	w        io.Writer
 	opts     formats.WriteOptions
-	run      *formats.RunFollower
 	warnings []string
 }
 
 func newJSONWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &jsonWriter{w: w, opts: o, run: formats.ViewFor(o)}
+	return &jsonWriter{w: w, opts: o}
 }
 
 type outObject struct {
@@ -214,15 +213,13 @@ type outStats struct {
 
 // Observe follows the events of an object that the pipeline copies from
 // gemini-json as it is.
-func (j *jsonWriter) Observe(e *formats.Event) {
-	j.run.Follow(e)
+func (j *jsonWriter) Observe(e *formats.Event, _ *formats.RunView) {
 	if e.Kind == formats.RunStart || e.Kind == formats.RunEnd {
 		j.warnings = nil
 	}
 }
 
-func (j *jsonWriter) Write(e *formats.Event) error {
-	v := j.run.Follow(e)
+func (j *jsonWriter) Write(e *formats.Event, v *formats.RunView) error {
 	switch e.Kind {
 	case formats.RunStart:
 		j.warnings = nil

@@ -13,7 +13,6 @@ import (
 type streamWriter struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	run  *formats.RunFollower
 	// open: the run's init is out, with session id and model.
 	open           bool
 	session, model string
@@ -30,7 +29,7 @@ type streamWriter struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o, run: formats.ViewFor(o), calls: formats.CallTracker{DropOutputs: true}}
+	return &streamWriter{w: w, opts: o, calls: formats.CallTracker{DropOutputs: true}}
 }
 
 type initLine struct {
@@ -83,15 +82,13 @@ type resultLine struct {
 // Observe follows a record that the pipeline copies from gemini-stream
 // as it is: the writer prints nothing of the run, and forgets it at its
 // end.
-func (s *streamWriter) Observe(e *formats.Event) {
-	s.run.Follow(e)
+func (s *streamWriter) Observe(e *formats.Event, _ *formats.RunView) {
 	if e.Kind == formats.RunStart || e.Kind == formats.RunEnd {
 		s.reset()
 	}
 }
 
-func (s *streamWriter) Write(e *formats.Event) error {
-	v := s.run.Follow(e)
+func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 	rep := s.opts.Report
 	ts := formatTime(e.TimeOf())
 	if e.Kind == formats.RunStart {

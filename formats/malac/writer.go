@@ -132,7 +132,6 @@ type writer struct {
 	stamps atCache
 	w      io.Writer
 	opts   formats.WriteOptions
-	view   *formats.RunFollower
 	seq    int64
 	lastAt time.Time
 	runs   int
@@ -167,7 +166,7 @@ type permState struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, view: formats.ViewFor(o)}
+	return &writer{w: w, opts: o}
 }
 
 func (m *writer) quirk(what string) { m.opts.Report.Lose(what) }
@@ -185,8 +184,7 @@ const (
 
 // Observe follows a record the pipeline copies verbatim: the lines the
 // writer adds later (another input's runs) go on after its seq and time.
-func (m *writer) Observe(e *formats.Event) {
-	m.view.Follow(e)
+func (m *writer) Observe(e *formats.Event, _ *formats.RunView) {
 	switch e.Kind {
 	case formats.RunStart:
 		m.begin(e)
@@ -210,8 +208,7 @@ func (m *writer) begin(e *formats.Event) {
 	}
 }
 
-func (m *writer) Write(e *formats.Event) error {
-	v := m.view.Follow(e)
+func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 	if m.run.models == nil && e.Kind != formats.RunStart {
 		m.begin(&formats.Event{}) // an event before any run, outside a pipeline
 	}

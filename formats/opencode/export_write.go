@@ -37,7 +37,6 @@ import (
 type exportWriter struct {
 	out    io.Writer
 	opts   formats.WriteOptions
-	view   *formats.RunFollower
 	docs   []*exportDoc
 	bySrc  map[string]*exportDoc
 	runs   int // runs without a session id
@@ -202,13 +201,12 @@ type agentDoc struct {
 }
 
 func newExportWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &exportWriter{out: w, opts: o, view: formats.ViewFor(o), bySrc: map[string]*exportDoc{}}
+	return &exportWriter{out: w, opts: o, bySrc: map[string]*exportDoc{}}
 }
 
 // Observe follows a document that the pipeline copies as it is: with -o
 // DIR it goes to the file of its session.
-func (w *exportWriter) Observe(e *formats.Event) {
-	w.view.Follow(e)
+func (w *exportWriter) Observe(e *formats.Event, _ *formats.RunView) {
 	if e.Source.Line == nil || e.Source.Continued || w.opts.Create == nil {
 		return
 	}
@@ -234,11 +232,10 @@ func (w *exportWriter) Observe(e *formats.Event) {
 // CopyTo is the file of the document being copied, with -o DIR.
 func (w *exportWriter) CopyTo() io.Writer { return w.copied }
 
-func (w *exportWriter) Write(e *formats.Event) error {
+func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}
-	v := w.view.Follow(e)
 	at := w.stamps.Next(e)
 	if e.Kind == formats.RunStart {
 		w.start(e, at)

@@ -188,7 +188,7 @@ func TestPlaces(t *testing.T) {
 func TestWriterChain(t *testing.T) {
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
-	w := Session.NewWriter(&out, formats.WriteOptions{Dialect: Session.Name, Report: rep})
+	w := formats.Standalone(Session.NewWriter(&out, formats.WriteOptions{Dialect: Session.Name, Report: rep}))
 	evs := []*formats.Event{
 		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "not-a-uuid", Cwd: "/w", Model: "m1", Provider: "anthropic"}},
 		{Kind: formats.UserMessage, Text: "do it"},

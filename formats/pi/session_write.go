@@ -97,8 +97,8 @@ func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 // every event, a pi-session's too.
 type rewriter struct{ w *sessionWriter }
 
-func (r rewriter) Write(e *formats.Event) error { return r.w.Write(e) }
-func (r rewriter) Close() error                 { return r.w.Close() }
+func (r rewriter) Write(e *formats.Event, v *formats.RunView) error { return r.w.Write(e, v) }
+func (r rewriter) Close() error                                     { return r.w.Close() }
 
 // sessionUUID is the id of a session: its own when it is a UUID, else
 // one derived from it.
@@ -173,7 +173,7 @@ func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z
 
 // Observe follows a record of pi-session that the pipeline copies: the
 // file of its session takes it.
-func (w *sessionWriter) Observe(e *formats.Event) {
+func (w *sessionWriter) Observe(e *formats.Event, _ *formats.RunView) {
 	if e.Kind == formats.RunStart && !e.Synthetic {
 		w.cur, w.err = w.file(e, false)
 	}
@@ -187,7 +187,7 @@ func (w *sessionWriter) CopyTo() io.Writer {
 	return w.cur.w
 }
 
-func (w *sessionWriter) Write(e *formats.Event) error {
+func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}
@@ -211,7 +211,7 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		return nil
 	}
 	if w.cur == nil {
-		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}); err != nil {
+		if err := w.Write(&formats.Event{Kind: formats.RunStart, Time: e.Time, Arrived: e.Arrived}, v); err != nil {
 			return err
 		}
 	}

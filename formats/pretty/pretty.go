@@ -57,7 +57,6 @@ const (
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	view *formats.RunFollower
 	// color: paint the output.
 	color bool
 	out   []byte // what one event prints, written at once
@@ -125,11 +124,10 @@ type call struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &writer{w: w, opts: o, view: formats.ViewFor(o), color: colorOn(o), atBOL: true}
+	return &writer{w: w, opts: o, color: colorOn(o), atBOL: true}
 }
 
-func (w *writer) Write(e *formats.Event) error {
-	v := w.view.Follow(e)
+func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}

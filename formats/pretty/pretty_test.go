@@ -18,7 +18,7 @@ func render(t *testing.T, color bool, evs ...*formats.Event) (string, map[string
 	t.Helper()
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
-	w := Dialect.NewWriter(&out, formats.WriteOptions{Dialect: "pretty", Report: rep, Params: map[string]string{ParamColor: colorParam(color)}})
+	w := formats.Standalone(Dialect.NewWriter(&out, formats.WriteOptions{Dialect: "pretty", Report: rep, Params: map[string]string{ParamColor: colorParam(color)}}))
 	for i, e := range evs {
 		if e.Arrived.IsZero() {
 			e.Arrived = formats.FixedEpoch.Add(time.Duration(i+1) * time.Millisecond)

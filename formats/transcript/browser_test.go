@@ -247,7 +247,7 @@ func hostilePage(t *testing.T) string {
 		{Kind: formats.RunEnd, Status: formats.Failed, Text: "end " + bad},
 	}
 	var out bytes.Buffer
-	w := transcript.HTML.NewWriter(&out, formats.WriteOptions{Report: &formats.Report{}})
+	w := formats.Standalone(transcript.HTML.NewWriter(&out, formats.WriteOptions{Report: &formats.Report{}}))
 	for _, e := range evs {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)

@@ -79,7 +79,7 @@ type pageEntry struct {
 type writer struct {
 	w    io.Writer
 	opts formats.WriteOptions
-	view *formats.RunFollower
+	view *formats.RunView
 	r    renderer
 	err  error
 
@@ -96,11 +96,11 @@ type writer struct {
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions, r renderer) *writer {
-	return &writer{w: w, opts: o, view: formats.ViewFor(o), r: r, used: map[string]bool{"index": true}}
+	return &writer{w: w, opts: o, r: r, used: map[string]bool{"index": true}}
 }
 
-func (w *writer) Write(e *formats.Event) error {
-	v := w.view.Follow(e)
+func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
+	w.view = v
 	if w.err != nil {
 		return w.err
 	}
@@ -125,7 +125,7 @@ func (w *writer) Close() error {
 	}
 	if w.run != nil {
 		w.runs++
-		doc := w.run.finish(nil, w.view.View(), w.runs)
+		doc := w.run.finish(nil, w.view, w.runs)
 		w.run = nil
 		if w.err = w.emit(doc); w.err != nil {
 			return w.err

@@ -58,7 +58,7 @@ func write(t *testing.T, d formats.Dialect, o formats.WriteOptions, evs ...[]*fo
 	if o.Report == nil {
 		o.Report = &formats.Report{}
 	}
-	w := d.NewWriter(&out, o)
+	w := formats.Standalone(d.NewWriter(&out, o))
 	for _, run := range evs {
 		for _, e := range run {
 			if err := w.Write(e); err != nil {
