@@ -27,13 +27,10 @@ var Dialect = formats.Dialect{
 		formats.CancelledCalls | formats.Refusals | formats.ToolDurations | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites |
 		formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,
-	Quirks: []string{lostTodoStatuses, lostSubagentPrompts},
+	Quirks: []formats.Quirk{lostTodoStatuses, formats.SubagentPromptTexts},
 }
 
-const (
-	lostTodoStatuses    = "todo statuses besides pending, in_progress and completed"
-	lostSubagentPrompts = "subagent prompts"
-)
+var lostTodoStatuses = formats.NewQuirk("todo statuses besides pending, in_progress and completed")
 
 // message is one JSON-RPC message, as written and as read.
 type message struct {

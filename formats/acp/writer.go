@@ -86,7 +86,7 @@ func (w *writer) Write(e *formats.Event) error {
 		w.said, w.sid = "", ""
 	case formats.UserMessage:
 		if e.Agent != "" {
-			w.opts.Report.Lose(lostSubagentPrompts)
+			w.opts.Report.Quirk(formats.SubagentPromptTexts)
 			return nil
 		}
 		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Text)})
@@ -268,7 +268,7 @@ func (w *writer) plan(e *formats.Event) error {
 		switch status {
 		case "pending", "in_progress", "completed":
 		default:
-			w.opts.Report.Lose(lostTodoStatuses)
+			w.opts.Report.Quirk(lostTodoStatuses)
 			status = "pending"
 		}
 		// ACP requires a priority; the model has none: every entry is medium.

@@ -74,12 +74,7 @@ type encoding struct {
 
 // Quirks are the losses of cli-agents' own encoding, which the writer
 // reports itself.
-var Quirks = []string{lostFailedAnswers, lostSubagentThinking}
-
-const (
-	lostFailedAnswers    = "answers of failed runs"
-	lostSubagentThinking = "subagent thinking text"
-)
+var Quirks = []formats.Quirk{formats.FailedRunAnswers, formats.SubagentThinkingText}
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	return &writer{w: w, opts: o, view: formats.ViewFor(o)}
@@ -140,10 +135,10 @@ func (c *writer) subagent(e *formats.Event) error {
 	case formats.ToolResult:
 		return c.toolEnd(e)
 	case formats.ThinkingDelta:
-		c.opts.Report.Lose(lostSubagentThinking)
+		c.opts.Report.Quirk(formats.SubagentThinkingText)
 	case formats.Message:
 		if e.Thinking != "" {
-			c.opts.Report.Lose(lostSubagentThinking)
+			c.opts.Report.Quirk(formats.SubagentThinkingText)
 		}
 	}
 	return nil
@@ -205,7 +200,7 @@ func (c *writer) done(e *formats.Event, v *formats.RunView) error {
 	default:
 		res.Text = formats.NilIfEmpty(v.Failure)
 		if v.Answered() && v.Answer() != "" {
-			c.opts.Report.Lose(lostFailedAnswers)
+			c.opts.Report.Quirk(formats.FailedRunAnswers)
 		}
 	}
 	u := v.Usage

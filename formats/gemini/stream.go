@@ -25,9 +25,14 @@ var Stream = formats.Dialect{
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
 		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RawEvents),
-	Quirks: []string{"subagent prompts", "session ids given only at the run's end", "model names given only at the run's end",
-		"exit codes Gemini CLI does not use"},
+	Quirks: []formats.Quirk{formats.SubagentPromptTexts, formats.LateSessionIDs, lossLateModels, lossExitCodes},
 }
+
+// The losses of the stream's own encoding.
+var (
+	lossLateModels = formats.NewQuirk("model names given only at the run's end")
+	lossExitCodes  = formats.NewQuirk("exit codes Gemini CLI does not use")
+)
 
 // Provider and agent name of the runs Gemini CLI prints.
 const (

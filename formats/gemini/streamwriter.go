@@ -114,7 +114,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	switch e.Kind {
 	case formats.UserMessage:
 		if !main {
-			rep.Lose("subagent prompts")
+			rep.Quirk(formats.SubagentPromptTexts)
 			return nil
 		}
 		s.answer.other()
@@ -163,14 +163,14 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	case formats.RunEnd:
 		defer s.reset()
 		if e.Run.SessionID != "" && s.session == "" {
-			rep.Lose("session ids given only at the run's end")
+			rep.Quirk(formats.LateSessionIDs)
 		}
 		if e.Run.Model != "" && s.model == "" {
-			rep.Lose("model names given only at the run's end")
+			rep.Quirk(lossLateModels)
 		}
 		l := result(ts, e, v, s.srcToolCalls)
 		if !v.Success() && readExitCode(l.Error, v) != v.ExitCode {
-			rep.Lose("exit codes Gemini CLI does not use")
+			rep.Quirk(lossExitCodes)
 		}
 		return formats.WriteJSONLine(s.w, l)
 	}

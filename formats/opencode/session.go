@@ -34,7 +34,7 @@ var Export = formats.Dialect{
 		formats.Thinking | formats.ToolCalls | formats.ToolDurations | formats.Refusals | formats.Subagents | formats.SubagentCalls |
 		formats.SubagentText | formats.SubagentReports | formats.SubagentToolCalls | formats.TokenUsage | formats.PerRequestUsage |
 		formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,
-	Quirks: []string{lossUnanswered, lossNoPrompt, lossRunUsage, lossOutcomes, lossErrors, lossArgs},
+	Quirks: []formats.Quirk{formats.UnansweredCallsFailed, formats.PromptsNeverGiven, formats.UnsummedRunUsage, lossOutcomes, lossErrors, lossArgs},
 }
 
 // sessionInfo is a session's info (the export's info, a session row).
