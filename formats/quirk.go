@@ -114,8 +114,4 @@ var (
 	ExtraMessages = NewQuirk("assistant messages besides the answer")
 	// UnansweredCallsFailed: the target needs a result for each call.
 	UnansweredCallsFailed = NewQuirk("tool calls without a result (written as failed calls)")
-	// SubagentThinkingText and SubagentPromptTexts: a flat stream has
-	// them for the main agent only.
-	SubagentThinkingText = NewQuirk("subagent thinking text")
-	SubagentPromptTexts  = NewQuirk("subagent prompts")
 )

@@ -9,7 +9,7 @@ import (
 // A loss has one name: NewQuirk refuses a phrase that is already a
 // quirk's or a feature's, and an empty one.
 func TestNewQuirkRefusesASecondName(t *testing.T) {
-	for _, phrase := range []string{MergedToolErrors.Name(), Thinking.Name(), ""} {
+	for _, phrase := range []string{MergedToolErrors.Name(), SubagentThinking.Name(), ""} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -22,7 +22,7 @@ func TestNewQuirkRefusesASecondName(t *testing.T) {
 	if q, ok := QuirkNamed(FailedRunAnswers.Name()); !ok || q != FailedRunAnswers {
 		t.Errorf("QuirkNamed(%q) = %v, %v", FailedRunAnswers.Name(), q, ok)
 	}
-	if _, ok := QuirkNamed(Thinking.Name()); ok {
+	if _, ok := QuirkNamed(SubagentThinking.Name()); ok {
 		t.Errorf("a feature's name is a quirk's")
 	}
 }
@@ -54,5 +54,40 @@ func TestReportNamesQuirksAndFeatures(t *testing.T) {
 	r.Summary("x")
 	if !strings.Contains(out.String(), "lost: 4 × assistant messages besides the answer (x cannot carry them)") {
 		t.Errorf("summary:\n%s", out.String())
+	}
+}
+
+// A subagent's thinking, prompt, todo list or turn needs its own feature
+// besides its kind's, which a target without the kind names instead.
+func TestSubagentFeatures(t *testing.T) {
+	for _, c := range []struct {
+		e   Event
+		sub Feature
+	}{
+		{Event{Kind: ThinkingDelta, Text: "t"}, SubagentThinking},
+		{Event{Kind: Message, Thinking: "t"}, SubagentThinking},
+		{Event{Kind: UserMessage, Text: "p"}, SubagentPrompts},
+		{Event{Kind: Todos}, SubagentTodos},
+		{Event{Kind: TurnEnd}, SubagentTurns},
+	} {
+		main := Needs(&c.e)
+		if main&c.sub != 0 {
+			t.Errorf("%v of the main agent needs %s", c.e.Kind, c.sub.Name())
+		}
+		c.e.Agent = "a"
+		needs := Needs(&c.e)
+		kind := main & (Thinking | UserPrompts | TodoLists | Turns)
+		if needs&c.sub == 0 || needs&kind == 0 {
+			t.Errorf("%v of a subagent needs %s, want %s and %s", c.e.Kind, needs, c.sub.Name(), kind)
+		}
+		if m := Missing(needs, AllFeatures&^c.sub); m != c.sub {
+			t.Errorf("%v of a subagent into a target without %s: missing %s", c.e.Kind, c.sub.Name(), m)
+		}
+		if m := Missing(needs, AllFeatures&^(c.sub|kind)); m != kind {
+			t.Errorf("%v of a subagent into a target without %s: missing %s", c.e.Kind, kind, m)
+		}
+		if Unnamed(AllFeatures&^kind)&c.sub == 0 {
+			t.Errorf("a target without %s names %s", kind, c.sub.Name())
+		}
 	}
 }

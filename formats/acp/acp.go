@@ -26,8 +26,8 @@ var Dialect = formats.Dialect{
 	Carries: formats.UserPrompts | formats.FollowUpPrompts | formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.SubagentToolCalls |
 		formats.CancelledCalls | formats.Refusals | formats.ToolDurations | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites |
-		formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,
-	Quirks: []formats.Quirk{lostTodoStatuses, formats.SubagentPromptTexts},
+		formats.ReasoningTokens | formats.Costs | formats.RunOutcomes | formats.SubagentThinking | formats.SubagentTodos,
+	Quirks: []formats.Quirk{lostTodoStatuses},
 }
 
 var lostTodoStatuses = formats.NewQuirk("todo statuses besides pending, in_progress and completed")

@@ -86,8 +86,7 @@ func (w *writer) Write(e *formats.Event) error {
 		w.said, w.sid = "", ""
 	case formats.UserMessage:
 		if e.Agent != "" {
-			w.opts.Report.Quirk(formats.SubagentPromptTexts)
-			return nil
+			return nil // the pipeline reports it (SubagentPrompts)
 		}
 		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Text)})
 	case formats.TextDelta:

@@ -46,7 +46,8 @@ const sessionCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelN
 	formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.SubagentToolCalls | formats.Subagents | formats.SubagentCalls |
 	formats.SubagentText | formats.SubagentReports | formats.TodoLists | formats.Compactions |
 	formats.CompactionSummaries | formats.ModelChanges | formats.TokenUsage | formats.PerRequestUsage |
-	formats.CacheWrites | formats.RunOutcomes | formats.RunDurations
+	formats.CacheWrites | formats.RunOutcomes | formats.RunDurations | formats.SubagentPrompts | formats.SubagentThinking |
+	formats.SubagentTodos
 
 var (
 	lossFailedRuns       = formats.NewQuirk("outcomes of failed runs (a session file has no result record)")

@@ -74,7 +74,7 @@ type encoding struct {
 
 // Quirks are the losses of cli-agents' own encoding, which the writer
 // reports itself.
-var Quirks = []formats.Quirk{formats.FailedRunAnswers, formats.SubagentThinkingText}
+var Quirks = []formats.Quirk{formats.FailedRunAnswers}
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	return &writer{w: w, opts: o, view: formats.ViewFor(o)}
@@ -134,14 +134,8 @@ func (c *writer) subagent(e *formats.Event) error {
 		return c.toolStart(&e.Call)
 	case formats.ToolResult:
 		return c.toolEnd(e)
-	case formats.ThinkingDelta:
-		c.opts.Report.Quirk(formats.SubagentThinkingText)
-	case formats.Message:
-		if e.Thinking != "" {
-			c.opts.Report.Quirk(formats.SubagentThinkingText)
-		}
 	}
-	return nil
+	return nil // the pipeline reports a subagent's thinking (SubagentThinking)
 }
 
 func (c *writer) line(v any) error { return formats.WriteJSONLine(c.w, v) }

@@ -28,8 +28,8 @@ var Dialect = formats.Dialect{
 	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolCalls | formats.SubagentToolCalls | formats.Refusals | formats.SubagentNotices | formats.TodoLists |
 		formats.InfoNotices | formats.WarningNotices | formats.TokenUsage | formats.ReasoningTokens | formats.RunOutcomes,
-	Quirks: []formats.Quirk{formats.MergedToolErrors, lossErrorTexts, lossLateResults, lossTodoStatuses, lossSubTodos,
-		lossSubTurns, formats.SubagentThinkingText, lossLateUsage, formats.LateSessionIDs, formats.ExitCodesBeyond01},
+	Quirks: []formats.Quirk{formats.MergedToolErrors, lossErrorTexts, lossLateResults, lossTodoStatuses, lossLateUsage,
+		formats.LateSessionIDs, formats.ExitCodesBeyond01},
 }
 
 // The losses of the stream's own encoding.
@@ -37,8 +37,6 @@ var (
 	lossErrorTexts   = formats.NewQuirk("tool error texts")
 	lossLateResults  = formats.NewQuirk("later results of tool calls that had already ended")
 	lossTodoStatuses = formats.NewQuirk("todo statuses besides pending and completed")
-	lossSubTodos     = formats.NewQuirk("subagent todo lists")
-	lossSubTurns     = formats.NewQuirk("subagent turn boundaries")
 	lossLateUsage    = formats.NewQuirk("token usage given after the last turn ended")
 )
 

@@ -32,7 +32,8 @@ var Rollout = formats.Dialect{
 		formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolCalls | formats.ToolDurations | formats.TodoLists | formats.Compactions |
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |
-		formats.TokenUsage | formats.PerRequestUsage | formats.ReasoningTokens | formats.RunOutcomes,
+		formats.TokenUsage | formats.PerRequestUsage | formats.ReasoningTokens | formats.RunOutcomes |
+		formats.SubagentPrompts | formats.SubagentThinking | formats.SubagentTurns | formats.SubagentTodos,
 	// 0.171's records of its own state, a request's usage (token_count
 	// says it too), the items again as events, and the instructions and
 	// context it adds (reported as lost system instructions).

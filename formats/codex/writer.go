@@ -190,27 +190,14 @@ func (w *writer) Write(e *formats.Event) error {
 	}
 	if e.Agent != "" {
 		// A flat thread holds a subagent's tool calls, notices and token
-		// usage; the vocabulary reports the rest, but for what codex
-		// carries of the main agent alone.
+		// usage; the vocabulary reports the rest (SubagentThinking,
+		// SubagentTodos and SubagentTurns, which codex carries of the main
+		// agent alone).
 		switch e.Kind {
 		case formats.ToolCall, formats.ToolResult, formats.Notice, formats.Usage:
 			ev := *e
 			ev.Agent = ""
 			e = &ev
-		case formats.Todos:
-			w.opts.Report.Quirk(lossSubTodos)
-			return nil
-		case formats.TurnEnd:
-			w.opts.Report.Quirk(lossSubTurns)
-			return nil
-		case formats.ThinkingDelta:
-			w.opts.Report.Quirk(formats.SubagentThinkingText)
-			return nil
-		case formats.Message:
-			if e.Thinking != "" {
-				w.opts.Report.Quirk(formats.SubagentThinkingText)
-			}
-			return nil
 		default:
 			return nil
 		}

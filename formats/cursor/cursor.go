@@ -31,9 +31,8 @@ var Stream = formats.Dialect{
 		formats.SubagentReports | formats.SubagentAnswers | formats.SubagentNotices |
 		formats.PermissionRequests | formats.PermissionAnswers | formats.TodoLists | formats.Compactions |
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |
-		formats.PerRequestUsage | formats.ReasoningTokens | formats.RawEvents),
-	Quirks: []formats.Quirk{lostTimes, lostErrors, formats.FailedRunAnswers, formats.ExitCodesBeyondRefusal, formats.CancelledRunsAsErrors,
-		formats.SubagentPromptTexts, formats.SubagentThinkingText, lostSubInfo},
+		formats.PerRequestUsage | formats.ReasoningTokens | formats.RawEvents | formats.SubagentPrompts | formats.SubagentThinking),
+	Quirks: []formats.Quirk{lostTimes, lostErrors, formats.FailedRunAnswers, formats.ExitCodesBeyondRefusal, formats.CancelledRunsAsErrors, lostSubInfo},
 }
 
 // The losses the writer reports itself: what its encoding cannot keep of

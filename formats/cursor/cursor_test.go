@@ -216,7 +216,7 @@ func TestWrite(t *testing.T) {
 	}
 	// Outside a pipeline nothing reports the features it lacks; the
 	// writer reports its own losses only.
-	for _, l := range []string{"1 × " + formats.SubagentThinkingText.Name(), "1 × " + lostErrors.Name(), "1 × " + lostSubInfo.Name()} {
+	for _, l := range []string{"1 × " + lostErrors.Name(), "1 × " + lostSubInfo.Name()} {
 		if !strings.Contains(rep, l) {
 			t.Errorf("report lacks %q:\n%s", l, rep)
 		}

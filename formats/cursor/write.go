@@ -254,9 +254,8 @@ func (c *writer) Write(e *formats.Event) error {
 }
 
 // subagent writes what a flat stream keeps of a subagent's event: its tool
-// calls, as the run's. The pipeline reports the rest, but for prompts,
-// thinking, models and working directories, which the stream has only for
-// the main agent.
+// calls, as the run's. The pipeline reports the rest, but for models and
+// working directories, which the stream has only for the main agent.
 func (c *writer) subagent(e *formats.Event) {
 	switch e.Kind {
 	case formats.AgentStart:
@@ -269,14 +268,6 @@ func (c *writer) subagent(e *formats.Event) {
 	case formats.ToolResult:
 		c.toolResult(e, c.run.View())
 		c.response = ""
-	case formats.UserMessage:
-		c.opts.Report.Quirk(formats.SubagentPromptTexts)
-	case formats.ThinkingDelta:
-		c.opts.Report.Quirk(formats.SubagentThinkingText)
-	case formats.Message:
-		if e.Thinking != "" {
-			c.opts.Report.Quirk(formats.SubagentThinkingText)
-		}
 	}
 }
 

@@ -24,8 +24,8 @@ var Stream = formats.Dialect{
 		formats.ToolDurations | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
-		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RawEvents),
-	Quirks: []formats.Quirk{formats.SubagentPromptTexts, formats.LateSessionIDs, lossLateModels, lossExitCodes},
+		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RawEvents | formats.SubagentPrompts),
+	Quirks: []formats.Quirk{formats.LateSessionIDs, lossLateModels, lossExitCodes},
 }
 
 // The losses of the stream's own encoding.

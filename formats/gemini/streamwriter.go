@@ -114,8 +114,7 @@ func (s *streamWriter) Write(e *formats.Event) error {
 	switch e.Kind {
 	case formats.UserMessage:
 		if !main {
-			rep.Quirk(formats.SubagentPromptTexts)
-			return nil
+			return nil // the pipeline reports it (SubagentPrompts)
 		}
 		s.answer.other()
 		return formats.WriteJSONLine(s.w, messageLine{"message", ts, "user", e.Text, false})
