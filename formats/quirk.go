@@ -12,13 +12,14 @@ import (
 // the dialect rows that report it list it (Dialect.Quirks), and a writer
 // reports it through Report.Quirk. A phrase is never free text at the
 // place it is reported, so the same loss cannot be spelt two ways.
-type Quirk struct{ i uint16 }
+type Quirk struct{ phrase *string }
 
+// quirks are the quirks declared, in order, and by phrase.
 var quirks = struct {
 	sync.Mutex
-	phrases []string
-	by      map[string]Quirk
-}{phrases: []string{""}, by: map[string]Quirk{}}
+	all []Quirk
+	by  map[string]Quirk
+}{by: map[string]Quirk{}}
 
 // NewQuirk declares a quirk named by phrase, a noun phrase that reads
 // after "lost: 3 ×". It panics if the phrase is empty, is already a
@@ -38,17 +39,18 @@ func NewQuirk(phrase string) Quirk {
 	if _, ok := quirks.by[phrase]; ok {
 		panic(fmt.Sprintf("formats: quirk %q is declared twice", phrase))
 	}
-	q := Quirk{uint16(len(quirks.phrases))}
-	quirks.phrases = append(quirks.phrases, phrase)
+	q := Quirk{&phrase}
+	quirks.all = append(quirks.all, q)
 	quirks.by[phrase] = q
 	return q
 }
 
 // Name is the quirk's phrase; "" for the zero Quirk, which names nothing.
 func (q Quirk) Name() string {
-	quirks.Lock()
-	defer quirks.Unlock()
-	return quirks.phrases[q.i]
+	if q.phrase == nil {
+		return ""
+	}
+	return *q.phrase
 }
 
 func (q Quirk) String() string { return q.Name() }
@@ -65,11 +67,7 @@ func QuirkNamed(name string) (Quirk, bool) {
 func Quirks() []Quirk {
 	quirks.Lock()
 	defer quirks.Unlock()
-	out := make([]Quirk, 0, len(quirks.phrases)-1)
-	for i := 1; i < len(quirks.phrases); i++ {
-		out = append(out, Quirk{uint16(i)})
-	}
-	return out
+	return append([]Quirk(nil), quirks.all...)
 }
 
 // QuirkNames lists the phrases of qs, in order.
