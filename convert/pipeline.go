@@ -559,7 +559,7 @@ func (p *Pipeline) lose(ev *formats.Event) error {
 		return &LossError{What: formats.LossName(first, ev), Target: p.target}
 	}
 	// Counted by the things named (calls, messages, runs), not by events.
-	(missing & counted).Each(func(f formats.Feature) { p.opts.Report.Lose(formats.LossName(f, ev)) })
+	(missing & counted).Each(func(f formats.Feature) { p.opts.Report.Feature(f, ev) })
 	return nil
 }
 

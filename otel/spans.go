@@ -503,9 +503,10 @@ func modelProvider(model string) string {
 	return ""
 }
 
-func (b *builder) lose(what string, lost bool) {
+// lose reports the quirk q if lost.
+func (b *builder) lose(q formats.Quirk, lost bool) {
 	if lost {
-		b.rep.Lose(what)
+		b.rep.Quirk(q)
 	}
 }
 

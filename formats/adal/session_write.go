@@ -87,12 +87,9 @@ func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 }
 
 // The losses of the session writer's own encoding.
-const (
-	lossUnanswered = "tool calls without a result (written as cancelled calls)"
-	lossNoPrompt   = "user prompts the source never gave (a resumed agent does not see its task)"
-	lossZeroTokens = "token counts the source did not give (written as 0)"
-	lossRunUsage   = "token usage of runs beyond the sum of their requests"
-	lossExitCodes  = "exit codes other than 0, 1 and 2 (a run stopped at a refusal)"
+var (
+	lossUnanswered = formats.NewQuirk("tool calls without a result (written as cancelled calls)")
+	lossExitCodes  = formats.NewQuirk("exit codes other than 0, 1 and 2 (a run stopped at a refusal)")
 )
 
 // Observe follows a record that the pipeline copies: the file of its
@@ -361,7 +358,7 @@ func (w *sessionWriter) result(c *stepCall, e *formats.Event) {
 		return
 	}
 	if mergesError(e) {
-		w.opts.Report.Lose(lossToolErrors)
+		w.opts.Report.Quirk(formats.MergedToolErrors)
 	}
 	c.obs = outputOf(call)
 	switch {
@@ -399,7 +396,7 @@ func (w *sessionWriter) flushStep() error {
 	calls := make([][]byte, 0, len(s.calls))
 	for i, c := range s.calls {
 		if !c.done {
-			w.opts.Report.Lose(lossUnanswered)
+			w.opts.Report.Quirk(lossUnanswered)
 			c.status, c.obs = formats.Cancelled, "The call was interrupted before it returned."
 		}
 		st := callStatus(c.status)
@@ -475,7 +472,7 @@ func (w *sessionWriter) usage(e *formats.Event, sub bool) error {
 	w.run.usage = true
 	w.run.sum.Add(u)
 	if !u.InputTokens.OK || !u.OutputTokens.OK {
-		w.opts.Report.Lose(lossZeroTokens)
+		w.opts.Report.Quirk(formats.ZeroTokenCounts)
 	}
 	in := u.InputTokens.V - u.CacheReadTokens.V - u.CacheWriteTokens.V
 	if in < 0 {
@@ -546,7 +543,7 @@ func (w *sessionWriter) put(at time.Time, role string, content *string, meta []b
 func (w *sessionWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	w.flushText(e)
 	if v.Prompts == 0 {
-		w.opts.Report.Lose(lossNoPrompt)
+		w.opts.Report.Quirk(formats.PromptsNeverGiven)
 	}
 	if !w.run.usage && v.Requests == 0 && (v.Usage.InputTokens.OK || v.Usage.OutputTokens.OK) {
 		// Run totals from a source without per-request usage: one record.
@@ -556,7 +553,7 @@ func (w *sessionWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	}
 	if s, u := w.run.sum, v.Usage; s.InputTokens.V != u.InputTokens.V || s.OutputTokens.V != u.OutputTokens.V ||
 		s.CacheReadTokens.V != u.CacheReadTokens.V {
-		w.opts.Report.Lose(lossRunUsage)
+		w.opts.Report.Quirk(formats.UnsummedRunUsage)
 	}
 	code := 1
 	switch {
@@ -566,7 +563,7 @@ func (w *sessionWriter) endRun(e *formats.Event, v *formats.RunView) error {
 		code = 2
 	}
 	if v.ExitCode != code {
-		w.opts.Report.Lose(lossExitCodes)
+		w.opts.Report.Quirk(lossExitCodes)
 	}
 	var m record
 	switch v.Status {

@@ -201,7 +201,7 @@ func (s *sessionWriter) sessionFor(v *formats.RunView, e *formats.Event) string 
 	}
 	s.session = SessionUUID(id)
 	if v.Info.SessionID != "" && s.session != v.Info.SessionID {
-		s.rep.Lose(lossSessionIDs)
+		s.rep.Quirk(lossSessionIDs)
 	}
 	return s.session
 }
@@ -440,7 +440,7 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		s.usage(e, v)
 	case formats.Todos:
 		if c := v.Calls.All(); len(c) == 0 || c[len(c)-1].Name != "TodoWrite" {
-			s.rep.Lose(lossLooseTodos)
+			s.rep.Quirk(lossLooseTodos)
 		}
 	case formats.Compaction:
 		s.resp[a] = nil
@@ -490,7 +490,7 @@ func (s *sessionWriter) flushText(a string, v *formats.RunView) {
 // refuses it unsigned: another model's reasoning, or a cut stream's).
 func (s *sessionWriter) content(text, thinking string, thoughts []formats.Thought) []any {
 	blocks, dropped := content(text, thinking, thoughts, true)
-	s.rep.LoseN(lossUnsignedThinking, dropped)
+	s.rep.QuirkN(lossUnsignedThinking, dropped)
 	return blocks
 }
 
@@ -532,7 +532,7 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 		if s.lastType == "assistant" && len(v.Calls.Open()) == 0 {
 			// Nothing says it was cut: it stops on a response, with no
 			// call left without its result.
-			s.rep.Lose(lossCutRuns)
+			s.rep.Quirk(lossCutRuns)
 		}
 	case e.Status == formats.Completed:
 	case e.Status == formats.Cancelled:
@@ -543,7 +543,7 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 		s.record(e, v, &sessOut{Type: "assistant", Message: m, IsAPIError: true})
 	default:
 		// Without words for it, the run is left as a cut one reads.
-		s.rep.Lose(lossFailedRuns)
+		s.rep.Quirk(lossFailedRuns)
 		marked = false
 	}
 	if marked {
@@ -560,19 +560,19 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 	}
 	if !e.Cut && (e.Status == formats.Failed || e.Status == formats.Denied) && v.ExitCode != 1 ||
 		e.Status == formats.Cancelled && v.ExitCode != 1 {
-		s.rep.Lose(lossSessionExitCodes)
+		s.rep.Quirk(formats.ExitCodesBeyond01)
 	}
 	if !s.prompted {
-		s.rep.Lose(lossNoPrompt)
+		s.rep.Quirk(formats.PromptsNeverGiven)
 		if s.runs > 1 && !s.prevMarked {
-			s.rep.Lose(lossPromptlessRuns)
+			s.rep.Quirk(lossPromptlessRuns)
 		}
 	}
 	s.prevMarked = marked
 	u := v.Usage
 	if u.InputTokens.V != s.wrote.InputTokens.V || u.OutputTokens.V != s.wrote.OutputTokens.V ||
 		u.CacheReadTokens.V != s.wrote.CacheReadTokens.V {
-		s.rep.Lose(lossRunUsage)
+		s.rep.Quirk(lossRunUsage)
 	}
 	s.flushHeld()
 }
@@ -581,7 +581,7 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 // response left to carry it.
 func (s *sessionWriter) lateUsage(a string) {
 	if r := s.resp[a]; r != nil && !r.written && r.usage != nil {
-		s.rep.Lose(lossLateUsage)
+		s.rep.Quirk(lossLateUsage)
 		delete(s.resp, a)
 	}
 }
@@ -621,7 +621,7 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 		// Usage given after its response goes on its records.
 		r.usage = u
 		if r.gen != s.gen {
-			s.rep.Lose(lossLateUsage)
+			s.rep.Quirk(lossLateUsage)
 			return
 		}
 		s.wrote.Add(e.Usage)
@@ -683,7 +683,7 @@ func (s *sessionWriter) toolResult(e *formats.Event, v *formats.RunView) {
 			out = c.Error
 		} else {
 			out += "\n" + c.Error
-			s.rep.Lose(lossSessionErrors)
+			s.rep.Quirk(formats.MergedToolErrors)
 		}
 	}
 	var tur json.RawMessage

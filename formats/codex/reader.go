@@ -28,19 +28,17 @@ var Dialect = formats.Dialect{
 	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolCalls | formats.SubagentToolCalls | formats.Refusals | formats.SubagentNotices | formats.TodoLists |
 		formats.InfoNotices | formats.WarningNotices | formats.TokenUsage | formats.ReasoningTokens | formats.RunOutcomes,
-	Quirks: []string{
-		"tool error texts (merged into the output)",
-		"tool error texts",
-		"later results of tool calls that had already ended",
-		"todo statuses besides pending and completed",
-		"subagent todo lists",
-		"subagent turn boundaries",
-		"subagent thinking text",
-		"token usage given after the last turn ended",
-		"session ids given only at the run's end",
-		"exit codes other than 0 and 1",
-	},
+	Quirks: []formats.Quirk{formats.MergedToolErrors, lossErrorTexts, lossLateResults, lossTodoStatuses, lossLateUsage,
+		formats.LateSessionIDs, formats.ExitCodesBeyond01},
 }
+
+// The losses of the stream's own encoding.
+var (
+	lossErrorTexts   = formats.NewQuirk("tool error texts")
+	lossLateResults  = formats.NewQuirk("later results of tool calls that had already ended")
+	lossTodoStatuses = formats.NewQuirk("todo statuses besides pending and completed")
+	lossLateUsage    = formats.NewQuirk("token usage given after the last turn ended")
+)
 
 // Provider and agent name of the runs codex prints.
 const (

@@ -94,7 +94,7 @@ func (w *rolloutWriter) subagentFile(e *formats.Event) (io.Writer, error) {
 	}
 	if w.opts.Create == nil {
 		if e.Kind == formats.AgentStart && w.opts.Report != nil {
-			w.opts.Report.Lose(lossSubagentRollout)
+			w.opts.Report.Quirk(lossSubagentRollout)
 		}
 		return io.Discard, nil
 	}
@@ -546,7 +546,7 @@ func (w *rolloutWriter) tokenCount(e *formats.Event, u formats.UsageInfo) error 
 		t.reasoning+last.reasoning, t.total+last.total
 	if u.CacheWriteTokens.OK || !u.InputTokens.OK || !u.OutputTokens.OK {
 		if !u.InputTokens.OK || !u.OutputTokens.OK {
-			w.opts.Report.Lose("token counts the source did not give (written as 0)")
+			w.opts.Report.Quirk(formats.ZeroTokenCounts)
 		}
 	}
 	return w.event(e, map[string]any{"type": "token_count", "info": map[string]any{
@@ -585,13 +585,13 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	}
 	if s, u := w.run.sum, v.Usage; s.InputTokens.V != u.InputTokens.V || s.OutputTokens.V != u.OutputTokens.V ||
 		s.CacheReadTokens.V != u.CacheReadTokens.V {
-		w.opts.Report.Lose("token usage of runs beyond the sum of their requests")
+		w.opts.Report.Quirk(formats.UnsummedRunUsage)
 	}
 	if v.ExitCode != 0 && v.ExitCode != 1 {
-		w.opts.Report.Lose("exit codes other than 0 and 1")
+		w.opts.Report.Quirk(formats.ExitCodesBeyond01)
 	}
 	if v.Prompts == 0 {
-		w.opts.Report.Lose(lossNoPrompt)
+		w.opts.Report.Quirk(formats.PromptsNeverGiven)
 	}
 	switch v.Status {
 	case formats.Completed:
@@ -637,7 +637,7 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 
 // lossAborted: a call the source never gave a result, written as Codex
 // writes a call its interrupted turn cut.
-const lossAborted = "tool calls without a result (written with Codex's \"aborted\" output)"
+var lossAborted = formats.NewQuirk("tool calls without a result (written with Codex's \"aborted\" output)")
 
 // abortPending ends the run's calls that had no result as Codex ends the
 // calls of an interrupted turn: a function_call_output of "aborted".
@@ -646,7 +646,7 @@ const lossAborted = "tool calls without a result (written with Codex's \"aborted
 // call, with an error).
 func (w *rolloutWriter) abortPending(e *formats.Event) error {
 	for _, id := range w.run.pending {
-		w.opts.Report.Lose(lossAborted)
+		w.opts.Report.Quirk(lossAborted)
 		if err := w.item(e, map[string]any{"type": "function_call_output", "call_id": id, "output": "aborted"}); err != nil {
 			return err
 		}

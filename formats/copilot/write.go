@@ -11,12 +11,9 @@ import (
 )
 
 // The losses of the events writer's own encoding.
-const (
-	lossUnanswered = "tool calls without a result (written as failed calls)"
-	lossCancelled  = "cancelled tool calls (written as failed calls)"
-	lossExitCodes  = "exit codes other than 0 and 1 (the CLI exits 1 after a session's error)"
-	// lossRunUsage: the file counts a run's tokens by its requests only.
-	lossRunUsage = "token usage of runs beyond the sum of their requests"
+var (
+	lossCancelled = formats.NewQuirk("cancelled tool calls (written as failed calls)")
+	lossExitCodes = formats.NewQuirk("exit codes other than 0 and 1 (the CLI exits 1 after a session's error)")
 )
 
 // eventsCarries: a session file keeps the main agent's conversation (its
@@ -334,7 +331,7 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 		d["result"] = map[string]any{"content": c.Output}
 	default:
 		if c.Status == formats.Cancelled {
-			w.opts.Report.Lose(lossCancelled)
+			w.opts.Report.Quirk(lossCancelled)
 		}
 		code := "failure"
 		if c.Status == formats.Denied {
@@ -430,7 +427,7 @@ func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
 	}
 	for _, id := range w.callIDs {
 		if w.calls[id] {
-			w.opts.Report.Lose(lossUnanswered)
+			w.opts.Report.Quirk(formats.UnansweredCallsFailed)
 			if err := w.result(at, formats.Call{ID: id, Status: formats.Failed, Error: "the call has no result"}); err != nil {
 				return err
 			}
@@ -443,13 +440,13 @@ func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
 		}
 	}
 	if c := v.ExitCode; c != 0 && c != 1 {
-		w.opts.Report.Lose(lossExitCodes)
+		w.opts.Report.Quirk(lossExitCodes)
 	}
 	if u, req := v.Usage, v.RequestUsage(); u.InputTokens.V > req.InputTokens.V || u.OutputTokens.V > req.OutputTokens.V ||
 		u.CacheReadTokens.V > req.CacheReadTokens.V || u.CacheWriteTokens.V > req.CacheWriteTokens.V {
 		// The run's totals say more than its requests (a source that gives
 		// totals only, or a request it does not print).
-		w.opts.Report.Lose(lossRunUsage)
+		w.opts.Report.Quirk(formats.UnsummedRunUsage)
 	}
 	// The fields the CLI wants of a shutdown, as it writes them for a
 	// session that failed before its first answer.

@@ -33,8 +33,9 @@ var Export = formats.Dialect{
 	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts | formats.AssistantText |
 		formats.Thinking | formats.ToolCalls | formats.ToolDurations | formats.Refusals | formats.Subagents | formats.SubagentCalls |
 		formats.SubagentText | formats.SubagentReports | formats.SubagentToolCalls | formats.TokenUsage | formats.PerRequestUsage |
-		formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,
-	Quirks: []string{lossUnanswered, lossNoPrompt, lossRunUsage, lossOutcomes, lossErrors, lossArgs},
+		formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunOutcomes | formats.SubagentPrompts |
+		formats.SubagentThinking,
+	Quirks: []formats.Quirk{formats.UnansweredCallsFailed, formats.PromptsNeverGiven, formats.UnsummedRunUsage, lossOutcomes, lossErrors, lossArgs},
 }
 
 // sessionInfo is a session's info (the export's info, a session row).

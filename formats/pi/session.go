@@ -36,7 +36,7 @@ var Session = formats.Dialect{
 	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
 		formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.TokenUsage | formats.PerRequestUsage |
 		formats.CacheWrites | formats.Costs | formats.RunOutcomes | formats.ModelChanges,
-	Quirks: []string{lossUnanswered, lossLooseUsage, lossSubagentUsage, lossExitCodes, lossRunUsage},
+	Quirks: []formats.Quirk{lossUnanswered, lossLooseUsage, lossSubagentUsage, formats.ExitCodesBeyond01, formats.UnsummedRunUsage},
 	Params: []formats.Param{{Key: ParamCwd, Flag: "pi-cwd",
 		Usage: "pi-session names `DIR` as the session's working folder, where pi resumes it (pi refuses a session whose folder does not exist); a pi-session source is then rewritten, not copied"}},
 }
