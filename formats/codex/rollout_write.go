@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -199,11 +200,18 @@ func (w *rolloutWriter) closeOthers(f *rolloutFile) error {
 		if err := g.c.Close(); err != nil && first == nil {
 			first = err
 		}
-		g.w, g.c = nil, nil
+		g.w, g.c = closedFile{}, nil
 	}
 	clear(w.open[len(kept):])
 	w.open = kept
 	return first
+}
+
+// closedFile is the writer of a file closeOthers closed, until reopen.
+type closedFile struct{}
+
+func (closedFile) Write([]byte) (int, error) {
+	return 0, errors.New("codex-rollout: written to a session's file after it was closed")
 }
 
 // reopen continues the file of a session (or subagent) closed by
