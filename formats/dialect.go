@@ -279,7 +279,15 @@ type WriteOptions struct {
 	// makes a file under it by a slash-separated relative path; the file
 	// is put in place, whole, when it is closed (one left open at the end
 	// is put in place by the pipeline's close). nil: write to the output.
+	// A writer closes each session's files once it has written another
+	// session, so that they are in place as the conversion goes and a
+	// conversion of many sessions holds few of them.
 	Create func(name string) (io.WriteCloser, error)
+	// Reopen, set with Create, continues a file that the conversion made
+	// and closed (a session written again after another): what it holds
+	// is kept and what is written follows, put in place, whole, when it is
+	// closed again.
+	Reopen func(name string) (io.WriteCloser, error)
 }
 
 // CopyTarget is a writer of a dialect that writes Files: a record that the

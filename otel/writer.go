@@ -146,7 +146,8 @@ func newWriter(o formats.WriteOptions, s func(*config) (sink, error)) formats.Wr
 }
 
 // jsonSink writes each run as one OTLP/JSON request line when it ends,
-// encoding its spans as they end.
+// encoding its spans as they end; a run whose spans pass maxRequestLine
+// is written as several requests, each line a part of its spans.
 type jsonSink struct {
 	out io.Writer
 	req requestEncoder
@@ -158,6 +159,9 @@ func newJSONWriter(out io.Writer, o formats.WriteOptions) formats.Writer {
 
 func (j *jsonSink) span(s *spanData) error {
 	j.req.add(s)
+	if j.req.size >= maxRequestLine {
+		return j.req.writeTo(j.out)
+	}
 	return nil
 }
 

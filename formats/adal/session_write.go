@@ -29,6 +29,7 @@ type sessionWriter struct {
 	view   *formats.RunView
 	files  map[string]*sessionFile
 	order  []*sessionFile
+	out    *formats.SessionFiles // with -o DIR
 	cur    *sessionFile
 	runs   int // runs without a session id
 	run    sessionRun
@@ -83,7 +84,11 @@ type stepCall struct {
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &sessionWriter{stream: w, opts: o, files: map[string]*sessionFile{}}
+	sw := &sessionWriter{stream: w, opts: o, files: map[string]*sessionFile{}}
+	if o.Create != nil {
+		sw.out = formats.NewSessionFiles(o)
+	}
+	return sw
 }
 
 // The losses of the session writer's own encoding.
@@ -170,12 +175,23 @@ func (w *sessionWriter) file(e *formats.Event, meta bool) (*sessionFile, error) 
 	}
 	id := sessionUUID(sid)
 	f := w.files[id]
+	if w.out != nil {
+		// The files of the sessions before are put in place (reopened
+		// if they are written again).
+		var keep *formats.SessionFile
+		if f != nil {
+			keep, _ = f.c.(*formats.SessionFile)
+		}
+		if err := w.out.Park(keep); err != nil {
+			return nil, err
+		}
+	}
 	if f != nil {
 		return f, nil
 	}
 	f = &sessionFile{id: id, w: w.stream, userID: "agentconv"}
-	if w.opts.Create != nil {
-		c, err := w.opts.Create("conversation_" + id + ".jsonl")
+	if w.out != nil {
+		c, err := w.out.Create("conversation_" + id + ".jsonl")
 		if err != nil {
 			return nil, err
 		}

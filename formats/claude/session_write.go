@@ -58,6 +58,27 @@ type sessFile struct {
 	w    io.Writer
 	c    io.Closer
 	last *string // uuid of its last record: the next one's parentUuid
+	rel  string  // its path under -o DIR
+}
+
+// parkedFile is the writer of a session's file closed when another
+// session began (sessionWriter.park): the file is reopened, to go on, when
+// it is written to again.
+type parkedFile struct {
+	s *sessionWriter
+	f *sessFile
+}
+
+func (p parkedFile) Write(b []byte) (int, error) {
+	wc, err := p.s.reopen(p.f.rel)
+	if err != nil {
+		p.s.fail(err)
+		p.f.w = io.Discard
+		return 0, err
+	}
+	p.f.w, p.f.c = wc, wc
+	p.s.open = append(p.s.open, p.f)
+	return wc.Write(b)
 }
 
 // sessAgent is what the writer keeps of a subagent.
@@ -96,6 +117,9 @@ type sessionWriter struct {
 	renamed map[string]string
 	out     io.Writer
 	create  func(string) (io.WriteCloser, error)
+	reopen  func(string) (io.WriteCloser, error)
+	// open are the files opened since the last session's were closed.
+	open    []*sessFile
 	rep     *formats.Report
 	view    *formats.RunView
 	dialect string
@@ -153,7 +177,7 @@ type sessionWriter struct {
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &sessionWriter{out: w, create: o.Create, rep: o.Report, dialect: o.Dialect,
+	return &sessionWriter{out: w, create: o.Create, reopen: o.Reopen, rep: o.Report, dialect: o.Dialect,
 		files: map[string]*sessFile{}, agents: map[string]*sessAgent{}, agentFiles: map[string]string{}, resp: map[string]*sessResp{},
 		last: map[string]*sessResp{}, called: map[string]bool{}, thinking: map[string]*strings.Builder{}, deltas: map[string]bool{}}
 }
@@ -173,7 +197,7 @@ func (s *sessionWriter) file(rel string) *sessFile {
 	if f := s.files[rel]; f != nil {
 		return f
 	}
-	f := &sessFile{w: s.out}
+	f := &sessFile{w: s.out, rel: rel}
 	if s.create != nil {
 		wc, err := s.create(rel)
 		if err != nil {
@@ -181,6 +205,7 @@ func (s *sessionWriter) file(rel string) *sessFile {
 			f.w = io.Discard
 		} else {
 			f.w, f.c = wc, wc
+			s.open = append(s.open, f)
 		}
 	}
 	s.files[rel] = f
@@ -285,9 +310,29 @@ func (s *sessionWriter) EndInput() {
 		}
 	}
 	clear(s.files)
+	clear(s.open)
+	s.open = s.open[:0]
 	clear(s.renamed)
 	s.session, s.main, s.src = "", nil, ""
 	s.input++
+}
+
+// park closes the files of the sessions written so far, when another
+// session begins under -o DIR: they are put in place as the conversion
+// goes, and a conversion of many sessions holds few files. A session
+// written again reopens its file (parkedFile).
+func (s *sessionWriter) park() {
+	if s.reopen == nil {
+		return
+	}
+	for _, f := range s.open {
+		if f.c != nil {
+			s.fail(f.c.Close())
+			f.w, f.c = parkedFile{s, f}, nil
+		}
+	}
+	clear(s.open)
+	s.open = s.open[:0]
 }
 
 // CopyTo is the file of the record observed last.
@@ -304,6 +349,7 @@ func (s *sessionWriter) follow(e *formats.Event, v *formats.RunView, copied bool
 		if v.Info.SessionID != s.src || v.Info.SessionID == "" {
 			// Another session: a file of its own.
 			s.session, s.main = "", nil
+			s.park()
 		}
 		s.src, s.prompted, s.answered, s.wrote, s.lastText = v.Info.SessionID, false, false, formats.UsageInfo{}, ""
 		clear(s.resp)

@@ -33,6 +33,7 @@ type eventsWriter struct {
 	stamps formats.Stamps
 	files  map[string]*eventsFile
 	order  []*eventsFile
+	out    *formats.SessionFiles // with -o DIR
 	cur    *eventsFile
 	runs   int
 	err    error
@@ -76,7 +77,11 @@ type toolRequest struct {
 }
 
 func newEventsWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &eventsWriter{stream: w, opts: o, files: map[string]*eventsFile{}}
+	ew := &eventsWriter{stream: w, opts: o, files: map[string]*eventsFile{}}
+	if o.Create != nil {
+		ew.out = formats.NewSessionFiles(o)
+	}
+	return ew
 }
 
 // Observe follows a record that the pipeline copies: the file of its
@@ -116,12 +121,24 @@ func (w *eventsWriter) file(e *formats.Event) (*eventsFile, error) {
 		sid = "agentconv:run-" + strconv.Itoa(w.runs)
 	}
 	id := sessionUUID(sid)
-	if f := w.files[id]; f != nil {
+	f := w.files[id]
+	if w.out != nil {
+		// The files of the sessions before are put in place (reopened
+		// if they are written again).
+		var keep *formats.SessionFile
+		if f != nil {
+			keep, _ = f.c.(*formats.SessionFile)
+		}
+		if err := w.out.Park(keep); err != nil {
+			return nil, err
+		}
+	}
+	if f != nil {
 		return f, nil
 	}
-	f := &eventsFile{id: id, w: w.stream}
-	if w.opts.Create != nil {
-		c, err := w.opts.Create(id + "/events.jsonl")
+	f = &eventsFile{id: id, w: w.stream}
+	if w.out != nil {
+		c, err := w.out.Create(id + "/events.jsonl")
 		if err != nil {
 			return nil, err
 		}

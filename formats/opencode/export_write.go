@@ -44,7 +44,7 @@ type exportWriter struct {
 	stamps formats.Stamps
 	ids    idClock
 	// copied: the document a same-dialect copy goes to (-o DIR).
-	copied io.Writer
+	copied io.WriteCloser
 	err    error
 }
 
@@ -218,12 +218,27 @@ func (w *exportWriter) Observe(e *formats.Event, _ *formats.RunView) {
 		w.runs++
 		id = "run-" + strconv.Itoa(w.runs)
 	}
+	if err := w.closeCopied(); err != nil {
+		w.err = err
+		return
+	}
 	c, err := w.opts.Create(id + ".json")
 	if err != nil {
 		w.err = err
 		return
 	}
 	w.copied = c
+}
+
+// closeCopied closes the file of the document copied last: it is whole,
+// and goes in place.
+func (w *exportWriter) closeCopied() error {
+	if w.copied == nil {
+		return nil
+	}
+	err := w.copied.Close()
+	w.copied = nil
+	return err
 }
 
 // CopyTo is the file of the document being copied, with -o DIR.
@@ -368,6 +383,9 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 func (w *exportWriter) Close() error {
 	if w.err != nil {
 		return w.err
+	}
+	if err := w.closeCopied(); err != nil {
+		return err
 	}
 	for _, d := range w.docs {
 		if err := w.writeDoc(d); err != nil {

@@ -28,6 +28,7 @@ type sessionWriter struct {
 	opts   formats.WriteOptions
 	files  map[string]*piFile
 	order  []*piFile
+	out    *formats.SessionFiles // with -o DIR
 	cur    *piFile
 	runs   int
 	cwd    string // --pi-cwd
@@ -83,6 +84,9 @@ type piEntry struct {
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	sw := &sessionWriter{stream: w, opts: o, files: map[string]*piFile{}, cwd: o.Params[ParamCwd]}
+	if o.Create != nil {
+		sw.out = formats.NewSessionFiles(o)
+	}
 	if sw.cwd != "" {
 		// A session of pi's own gets the new folder too: it is rewritten,
 		// not copied.
@@ -121,16 +125,20 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 		sid = "agentconv:run-" + strconv.Itoa(w.runs)
 	}
 	id := sessionUUID(sid)
-	if f := w.files[id]; f != nil {
+	f := w.files[id]
+	if err := w.park(f); err != nil {
+		return nil, err
+	}
+	if f != nil {
 		return f, nil
 	}
-	f := &piFile{id: id, sid: sid, w: w.stream, open: map[string]string{}, called: map[string]bool{}}
+	f = &piFile{id: id, sid: sid, w: w.stream, open: map[string]string{}, called: map[string]bool{}}
 	at := e.TimeOf()
 	if header {
 		at = w.stamps.Next(e)
 	}
-	if w.opts.Create != nil {
-		c, err := w.opts.Create(fileName(at, id))
+	if w.out != nil {
+		c, err := w.out.Create(fileName(at, id))
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +158,24 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 		}
 	}
 	return f, nil
+}
+
+// park, when the run of another session than the last one's begins under
+// -o DIR, writes what the last one holds and lets its file go (put in
+// place; reopened if the session is written again).
+func (w *sessionWriter) park(next *piFile) error {
+	prev := w.cur
+	if w.out == nil || prev == nil || prev == next {
+		return nil
+	}
+	if err := w.flush(prev, &formats.Event{}); err != nil {
+		return err
+	}
+	var keep *formats.SessionFile
+	if next != nil {
+		keep, _ = next.c.(*formats.SessionFile)
+	}
+	return w.out.Park(keep)
 }
 
 // orderedHeader keeps pi's order of the header's keys.
