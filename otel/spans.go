@@ -145,12 +145,10 @@ func (s *span) kinds(oi, langfuse string) {
 
 func (s *span) set(kv ...attribute.KeyValue) { s.attrs = append(s.attrs, kv...) }
 
+// fail marks a span as failed with a status that is not a success (Failed,
+// Cancelled or Denied).
 func (s *span) fail(status formats.Status, msg string) {
-	word := status.String()
-	if status == formats.StatusUnknown || status == formats.Completed || status == formats.Running {
-		word = formats.Failed.String()
-	}
-	s.set(attribute.String(keyErrorType, word))
+	s.set(attribute.String(keyErrorType, status.String()))
 	s.status = sdktrace.Status{Code: codes.Error, Description: msg}
 }
 
@@ -163,9 +161,11 @@ type agent struct {
 	model   string   // the model it uses now
 	seen    string   // the model of its first request
 	prompts []string // its prompts, with --otlp-content
-	answer  string   // its answer, with --otlp-content
-	// lastText is its latest whole message's text, with --otlp-content:
-	// its answer where the source names none.
+	// answer is a subagent's answer, with --otlp-content; the run's own
+	// is the view's.
+	answer string
+	// lastText is a subagent's latest whole message's text, with
+	// --otlp-content: its answer where the source names none.
 	lastText string
 	chats    int // its model requests so far
 	// turnUse is the usage of its open turn that the source gives for the
@@ -180,15 +180,18 @@ type agent struct {
 }
 
 // builder turns the events of runs into spans, and hands each span to emit
-// as it ends. It holds only the open spans of one run.
+// as it ends. It holds only the open spans of one run; what the run means
+// (its session, models, usage, answer and outcome) it reads in the run
+// view.
 type builder struct {
 	cfg  *config
 	rep  *formats.Report
 	emit func(*spanData)
+	// view is the run view, up to date with the event being written.
+	view *formats.RunView
 
 	// The run.
 	open       bool
-	session    string
 	anchor     []byte // what the run's ids derive from
 	anchorSet  bool
 	startLine  int
@@ -201,16 +204,9 @@ type builder struct {
 	calls      []*span        // open tool calls, oldest first
 	callUses   map[string]int // how often each call id was used, for unique keys
 	requests   map[string]string
-	models     []string          // the models the run used, in the order first seen
-	provider   string            // the run's provider, as the source names it
 	system     string            // the system instructions, with --otlp-content
 	sysGiven   bool              // the first chat span of the main agent took them
-	reqUsage   formats.UsageInfo // the sum of the run's requests (Usage events)
-	placed     formats.UsageInfo // what spans under the root carry of it
-	chats      int               // the run's chat spans
-	turnUsed   int               // the run's turn spans that carry a turn's usage
-	timed      bool              // the source gives times
-	last       time.Time         // the latest source time
+	placed     formats.UsageInfo // what spans under the root carry of the run's usage
 	turnsSeen  bool              // the source ends turns, so content opens one
 	startsSeen bool              // the source starts turns itself
 
@@ -245,30 +241,35 @@ func (b *builder) at(e *formats.Event) time.Time {
 	if !e.Time.IsZero() {
 		return e.Time
 	}
-	if b.timed {
-		return b.last
+	if b.timed() {
+		return b.view.Last
 	}
 	return e.Arrived
 }
 
-func (b *builder) write(e *formats.Event) {
+// timed: the run's source gives times.
+func (b *builder) timed() bool { return !b.view.Start.IsZero() }
+
+// session is the run's session id, "" while it is not known.
+func (b *builder) session() string {
+	if b.view == nil {
+		return ""
+	}
+	return b.view.Info.SessionID
+}
+
+// write makes the spans of an event; v is the run view, which has
+// followed it.
+func (b *builder) write(e *formats.Event, v *formats.RunView) {
+	b.view = v
 	if e.Kind == formats.RunStart || !b.open {
 		b.startRun(e)
 		if e.Kind == formats.RunStart {
 			return
 		}
 	}
-	if !e.Time.IsZero() {
-		b.timed = true
-		if e.Time.After(b.last) {
-			b.last = e.Time
-		}
-	}
 	if !b.anchorSet && e.Source.Line != nil {
 		b.setAnchor(e)
-	}
-	if e.Run.SessionID != "" && e.Kind != formats.RunEnd {
-		b.session = e.Run.SessionID
 	}
 	t := b.at(e)
 	if e.Kind == formats.AgentStart && b.agents[e.Agent] == nil {
@@ -332,7 +333,6 @@ func (b *builder) write(e *formats.Event) {
 		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
 		if e.Run.Model != "" {
 			a.model = e.Run.Model
-			b.used(e.Run.Model)
 		}
 	case formats.Usage:
 		a.usage.Add(e.Usage)
@@ -347,6 +347,9 @@ func (b *builder) write(e *formats.Event) {
 		b.message(e, a)
 	case formats.Answer:
 		switch {
+		case b.cfg.content && e.Agent == "":
+			// The view keeps the run's answer; setMessages cuts it.
+			b.lose(lostContentPast, len(e.Text) > b.cfg.contentLimit)
 		case b.cfg.content && !a.done:
 			a.answer = b.cut(e.Text)
 		default:
@@ -374,8 +377,6 @@ func (b *builder) write(e *formats.Event) {
 // in its totals.
 func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 	a.chats++
-	b.chats++
-	b.reqUsage.Add(e.Usage)
 	b.placed.Add(e.Usage)
 	model := b.requestModel(e, a)
 	name := opChat
@@ -415,7 +416,7 @@ func (b *builder) chat(e *formats.Event, a *agent, t time.Time) {
 }
 
 // requestModel is the model of a request of agent a: the agent's, else the
-// response's; it is the agent's first seen, and one the run used.
+// response's; it is the agent's first seen.
 func (b *builder) requestModel(e *formats.Event, a *agent) string {
 	model := a.model
 	if model == "" {
@@ -424,7 +425,6 @@ func (b *builder) requestModel(e *formats.Event, a *agent) string {
 	if a.seen == "" {
 		a.seen = model
 	}
-	b.used(model)
 	return model
 }
 
@@ -433,26 +433,12 @@ func (b *builder) requestModel(e *formats.Event, a *agent) string {
 // chat span claims it for one request. Outside a turn, only the run's
 // totals count it.
 func (b *builder) turnUsage(e *formats.Event, a *agent) {
-	b.reqUsage.Add(e.Usage)
 	b.requestModel(e, a)
 	if a.turn == nil {
 		return
 	}
 	a.turnUse.Add(e.Usage)
 	a.turnUseSet = true
-}
-
-// used notes a model the run used.
-func (b *builder) used(model string) {
-	if model == "" {
-		return
-	}
-	for _, m := range b.models {
-		if m == model {
-			return
-		}
-	}
-	b.models = append(b.models, model)
 }
 
 // finishReason is a stop reason in the words of the GenAI conventions,
@@ -473,8 +459,8 @@ func finishReason(r string) string {
 
 // providerOf is the run's provider, else what a model's name says of it.
 func (b *builder) providerOf(models ...string) string {
-	if b.provider != "" {
-		return b.provider
+	if p := b.view.Info.Provider; p != "" {
+		return p
 	}
 	for _, m := range models {
 		if p := modelProvider(m); p != "" {
@@ -509,19 +495,14 @@ func (b *builder) lose(what string, lost bool) {
 	}
 }
 
+// startRun opens a run: at its RunStart, or at its first event where the
+// source has none. The last one was ended (see writer.Write).
 func (b *builder) startRun(e *formats.Event) {
-	if b.open {
-		b.endRun(&formats.Event{Kind: formats.RunEnd, Status: formats.Failed, Text: "a new run began before this one completed"}, b.at(e))
-	}
-	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, open: true,
+	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, view: b.view, open: true,
 		hashBuf: b.hashBuf, res: b.res, resService: b.resService, resVersion: b.resVersion, held: b.held[:0],
 		pending: b.pending[:0], prevSession: b.prevSession, prevTrace: b.prevTrace, prevRoot: b.prevRoot,
 		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests)}
-	b.session = e.Run.SessionID
 	b.startLine = e.Source.LineNo
-	if !e.Time.IsZero() {
-		b.timed, b.last = true, e.Time
-	}
 	if e.Source.Line != nil {
 		b.setAnchor(e)
 	}
@@ -560,8 +541,6 @@ func (b *builder) startRun(e *formats.Event) {
 	if e.Run.Provider != "" {
 		root.set(attribute.String(keyProvider, e.Run.Provider))
 	}
-	b.provider = e.Run.Provider
-	b.used(e.Run.Model)
 	b.agents[""] = &agent{span: root, model: e.Run.Model, last: root.start}
 	if s := e.Run.SystemInstructions; b.cfg.content {
 		b.system = b.cut(s)
@@ -662,7 +641,6 @@ func (b *builder) startAgent(id string, info formats.AgentInfo, t time.Time) *ag
 	if info.Model != "" {
 		s.set(attribute.String(keyModel, info.Model))
 	}
-	b.used(info.Model)
 	a := &agent{span: s, model: info.Model, last: t}
 	b.agents[id] = a
 	b.order = append(b.order, id)
@@ -784,7 +762,6 @@ func (b *builder) endTurn(a *agent, t time.Time, status formats.Status) {
 		}
 		b.aggregateChat(a.turn, "chat\x00turn\x00"+a.turn.key, model, a.turnUse, a.turn.start, t)
 		b.placed.Add(a.turnUse)
-		b.turnUsed++
 		a.turnUse, a.turnUseSet = formats.UsageInfo{}, false
 	}
 	b.end(a.turn, t)
@@ -867,7 +844,10 @@ func (b *builder) setMessages(a *agent) {
 		a.span.set(attribute.String(keyInputValue, strings.Join(texts, "\n\n")), attribute.String(keyInputMime, "text/plain"))
 	}
 	answer := a.answer
-	if answer == "" {
+	if a == b.agents[""] {
+		// The run's answer: its Answer event, else its last text.
+		answer = cutString(b.view.Answer(), b.cfg.contentLimit)
+	} else if answer == "" {
 		answer = a.lastText // a source that names no answer (a session file): its last text
 	}
 	if answer != "" {
@@ -945,7 +925,7 @@ func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
 }
 
 // timedStart: the span's start is a source time.
-func (s *span) timedStart(b *builder) bool { return b.timed && !s.start.IsZero() }
+func (s *span) timedStart(b *builder) bool { return b.timed() && !s.start.IsZero() }
 
 func (b *builder) endAgent(id string, a *agent, t time.Time, status formats.Status, text string) {
 	if id == "" || a.done {
@@ -985,10 +965,14 @@ func (b *builder) endCalls(a *agent, t time.Time) {
 	}
 }
 
+// endRun ends the run's root span at its RunEnd, from the view, which has
+// settled the run's outcome (e is normalised: its Status is never
+// StatusUnknown).
 func (b *builder) endRun(e *formats.Event, t time.Time) {
 	if !b.open {
 		return
 	}
+	v := b.view
 	main := b.agents[""]
 	root := main.span
 	// What the source left open ends with the run, innermost first.
@@ -999,42 +983,20 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	b.endConversation(main)
 	b.endTurn(main, t, formats.StatusUnknown)
 
-	if e.Run.SessionID != "" {
-		b.session = e.Run.SessionID
-	}
-	if e.Run.Provider != "" {
-		b.provider = e.Run.Provider
-	}
-	b.used(e.Run.Model)
-	// gen_ai.request.model only for a run that used one model; the models
-	// it used in agentconv.models.
-	root.attrs = dropAttr(root.attrs, keyModel)
-	root.attrs = dropAttr(root.attrs, keyProvider)
-	switch len(b.models) {
-	case 0:
-	case 1:
-		root.set(attribute.String(keyModel, b.models[0]))
-		root.set(attribute.StringSlice(keyModels, b.models))
-	default:
-		root.set(attribute.StringSlice(keyModels, b.models))
-	}
-	if p := b.providerOf(b.models...); p != "" {
-		root.set(attribute.String(keyProvider, p))
-	}
+	b.setModels(root, e.Run.Provider)
 	// The run's totals: the source's, else the sum of every agent's
-	// requests, as the run view counts them. Where chat spans carry the
-	// requests, the root carries the totals as agentconv.usage.*, and as
+	// requests (formats.RunTotals). Where chat spans carry the requests,
+	// the root carries the totals as agentconv.usage.*, and as
 	// gen_ai.usage.* only what the requests leave out, so that the
 	// gen_ai.usage.* of the trace's spans add up to the totals.
-	totals := formats.RunTotals(e.Usage, b.reqUsage)
 	switch {
 	case e.Usage.InputTokens.OK || e.Usage.OutputTokens.OK:
 		root.set(attribute.String(keyUsageFrom, "source"))
-	case totals.InputTokens.OK || totals.OutputTokens.OK:
+	case v.Usage.InputTokens.OK || v.Usage.OutputTokens.OK:
 		root.set(attribute.String(keyUsageFrom, "requests"))
 	}
-	b.setTotals(root, totals)
-	b.placeRest(root, totals, t)
+	b.setTotals(root, v.Usage)
+	b.placeRest(root, v.Usage, t)
 	if e.Run.ExitCode.OK {
 		root.set(attribute.Int(keyExitCode, e.Run.ExitCode.V))
 	}
@@ -1043,10 +1005,8 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	}
 	b.setMessages(main)
 	b.setSystem(root, b.system)
-	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
-		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
-	if failed {
-		root.fail(e.Status, e.Text)
+	if !v.Success() {
+		root.fail(v.Status, e.Text)
 		if e.Code != "" {
 			// The provider's code says more than "failed".
 			root.attrs = setAttr(root.attrs, attribute.String(keyErrorType, e.Code))
@@ -1059,14 +1019,39 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 		end = root.start.Add(d)
 	}
 	// The previous run of the session, which this one continues.
-	if b.session != "" && b.session == b.prevSession && b.prevRoot.IsValid() {
+	session := b.session()
+	if session != "" && session == b.prevSession && b.prevRoot.IsValid() {
 		root.links = append(root.links, sdktrace.Link{SpanContext: trace.NewSpanContext(trace.SpanContextConfig{
 			TraceID: b.prevTrace, SpanID: b.prevRoot, TraceFlags: trace.FlagsSampled})})
 	}
 	b.end(root, end)
 	b.open = false
 	b.flushHeld()
-	b.prevSession, b.prevTrace, b.prevRoot = b.session, b.trace(), b.spanID(root)
+	b.prevSession, b.prevTrace, b.prevRoot = session, b.trace(), b.spanID(root)
+}
+
+// setModels puts the models the run used (the view's) on its root:
+// gen_ai.request.model only for a run that used one model, all of them in
+// agentconv.models; and its provider: the one its end names, else the
+// run's, else what the models' names say.
+func (b *builder) setModels(root *span, provider string) {
+	models := b.view.Models
+	root.attrs = dropAttr(root.attrs, keyModel)
+	root.attrs = dropAttr(root.attrs, keyProvider)
+	switch len(models) {
+	case 0:
+	case 1:
+		root.set(attribute.String(keyModel, models[0]))
+		root.set(attribute.StringSlice(keyModels, models))
+	default:
+		root.set(attribute.StringSlice(keyModels, models))
+	}
+	if provider == "" {
+		provider = b.providerOf(models...)
+	}
+	if provider != "" {
+		root.set(attribute.String(keyProvider, provider))
+	}
 }
 
 // placeRest puts on chat spans what of the run's totals its requests'
@@ -1087,8 +1072,8 @@ func (b *builder) placeRest(root *span, totals formats.UsageInfo, t time.Time) {
 	}
 	if counted(rest) || rest.CostUSD.OK && rest.CostUSD.V != 0 {
 		model := ""
-		if len(b.models) == 1 {
-			model = b.models[0]
+		if len(b.view.Models) == 1 {
+			model = b.view.Models[0]
 		}
 		b.aggregateChat(root, "chat\x00run", model, rest, root.start, t)
 	}
@@ -1202,12 +1187,13 @@ func (b *builder) flushHeld() {
 // conventions, Langfuse and OpenInference (Phoenix) name it, so that each
 // backend shows the runs of a session together.
 func (b *builder) sessionAttrs(kvs []attribute.KeyValue) []attribute.KeyValue {
-	if b.session == "" {
+	session := b.session()
+	if session == "" {
 		return kvs
 	}
-	kvs = setAttr(kvs, attribute.String(keyConversation, b.session))
-	kvs = setAttr(kvs, attribute.String(keyLangfuseSess, b.session))
-	return setAttr(kvs, attribute.String(keySessionID, b.session))
+	kvs = setAttr(kvs, attribute.String(keyConversation, session))
+	kvs = setAttr(kvs, attribute.String(keyLangfuseSess, session))
+	return setAttr(kvs, attribute.String(keySessionID, session))
 }
 
 func dropAttr(kvs []attribute.KeyValue, key attribute.Key) []attribute.KeyValue {
@@ -1390,7 +1376,7 @@ func (b *builder) end(s *span, t time.Time) {
 // hand gives a span that ended to emit, in the run's trace; while the
 // run's session id is not known, it is held.
 func (b *builder) hand(d *spanData) {
-	if b.session == "" && b.open {
+	if b.session() == "" && b.open {
 		b.held = append(b.held, *d)
 		return
 	}
