@@ -75,6 +75,12 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}
+	if e.Kind == formats.RunStart && w.b.open {
+		// A new run begins before the last one ended, outside a pipeline
+		// (which ends it first): the view is the new run's already, so
+		// the last run ends as at Close, its spans that ended handed on.
+		w.b.flushHeld()
+	}
 	if e.Source.From(OTLPJSON.Name) {
 		w.passthrough = e.Kind != formats.RunEnd
 		if e.Source.Continued || e.Source.Line == nil {
@@ -94,7 +100,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		// not decoded at all (TakesRawOutput).
 		e.DecodeOutput()
 	}
-	w.b.write(e)
+	w.b.write(e, v)
 	if err := w.emitErr; err != nil {
 		w.emitErr = nil
 		return err
