@@ -318,8 +318,16 @@ type Source struct {
 	// several events, only the first carries Line and the others set
 	// Continued, so that a same-dialect writer prints the record once.
 	Line []byte
-	// Continued: an earlier event already carried this event's record.
+	// Continued: an earlier event already carried this event's record
+	// (Line is nil).
 	Continued bool
+	// Made: the reader made this event, and no record of the input is its
+	// own (Line is nil, and Continued is false): the end of a run that
+	// its dialect never prints, a RunStart before a stream's first
+	// record, a whole message gathered from its deltas at a cut. A
+	// writer of the same dialect has nothing to copy for it. It is not
+	// Event.Synthetic, which marks what the pipeline made.
+	Made bool
 	// Known marks a Raw event whose record the reader knows and that
 	// holds nothing of a run (a protocol's handshake, a setting of the
 	// client's): it is kept for its own dialect, and neither warned
@@ -330,6 +338,12 @@ type Source struct {
 	// LineNo is the 1-based line of the record in its input.
 	LineNo int
 }
+
+// NothingToCopy reports whether a writer of the event's own dialect,
+// copying its records as they are, has nothing left to print for the
+// event: an earlier event carried its record (Continued), or it has none
+// (Made).
+func (s *Source) NothingToCopy() bool { return s.Continued || s.Made }
 
 // From reports whether the event was read from the given dialect.
 func (s *Source) From(dialect string) bool { return s.Dialect == dialect }

@@ -113,7 +113,7 @@ func (w *sessionWriter) Observe(e *formats.Event) {
 		}
 		f.last = at
 	}
-	if e.Source.Continued {
+	if e.Source.NothingToCopy() {
 		return
 	}
 	switch e.Source.Type {
@@ -217,7 +217,7 @@ func (w *sessionWriter) Write(e *formats.Event) error {
 		return w.err
 	}
 	v := w.view.Follow(e)
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e, false)
 		}

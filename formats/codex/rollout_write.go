@@ -218,7 +218,7 @@ func (w *rolloutWriter) Write(e *formats.Event) error {
 		w.last = formats.Event{Time: e.Time, Arrived: e.Arrived}
 	}
 	v := w.view.Follow(e)
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		// Made by this dialect's reader without a record: nothing to write.
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e, false)

@@ -176,7 +176,7 @@ func (w *eventsWriter) Write(e *formats.Event) error {
 		return w.err
 	}
 	v := w.view.Follow(e)
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e)
 		}

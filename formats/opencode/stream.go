@@ -80,7 +80,7 @@ type streamReader struct {
 	lines   *formats.LineReader
 	opts    formats.ReadOptions
 	queue   formats.EventQueue
-	eof     bool
+	end     formats.EndAtEOF
 	started bool
 	session string
 	failure string // the last error line's message
@@ -94,13 +94,13 @@ func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 
 func (r *streamReader) Next() (*formats.Event, error) {
 	for r.queue.Len() == 0 {
-		if r.eof {
+		if r.end.Done() {
 			return nil, io.EOF
 		}
 		b, err := r.lines.Next()
 		if err == io.EOF {
-			r.eof = true
-			r.end()
+			// OpenCode prints no closing line: a run ends with its input.
+			r.queue.Push(r.end.End(r.opts.Dialect, r.lines.Line(), r.started, r.endEvents)...)
 			continue
 		}
 		if err != nil {
@@ -127,8 +127,9 @@ func (r *streamReader) record(b []byte) error {
 	}
 	if !r.started {
 		r.started, r.session = true, l.SessionID
-		r.queue.Push(&formats.Event{Kind: formats.RunStart, Time: ms(t), Synthetic: false,
-			Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, LineNo: n, Continued: true},
+		// OpenCode prints no opening line: the run starts with the first.
+		r.queue.Push(&formats.Event{Kind: formats.RunStart, Time: ms(t),
+			Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, LineNo: n, Made: true},
 			Run:    formats.RunInfo{SessionID: l.SessionID, AgentName: AgentName}})
 	}
 	var evs []*formats.Event
@@ -153,18 +154,15 @@ func (r *streamReader) record(b []byte) error {
 	return nil
 }
 
-// end closes the run at the end of the input: OpenCode prints no closing
-// line; a run with an error line failed (OpenCode exits 1).
-func (r *streamReader) end() {
-	if !r.started {
-		return
-	}
+// endEvents is the RunEnd of the run at the end of the input: OpenCode
+// prints no closing line; a run with an error line failed (OpenCode exits
+// 1).
+func (r *streamReader) endEvents() []*formats.Event {
 	e := &formats.Event{Kind: formats.RunEnd, Time: ms(r.last), Status: formats.Completed,
-		Source: formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: r.lines.Line(), Continued: true},
-		Run:    formats.RunInfo{SessionID: r.session, AgentName: AgentName}}
+		Run: formats.RunInfo{SessionID: r.session, AgentName: AgentName}}
 	if r.failure != "" {
 		e.Status, e.Text, e.Code = formats.Failed, r.failure, r.code
 		e.Run.ExitCode = formats.Some(1)
 	}
-	r.queue.Push(e)
+	return []*formats.Event{e}
 }
