@@ -1,11 +1,3 @@
-// Package formats holds the event model that every dialect reads into and
-// writes out of, and the small helpers the dialect packages share.
-//
-// A reader turns one dialect into a sequence of Events; a writer turns that
-// sequence into another dialect. The model is normalised: it names what
-// happened (a tool call started, a turn ended) and never how one provider
-// spells it. Whatever a reader cannot express in the model travels in
-// Event.Source, so that a writer of the same dialect can print it verbatim.
 package formats
 
 import (
