@@ -23,7 +23,6 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run(opencode.DB.Name, func(t *testing.T) {
 		formatstest.ConformanceOpen(t, opencode.DB, []formatstest.Open{
-			{Rule: "continued", Why: "events made before a message's first part are marked Continued, where no record went before them: they are Made"},
 			{Rule: "times", Why: "each part's own start time is given, so an agent's times go back where parts overlapped"},
 			{Rule: "usage", Why: "a step's tokens come after the results of its calls, as the parts are stored"},
 		},
