@@ -30,7 +30,7 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run(codex.Rollout.Name, func(t *testing.T) {
 		formatstest.ConformanceOpen(t, codex.Rollout, []formatstest.Open{
-			{Rule: "usage", Why: "token_count is read where Codex prints it, after the results of the request's calls (found by this check, not yet fixed)"},
+			{Rule: "usage", Why: "Codex 0.171 prints a request's token_count after its call's function_call_output, where it is read; the token_usage_record that comes before the output is not read"},
 			{Rule: "read back: usage", Why: "the codex-rollout writer's token counts, read back, do not sit with their request's output"},
 		},
 			"codex/agentcmd-codex-rollout.jsonl",
