@@ -40,8 +40,10 @@
 //     reader gives a RunStart where its source says a run begins. For a
 //     dialect that prints none it may make one (Made), or leave it to the
 //     pipeline, which opens a run (Synthetic) before an event that comes
-//     outside one. After a RunEnd only Raw events come before the next
-//     RunStart. A reader gives a RunEnd only where the source shows the
+//     outside one. A reader that gives RunStarts gives only Raw events
+//     between a RunEnd and the next RunStart (one that gives none leaves
+//     the pipeline to open each run). A reader gives a RunEnd only where
+//     the source shows the
 //     run ended: the dialect's own end record; or, for a dialect that
 //     prints no run end (Codex's exec --json, OpenCode's and pi's JSON
 //     modes, malac), where the next run begins or the input ends, if the
