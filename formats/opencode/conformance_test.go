@@ -12,8 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Run(opencode.Stream.Name, func(t *testing.T) {
 		formatstest.ConformanceOpen(t, opencode.Stream, []formatstest.Open{
-			{Rule: "times", Why: "text is given the time its line was printed, a tool call its part's start: an agent's times go back"},
-			{Rule: "usage", Why: "a tool_use line carries the call and its result, which are read before the step_finish that holds the request's tokens"},
+			{Rule: "times", Why: "text is given the time its line was printed, a tool call and its result their part's start and end (a result after the step's usage keeps its end): an agent's times go back"},
 		},
 			"agents/opencode/1.18.33/api-error/json/stdout.jsonl",
 			"agents/opencode/1.18.33/parallel/json/stdout.jsonl",

@@ -77,10 +77,13 @@ func detectStream(head []byte) int {
 }
 
 type streamReader struct {
-	lines   *formats.LineReader
-	opts    formats.ReadOptions
-	queue   formats.EventQueue
-	end     formats.EndAtEOF
+	lines *formats.LineReader
+	opts  formats.ReadOptions
+	queue formats.EventQueue
+	end   formats.EndAtEOF
+	// results are the results of the open step's calls, held until the
+	// step's usage (placeResults).
+	results []*formats.Event
 	started bool
 	session string
 	failure string // the last error line's message
@@ -99,6 +102,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		}
 		b, err := r.lines.Next()
 		if err == io.EOF {
+			r.queue.Push(r.takeResults()...)
 			// OpenCode prints no closing line: a run ends with its input.
 			r.queue.Push(r.end.End(r.opts.Dialect, r.lines.Line(), r.started, r.endEvents)...)
 			continue
@@ -140,18 +144,53 @@ func (r *streamReader) record(b []byte) error {
 			return formats.Errorf(n, "the error is not OpenCode's error object: %v", err)
 		}
 		r.failure, r.code = e.message(), e.Name
-		evs = append(evs, &formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e.message(), Code: e.Name, Time: ms(t)})
+		evs = append(r.takeResults(), &formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e.message(), Code: e.Name, Time: ms(t)})
 	case partTypes[l.Type] != "" && l.Part != nil:
 		evs = partEvents(l.Part, "", ms(t), nil)
 		if len(evs) == 0 {
 			evs = []*formats.Event{{Kind: formats.Raw, Source: formats.Source{Known: true}}}
 		}
+		evs = r.placeResults(l.Part.Type, l.Type, n, evs)
 	default:
 		evs = []*formats.Event{{Kind: formats.Raw}}
 		r.opts.Report.Warn(n, "an OpenCode line of type %q, which agentconv does not know; kept for its own dialect only", l.Type)
 	}
 	r.queue.Record(src, evs...)
 	return nil
+}
+
+// placeResults puts the results of a step's calls after the step's
+// usage. OpenCode prints a call when it has run, its result with it, and
+// the step's tokens (step_finish) after its calls; but the results are
+// the next request's input, and a Usage goes with its own request's
+// output, before them (the formats package's contract). So a result is
+// held until the step finishes (or another begins, or the input ends),
+// and goes out after its Usage, before the step's TurnEnd, as a part of
+// its own record (Continued).
+func (r *streamReader) placeResults(part, lineType string, n int, evs []*formats.Event) []*formats.Event {
+	switch part {
+	case "tool":
+		if k := len(evs) - 1; k > 0 && evs[k].Kind == formats.ToolResult {
+			res := evs[k]
+			res.Source.Type, res.Source.LineNo = lineType, n
+			r.results = append(r.results, res)
+			evs = evs[:k]
+		}
+	case "step-finish":
+		if len(evs) > 0 && evs[0].Kind == formats.Usage {
+			return append(append([]*formats.Event{evs[0]}, r.takeResults()...), evs[1:]...)
+		}
+	case "step-start":
+		return append(r.takeResults(), evs...)
+	}
+	return evs
+}
+
+// takeResults gives the held results of calls, in order.
+func (r *streamReader) takeResults() []*formats.Event {
+	res := r.results
+	r.results = nil
+	return res
 }
 
 // endEvents is the RunEnd of the run at the end of the input: OpenCode
