@@ -115,7 +115,7 @@ func (w *sessionWriter) Observe(e *formats.Event, v *formats.RunView) {
 		}
 		f.last = at
 	}
-	if e.Source.Continued {
+	if e.Source.NothingToCopy() {
 		return
 	}
 	switch e.Source.Type {
@@ -230,7 +230,7 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.err
 	}
 	w.view = v
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e, false)
 		}

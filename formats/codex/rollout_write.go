@@ -274,7 +274,7 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if !e.Time.IsZero() || !e.Arrived.IsZero() {
 		w.last = formats.Event{Time: e.Time, Arrived: e.Arrived}
 	}
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		// Made by this dialect's reader without a record: nothing to write.
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e, false)

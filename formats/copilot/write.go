@@ -190,7 +190,7 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.err
 	}
 	w.view = v
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e)
 		}

@@ -103,8 +103,11 @@ func (b *builder) carry(s *session, evs []*formats.Event) {
 	}
 }
 
+// src is the source of an event of a session: a part of its document
+// (Continued), when the first event carries the document; a database's
+// events carry no record, and say nothing of one.
 func (b *builder) src(typ string) formats.Source {
-	return formats.Source{Dialect: b.dialect, Type: typ, Continued: true}
+	return formats.Source{Dialect: b.dialect, Type: typ, Continued: b.raw != nil}
 }
 
 // runs gives the events of a main session.

@@ -122,9 +122,8 @@ func (s *sessionReader) push(e *formats.Event) {
 			e.Source.Continued = true
 		}
 	} else if len(s.queue) > 0 || s.last != (time.Time{}) {
-		// The end of a run, which no record of its own gives: a part of
-		// the record before.
-		e.Source.Continued = true
+		// The end of a run, which no record of its own gives.
+		e.Source.Made = true
 	}
 	if !e.Time.IsZero() {
 		s.last = e.Time
