@@ -132,11 +132,11 @@ func TestLeadingTextOnALivePipe(t *testing.T) {
 			io.WriteString(pw, "Loaded cached credentials.\n")
 			io.WriteString(pw, `{"type":"init","timestamp":"2026-01-19T21:26:44.030Z","session_id":"s","model":"m"}`+"\n")
 		}()
-		p := &Pipeline{opts: Options{From: from, Report: formats.NewReport(io.Discard)}}
+		dt := newDetector(from)
 		br := bufio.NewReader(pr)
 		done := make(chan formats.Dialect, 1)
 		go func() {
-			d, err := p.dialectFor(Input{Name: "-", R: pr}, br)
+			d, err := dt.dialect(Input{Name: "-", R: pr}, br, Source{}, formats.NewReport(io.Discard))
 			if err != nil {
 				t.Error(err)
 			}

@@ -120,12 +120,6 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 	var wg sync.WaitGroup
 	defer func() { close(done); wg.Wait() }()
 	var next atomic.Int64
-	var dirDialects []formats.Dialect
-	for _, d := range Readable() {
-		if d.DirFiles != "" && d.Detect != nil {
-			dirDialects = append(dirDialects, d)
-		}
-	}
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -143,7 +137,7 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 				}
 				job := &ring[i%len(ring)]
 				job.reset(srcs[i])
-				br = p.readJob(job, br, dirDialects, done)
+				br = p.readJob(job, br, done)
 			}
 		}()
 	}
@@ -250,11 +244,8 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 // buffer gives: detection looks at it once (a pipe's head, by contrast, is
 // looked at as it comes, see peekHead).
 //
-// A directory's file that one of the dialects reading directories (dirs)
-// whose pattern matches its name is sure of (100) is read as that one
-// without asking every dialect: detection is most of the work of a small
-// file.
-func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, dirs []formats.Dialect, done <-chan struct{}) *bufio.Reader {
+// Its dialect is decided as every input's is (detector.dialect).
+func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, done <-chan struct{}) *bufio.Reader {
 	defer func() {
 		select {
 		case job.batches <- manyBatch{warns: job.log.take(), last: true}:
@@ -294,19 +285,7 @@ func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, dirs []formats.Dialec
 	} else {
 		br.Reset(src)
 	}
-	var d formats.Dialect
-	head, err := br.Peek(formats.DetectSize)
-	if err == nil || err == io.EOF || err == bufio.ErrBufferFull {
-		var sure bool
-		if job.src.Dir != "" && p.opts.From.Name == "" {
-			d, sure = sureDirDialect(head, name, dirs)
-		}
-		if err = nil; !sure {
-			d, err = dialectOfHead(in, br, head, p.opts.From, rep)
-		}
-	} else {
-		err = &InputError{File: in.Name, Msg: err.Error()}
-	}
+	d, err := p.detect.dialect(in, br, job.src, rep)
 	if err != nil {
 		var de *detectError
 		switch {
@@ -319,10 +298,6 @@ func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, dirs []formats.Dialec
 			return br
 		}
 		send([]item{{err: err}})
-		return br
-	}
-	if job.src.Dir != "" && !readsDir(d, name) {
-		job.skipped = true
 		return br
 	}
 	r := d.NewReader(br, formats.ReadOptions{Dialect: d.Name, Report: rep, Path: name})
@@ -343,21 +318,6 @@ func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, dirs []formats.Dialec
 			batch, bytes = make([]item, 0, batchSize), 0
 		}
 	}
-}
-
-// sureDirDialect returns the first of dirs whose pattern matches the
-// file's name and that is sure (100) the head is its own; only for a head
-// that starts with its JSON (no lines to skip, see sniff).
-func sureDirDialect(head []byte, path string, dirs []formats.Dialect) (formats.Dialect, bool) {
-	if n, _ := leadingText(head); n > 0 {
-		return formats.Dialect{}, false
-	}
-	for _, d := range dirs {
-		if readsDir(d, path) && d.Detect(head) >= 100 {
-			return d, true
-		}
-	}
-	return formats.Dialect{}, false
 }
 
 // manyBatch is a batch of a file's events, with the warnings its reader

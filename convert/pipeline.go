@@ -121,6 +121,8 @@ type Pipeline struct {
 	rawOutput bool
 	// copyTo is the writer, when it chooses where copied records go.
 	copyTo formats.CopyTarget
+	// detect decides the dialect of each input.
+	detect detector
 }
 
 // New builds the writer of dialect to on out, and the pipeline that feeds
@@ -150,7 +152,7 @@ func NewPipeline(w formats.Writer, to formats.Dialect, opts Options) *Pipeline {
 		opts.View = &formats.RunView{}
 	}
 	_, raw := w.(formats.RawOutputWriter)
-	p := &Pipeline{opts: opts, w: w, to: to, target: to.Name, rawOutput: raw, view: opts.View}
+	p := &Pipeline{opts: opts, w: w, to: to, target: to.Name, rawOutput: raw, view: opts.View, detect: newDetector(opts.From)}
 	if ob, ok := w.(formats.Observer); ok && opts.Out != nil {
 		p.observer = ob
 		p.copyTo, _ = w.(formats.CopyTarget)
@@ -179,7 +181,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	})
 	src.detecting = true
 	br := bufio.NewReaderSize(src, 64<<10)
-	d, err := p.dialectFor(in, br)
+	d, err := p.detect.dialect(in, br, Source{}, rep)
 	raw := src.detected(d.Binary)
 	if err != nil {
 		return err
