@@ -2,10 +2,14 @@ package convert
 
 import (
 	"fmt"
+	"io"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/agentconv/agentconv/formats"
 )
+
+// The tables of dialects: `agentconv formats` and the README's.
 
 // DialectTable is the README's table of dialects, made from the registry.
 func DialectTable() string {
@@ -55,4 +59,35 @@ func LossTable() string {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", d.Name, strings.Join(cannot, "; "))
 	}
 	return b.String()
+}
+
+// PrintLosses writes what each writable dialect cannot carry, from the
+// table: what `--to` it would report as lost.
+func PrintLosses(w io.Writer) {
+	for _, d := range Writable() {
+		fmt.Fprintf(w, "%s:\n", d.Name)
+		for _, what := range Cannot(d) {
+			fmt.Fprintf(w, "  %s\n", what)
+		}
+	}
+}
+
+// PrintFormats writes the table of dialects.
+func PrintFormats(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIALECT\tREAD\tWRITE\tDESCRIPTION")
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "-"
+	}
+	for _, d := range Dialects {
+		name := d.Name
+		if len(d.Aliases) > 0 {
+			name += " (" + strings.Join(d.Aliases, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, yes(d.NewReader != nil), yes(d.NewWriter != nil), d.Description)
+	}
+	tw.Flush()
 }

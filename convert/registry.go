@@ -1,5 +1,16 @@
 // Package convert holds the table of dialects, detection, the pipeline that
-// streams events from a reader to a writer, and the command line.
+// streams events from a reader to a writer, and the command line. Its
+// files, by job:
+//
+//   - registry.go: the table of dialects; detect.go: which dialect an input is
+//   - pipeline.go, emit.go, options.go: the pipeline (reading; writing an
+//     event; its options and results); bounds.go, utf8.go: what it repairs
+//   - many.go: many files at once; dirinput.go: the files of a directory named
+//   - output.go, runfiles.go, dirfiles.go: the -o file or directory
+//   - cli.go, flags.go, convertcmd.go, errors.go: the command line, its
+//     flags, the main command, the exit statuses
+//   - sessions.go, follow.go, generate.go, docs.go: the other commands
+//   - progress.go, gc.go: the progress bar, the collector's tuning
 package convert
 
 import (
