@@ -105,8 +105,9 @@ type reader struct {
 	partial bool
 	// lastWhole is the text of the last whole message and turnText all of
 	// them since the prompt; moved: something came after the last one.
-	lastWhole, turnText string
-	moved               bool
+	lastWhole string
+	turnText  formats.Text
+	moved     bool
 }
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -247,7 +248,8 @@ func (r *reader) startRun(info formats.RunInfo) *formats.Event {
 	r.open, r.session = true, info.SessionID
 	clear(r.names)
 	r.streamed.Reset()
-	r.partial, r.lastWhole, r.turnText, r.moved = false, "", "", false
+	r.partial, r.lastWhole, r.moved = false, "", false
+	r.turnText.Reset()
 	info.AgentName = AgentName
 	info.Provider = provider(info.Model)
 	return &formats.Event{Kind: formats.RunStart, Run: info}
@@ -286,7 +288,7 @@ func (r *reader) endStream() *formats.Event {
 
 func (r *reader) whole(t string) {
 	r.lastWhole, r.moved = t, false
-	r.turnText += t
+	r.turnText.Add(t)
 }
 
 // moveOn: the agent does something else than speak; streamed text ends.
@@ -306,7 +308,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	switch rec.Type {
 	case "user":
 		evs = r.moveOn(evs)
-		r.turnText = ""
+		r.turnText.Reset()
 		if t := r.text(rec); t != "" {
 			evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: t})
 		}
@@ -387,7 +389,7 @@ func (r *reader) assistant(rec *record) []*formats.Event {
 		return []*formats.Event{{Kind: formats.Message, Text: t}}
 	}
 	final := rec.TimestampMS == nil && rec.ModelCallID == nil
-	if t == "" || final && r.partial && (t == r.lastWhole && !r.moved || t == r.turnText) {
+	if t == "" || final && r.partial && (t == r.lastWhole && !r.moved || t == r.turnText.String()) {
 		return nil
 	}
 	r.whole(t)

@@ -524,11 +524,13 @@ func messageText(raw json.RawMessage) (text, thinking string) {
 	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 		return "", ""
 	}
-	text, thinking = m.Text, m.Thinking
+	var t, th formats.Text
+	t.Add(m.Text)
+	th.Add(m.Thinking)
 	c := bytes.TrimSpace(m.Content)
 	switch {
 	case len(c) > 0 && c[0] == '"':
-		text += stringOf(c)
+		t.Add(stringOf(c))
 	case len(c) > 0 && c[0] == '[':
 		var blocks []struct {
 			Type     string `json:"type"`
@@ -539,13 +541,14 @@ func messageText(raw json.RawMessage) (text, thinking string) {
 		for _, b := range blocks {
 			switch b.Type {
 			case "text", "output_text":
-				text += b.Text
+				t.Add(b.Text)
 			case "thinking", "reasoning":
-				thinking += b.Thinking + b.Text
+				th.Add(b.Thinking)
+				th.Add(b.Text)
 			}
 		}
 	}
-	return text, thinking
+	return t.String(), th.String()
 }
 
 // todoItems reads todos.items: each item has content and status; other
