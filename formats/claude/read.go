@@ -550,7 +550,7 @@ func (d *decoder) push(ev *formats.Event) {
 func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 	d.src.Begin(carrier, line)
 	var r record
-	if err := formats.Unmarshal(line, data, &r); err != nil {
+	if err := d.opts.Report.Unmarshal(line, data, &r); err != nil {
 		if !json.Valid(data) {
 			return err
 		}

@@ -410,7 +410,7 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFi
 			rec.err = le
 		} else {
 			rec.r = &sessRecord{}
-			if e := formats.Unmarshal(rec.line, b, rec.r); e != nil {
+			if e := rep.Unmarshal(rec.line, b, rec.r); e != nil {
 				if !json.Valid(b) {
 					rec.err, rec.broken = e, true
 				} else {

@@ -177,7 +177,7 @@ func (r *reader) readRecord() error {
 	n := r.lines.Line()
 	var rec record
 	var evs []*formats.Event
-	if le := formats.UnmarshalObject(n, line, &rec); le != nil {
+	if le := r.opts.Report.UnmarshalObject(n, line, &rec); le != nil {
 		if len(line) == 0 || line[0] != '{' || !json.Valid(line) {
 			return le
 		}

@@ -148,7 +148,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	}
 	n := r.lines.Line()
 	var l streamLine
-	if err := formats.Unmarshal(n, b, &l); err != nil {
+	if err := r.opts.Report.Unmarshal(n, b, &l); err != nil {
 		return nil, err
 	}
 	ev := &formats.Event{Time: parseTime(l.Timestamp),

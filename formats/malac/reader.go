@@ -136,7 +136,7 @@ func (r *reader) readRecord() error {
 	}
 	n := r.lines.Line()
 	var rec record
-	if err := formats.UnmarshalObject(n, line, &rec); err != nil {
+	if err := r.opts.Report.UnmarshalObject(n, line, &rec); err != nil {
 		return err
 	}
 	line = append([]byte(nil), line...)
@@ -339,11 +339,11 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		}
 	case "usage":
 		ev.Kind = formats.Usage
-		ev.Usage = readUsage(rec.Turn, run.models[agent])
+		ev.Usage = readUsage(r.opts.Report, n, rec.Turn, run.models[agent])
 		if rec.ContextTokens != nil {
 			ev.Usage.ContextTokens = formats.Some(int64(*rec.ContextTokens))
 		}
-		if t := readUsage(rec.Total, run.models[agent]); !t.Empty() {
+		if t := readUsage(r.opts.Report, n, rec.Total, run.models[agent]); !t.Empty() {
 			run.totals[rec.Agent] = t
 		}
 	case "compacted":
