@@ -165,7 +165,7 @@ func (l *LineReader) readLine() ([]byte, error) {
 			// A malformed line, which --lenient skips.
 			return nil, &LineError{Line: l.line, Msg: ErrLineTooLong.Error(), Err: ErrLineTooLong}
 		}
-		l.buf = append(l.buf, b...)
+		l.buf = appendDoubling(l.buf, b)
 		switch err {
 		case nil:
 			return l.buf[:len(l.buf)-1], nil
@@ -175,6 +175,18 @@ func (l *LineReader) readLine() ([]byte, error) {
 			return l.buf, err
 		}
 	}
+}
+
+// appendDoubling appends b to buf, doubling buf when it is full: append
+// grows a large slice by a quarter, and gathering a 200 MB line that way
+// allocated 1.1 GB; doubling allocates at most twice the line.
+func appendDoubling(buf, b []byte) []byte {
+	if n := len(buf) + len(b); n > cap(buf) {
+		grown := make([]byte, len(buf), max(n, 2*cap(buf)))
+		copy(grown, buf)
+		buf = grown
+	}
+	return append(buf, b...)
 }
 
 func isBlank(b []byte) bool {
