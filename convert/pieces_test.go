@@ -154,3 +154,16 @@ func BenchmarkPieces(b *testing.B) {
 		})
 	}
 }
+
+// TestPiecesLinearWriters: each local writer takes a message streamed in
+// many deltas in linear work.
+func TestPiecesLinearWriters(t *testing.T) {
+	for _, to := range Writable() {
+		if to.Remote {
+			continue
+		}
+		t.Run(to.Name, func(t *testing.T) {
+			linear(t, pieceInputs["gemini-stream"], "--deterministic", "--from", "gemini-stream", "--to", to.Name)
+		})
+	}
+}
