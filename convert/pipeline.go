@@ -99,7 +99,10 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		old := rep.SetWhere(func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) })
 		defer func() { rep.SetWhere(old) }()
 	}
-	src := newValidUTF8Reader(in.R, func(line int) {
+	// A signal stops a reader at its next read, even one that reads its
+	// whole input before it gives an event (a session file).
+	input := cancelReader{ctx.Done(), in.R}
+	src := newValidUTF8Reader(input, func(line int) {
 		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
 	})
 	src.detecting = true
@@ -111,7 +114,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	}
 	if d.Binary {
 		// The reader takes the input's bytes as they are, from the start.
-		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(raw), in.R), 64<<10)
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(raw), input), 64<<10)
 	}
 	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path}
 	// What br gives is valid UTF-8 (src repairs it): a reader need not
@@ -276,6 +279,11 @@ func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader
 		default:
 		}
 		ev, err := safeNext(r)
+		if err != nil && ctx.Err() != nil {
+			// The reader stopped at a read that the signal refused.
+			p.closeRun(formats.Cancelled, "interrupted by a signal")
+			return ErrInterrupted
+		}
 		if ev != nil {
 			ev.Arrived = p.opts.Clock()
 		}
@@ -297,6 +305,22 @@ func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader
 			return p.endInput(in)
 		}
 	}
+}
+
+// cancelReader refuses to read once done is closed, so that a reader
+// busy with its input stops at its next read.
+type cancelReader struct {
+	done <-chan struct{}
+	r    io.Reader
+}
+
+func (c cancelReader) Read(b []byte) (int, error) {
+	select {
+	case <-c.done:
+		return 0, ErrInterrupted
+	default:
+	}
+	return c.r.Read(b)
 }
 
 // mayBlock reports whether reading r can wait on a producer for ever (a
