@@ -39,8 +39,8 @@ func TestMain(m *testing.M) {
 // -refresh the captures replace those kept under testdata/agents.
 //
 // The runs are queued the longest expected first (expectedSeconds), and
-// run at the same time as TestResume's, parallelAgents at once: the tests
-// take about as long as their longest run allows, not longer.
+// run at the same time as TestResume's, parallelAgents at once, so that
+// no long run starts last.
 func TestAgents(t *testing.T) {
 	if !*refresh {
 		t.Parallel() // with TestResume, which, after a refresh, resumes the new captures
