@@ -13,7 +13,9 @@ import (
 // parallelAgents is how many agent processes run at once. Once started,
 // an agent mostly waits: for the server's turns, for its own retries
 // after a failure. Its CPU is its start (a Node process compiles megabytes
-// of JavaScript), of which fewer go at once (Starts: three a core).
+// of JavaScript), of which fewer go at once (Starts: one more than the
+// cores; with three a core, AdaL's back end, on 2 cores busy with other
+// work too, failed to start within AdaL's 60 s).
 const parallelAgents = 12
 
 // classLimits are the agents of which fewer run at once: AdaL starts a
@@ -22,7 +24,7 @@ const parallelAgents = 12
 // busy with other work).
 var classLimits = map[string]int{"adal": 2}
 
-func init() { Starts = make(chan struct{}, 3*runtime.GOMAXPROCS(0)) }
+func init() { Starts = make(chan struct{}, runtime.GOMAXPROCS(0)+1) }
 
 // agents hands the slots of the agent runs of TestAgents and TestResume,
 // which run at the same time; checks is the slots of the checks, which
