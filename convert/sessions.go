@@ -117,8 +117,10 @@ type SessionInfo struct {
 	// source's where it gives one, else the price table's estimate.
 	Usage Usage `json:"-"`
 
-	// byModel splits Usage by model, for --by model.
-	byModel map[string]*Usage
+	// byModel splits Usage by model, for --by model, in the order first
+	// seen: a slice, as a session has a model or two (a map for each of
+	// 100,000 sessions was a fifth of the memory of the listing).
+	byModel []modelUsage
 	// from is the dialect of the place the file was found under, "" when
 	// it must be detected.
 	from     string
@@ -127,6 +129,22 @@ type SessionInfo struct {
 	// malformed: lines of the file could not be read; its counts leave
 	// them out.
 	malformed bool
+}
+
+// modelUsage is a session's usage of one model.
+type modelUsage struct {
+	model string
+	Usage
+}
+
+// usageOf is the session's usage of model, nil if none.
+func (s *SessionInfo) usageOf(model string) *Usage {
+	for i := range s.byModel {
+		if s.byModel[i].model == model {
+			return &s.byModel[i].Usage
+		}
+	}
+	return nil
 }
 
 // Usage is the token counts and cost of sessions, with the meanings of
@@ -215,6 +233,10 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 	} else {
 		defer stop()
 	}
+	// The list grows with the files: the collector's headroom grows with
+	// it (gcFloor).
+	old := gcFloor.Swap(100)
+	defer gcFloor.Store(old)
 	now := time.Now
 	if sys.Clock != nil {
 		now = sys.Clock
@@ -340,7 +362,7 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 	case by != "" && len(out) > 0:
 		werr = printGroups(sys.Stdout, groupSessions(out, by), by, sys.getenv("HOME"))
 	case c.Bool("paths"):
-		var b strings.Builder
+		b := bufio.NewWriterSize(sys.Stdout, 64<<10)
 		end := byte('\n')
 		if c.Bool("null") {
 			end = 0
@@ -356,17 +378,20 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 			b.WriteString(s.Path)
 			b.WriteByte(end)
 		}
-		_, werr = io.WriteString(sys.Stdout, b.String())
+		werr = b.Flush()
 	case c.Bool("json"):
-		var b []byte
+		// Written as made, not gathered first: a line for each of 100,000
+		// sessions is tens of MB.
+		bw := bufio.NewWriterSize(sys.Stdout, 64<<10)
 		for _, s := range out {
 			line, err := json.Marshal(s)
 			if err != nil {
 				return fail(ExitOutput, "%v", err)
 			}
-			b = append(append(b, line...), '\n')
+			bw.Write(line)
+			bw.WriteByte('\n')
 		}
-		_, werr = sys.Stdout.Write(b)
+		werr = bw.Flush()
 	case len(out) == 0:
 		fmt.Fprintf(sys.Stderr, "agentconv sessions: no session found\n")
 	default:
@@ -706,7 +731,7 @@ func (p *Pipeline) convertFile(in Input, r *sessionReader, walked bool) error {
 	unmark := formats.MarkValidUTF8(br)
 	rd := d.NewReader(br, formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path})
 	unmark()
-	return p.convertInline(context.Background(), in, rd, br)
+	return p.convertInline(context.Background(), in, rd, br, nil)
 }
 
 // sessionStats is the writer of readSession: it counts what the run view
@@ -800,14 +825,11 @@ func (w *sessionStats) runUsage() {
 			s.Models = append(s.Models, m)
 		}
 	}
-	if s.byModel == nil {
-		s.byModel = map[string]*Usage{}
-	}
 	add := func(model string, u Usage) {
-		t := s.byModel[model]
+		t := s.usageOf(model)
 		if t == nil {
-			t = &Usage{}
-			s.byModel[model] = t
+			s.byModel = append(s.byModel, modelUsage{model: model})
+			t = &s.byModel[len(s.byModel)-1].Usage
 		}
 		t.add(u)
 		s.Usage.add(u)
@@ -949,8 +971,8 @@ var groupBy = map[string]func(s *SessionInfo) []string{
 	"project": func(s *SessionInfo) []string { return []string{orDash(s.Project)} },
 	"model": func(s *SessionInfo) []string {
 		var out []string
-		for m := range s.byModel {
-			out = append(out, orUnnamed(m))
+		for _, m := range s.byModel {
+			out = append(out, orUnnamed(m.model))
 		}
 		if len(out) == 0 {
 			out = []string{"-"}
@@ -994,9 +1016,9 @@ func groupSessions(list []SessionInfo, by string) []Group {
 			}
 			g.Sessions++
 			if by == "model" {
-				if u := s.byModel[k]; u != nil {
+				if u := s.usageOf(k); u != nil {
 					g.Usage.add(*u)
-				} else if u := s.byModel[""]; k == orUnnamed("") && u != nil {
+				} else if u := s.usageOf(""); k == orUnnamed("") && u != nil {
 					g.Usage.add(*u)
 				}
 				continue
