@@ -498,6 +498,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 		if err != nil {
 			return nil, 0, err
 		}
+		out = slices.Grow(out, len(srcs)) // no slice twice the list's size
 		for _, s := range srcs {
 			add(s, w.from.Name)
 		}
@@ -698,7 +699,7 @@ func (p *Pipeline) convertFile(in Input, r *sessionReader, walked bool) error {
 	}
 	rep := p.opts.Report
 	old := rep.SetWhere(func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) })
-	defer rep.SetWhere(old)
+	defer func() { rep.SetWhere(old) }()
 	src := newValidUTF8Reader(f, func(line int) {
 		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
 	})
