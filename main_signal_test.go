@@ -37,6 +37,8 @@ type slowCollector struct {
 	mu       sync.Mutex
 	spans    map[string]int
 	requests int
+	// answering counts the requests it is answering (not held).
+	answering int
 }
 
 func newSlowCollector(t *testing.T, delay time.Duration) *slowCollector {
@@ -56,11 +58,19 @@ func (c *slowCollector) Export(ctx context.Context, req *collpb.ExportTraceServi
 	c.mu.Lock()
 	c.requests++
 	hold := c.answers >= 0 && c.requests > c.answers
+	if !hold {
+		c.answering++
+	}
 	c.mu.Unlock()
 	if hold {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
+	defer func() {
+		c.mu.Lock()
+		c.answering--
+		c.mu.Unlock()
+	}()
 	select {
 	case <-time.After(c.delay):
 	case <-ctx.Done():
@@ -82,6 +92,23 @@ func (c *slowCollector) Export(ctx context.Context, req *collpb.ExportTraceServi
 		}
 	}
 	return &collpb.ExportTraceServiceResponse{}, nil
+}
+
+// holdNow makes the collector hold every request from now on; it returns
+// how many it took before.
+func (c *slowCollector) holdNow() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.answers = c.requests
+	return c.requests
+}
+
+// settled: a request past the first answered ones (held) is under way,
+// and none is being answered.
+func (c *slowCollector) settled(answered int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answering == 0 && c.requests > answered
 }
 
 func (c *slowCollector) started() int {
@@ -170,13 +197,13 @@ func accounts(t *testing.T, read []string, c *slowCollector, spooled []string) {
 	}
 }
 
-// TestSignalsEndTheDelivery: with a collector that answers three requests
-// and then none, the first signal flushes within the delivery timeout and spools the
-// rest; a second signal, SIGINT or SIGTERM, ends it at once, long before
-// the timeout of a minute would. Either way every span read is delivered
-// or spooled, once. The cores are kept busy meanwhile, and the signals
-// come when the process is in the state each case is about (its input
-// read, a request under way), not after a sleep.
+// TestSignalsEndTheDelivery: with a collector that answers some requests
+// and holds the rest, the first signal flushes within the delivery timeout
+// and spools the rest; a second signal, SIGINT or SIGTERM, ends it at
+// once, long before the timeout of two minutes would. Either way every span read is delivered or spooled,
+// once. The cores are kept busy meanwhile, and the signals come when the
+// process is in the state each case is about (its input read, no
+// request being answered, a held one under way), not after a sleep.
 func TestSignalsEndTheDelivery(t *testing.T) {
 	in, read := otlpInput(t, "12MB")
 	if len(read) < 12*1024 {
@@ -188,15 +215,23 @@ func TestSignalsEndTheDelivery(t *testing.T) {
 		timeout time.Duration
 		signals []syscall.Signal
 	}{
-		{"one SIGINT", 4 * time.Second, []syscall.Signal{syscall.SIGINT}},
-		{"two SIGINTs", time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}},
-		{"SIGINT then SIGTERM", time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}},
+		{"one SIGINT", 8 * time.Second, []syscall.Signal{syscall.SIGINT}},
+		{"two SIGINTs", 2 * time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}},
+		{"SIGINT then SIGTERM", 2 * time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// Three requests delivered, the rest held: at the signals some
-			// spans are delivered and the rest under way or waiting.
-			c := newSlowCollector(t, 0)
-			c.answers = 3
+			// No request may be cancelled as the collector accepts it (its
+			// spans would be delivered and spooled). One signal: requests
+			// answered in 3 s until the input was read, held from then on;
+			// the signal comes once none is being answered, and the
+			// timeout (8 s) cancels only held ones. Two signals, whose
+			// second cancels what is under way at once: three requests
+			// answered at the start, long before, and the rest held.
+			c := newSlowCollector(t, 3*time.Second)
+			if len(tc.signals) > 1 {
+				c = newSlowCollector(t, 0)
+				c.answers = 3
+			}
 			spool := filepath.Join(t.TempDir(), "spool.jsonl")
 			cmd := exec.Command(binary, "--from", "otlp-json", "--to", "otlp", "--otlp-endpoint", c.endpoint,
 				"--otlp-timeout", tc.timeout.String(), "--otlp-spool", spool)
@@ -220,7 +255,11 @@ func TestSignalsEndTheDelivery(t *testing.T) {
 			// Signal once the input was read and a request is under way:
 			// every span read is then delivered or spooled.
 			waitRead(t, cmd.Process.Pid, in)
-			for deadline := time.Now().Add(time.Minute); c.started() <= c.answers && time.Now().Before(deadline); {
+			held := c.answers
+			if len(tc.signals) == 1 {
+				held = c.holdNow()
+			}
+			for deadline := time.Now().Add(time.Minute); !c.settled(held) && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond)
 			}
 			cmd.Process.Signal(tc.signals[0])
@@ -311,6 +350,9 @@ func waitRead(t *testing.T, pid int, in string) {
 	fdinfo := fmt.Sprintf("/proc/%d/fdinfo/0", pid)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, err := os.ReadFile(fdinfo)
+		if _, serr := os.Stat("/proc/self/fdinfo"); err != nil && serr == nil {
+			t.Fatalf("agentconv exited before it had read its input: %v", err)
+		}
 		if err != nil {
 			t.Skipf("cannot tell how much of its input agentconv read: %v", err)
 		}
@@ -411,6 +453,9 @@ func waitFileRead(t *testing.T, pid int, in string) {
 	}
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if _, serr := os.Stat("/proc/self/fd"); err != nil && serr == nil {
+			return // it ended: it read all of it
+		}
 		if err != nil {
 			t.Skipf("cannot tell how much of its input agentconv read: %v", err)
 		}
