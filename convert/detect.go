@@ -35,18 +35,23 @@ type detector struct {
 	// from is --from: the dialect every input is, checked against what
 	// detection sees; the zero Dialect detects each input.
 	from formats.Dialect
-	// dirs are the readable dialects that read directories.
+	// dirs are the readable dialects that read directories (dirDialects),
+	// for a directory's files; nil puts every file to every dialect.
 	dirs []formats.Dialect
 }
 
-func newDetector(from formats.Dialect) detector {
-	dt := detector{from: from}
+func newDetector(from formats.Dialect) detector { return detector{from: from} }
+
+// dirDialects lists the readable dialects that read directories, for
+// detector.dirs: a caller that reads many files sets it once.
+func dirDialects() []formats.Dialect {
+	var out []formats.Dialect
 	for _, d := range Readable() {
 		if d.DirFiles != "" && d.Detect != nil {
-			dt.dirs = append(dt.dirs, d)
+			out = append(out, d)
 		}
 	}
-	return dt
+	return out
 }
 
 // dialect decides the dialect of the input br gives, warning on rep, and
@@ -60,8 +65,8 @@ func newDetector(from formats.Dialect) detector {
 // looked at as it comes (see peekHead). A directory's file (src.Dir) that
 // a dialect reading directories, whose pattern matches its name, is sure
 // of (100) is read as that one without asking every dialect (detection is
-// most of the work of a small file); a directory's file that no dialect
-// reading directories reads is a *detectError too.
+// most of the work of a small file). Whether a directory's file of another
+// dialect is kept is the caller's choice.
 func (dt detector) dialect(in Input, br *bufio.Reader, src Source, rep *formats.Report) (formats.Dialect, error) {
 	var head []byte
 	var err error
@@ -76,17 +81,12 @@ func (dt detector) dialect(in Input, br *bufio.Reader, src Source, rep *formats.
 	if err != nil {
 		return formats.Dialect{}, &InputError{File: in.Name, Msg: err.Error()}
 	}
-	if src.Dir == "" {
-		return dt.ofHead(in, br, head, rep)
+	if src.Dir != "" {
+		if d, sure := dt.sureDir(head, src.Path); sure {
+			return d, nil
+		}
 	}
-	if d, sure := dt.sureDir(head, src.Path); sure {
-		return d, nil
-	}
-	d, err := dt.ofHead(in, br, head, rep)
-	if err == nil && !readsDir(d, src.Path) {
-		return d, &detectError{&InputError{File: in.Name, Msg: "not a file of the dialects that read directories"}}
-	}
-	return d, err
+	return dt.ofHead(in, br, head, rep)
 }
 
 // ofHead is dialect once the head is peeked.

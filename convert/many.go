@@ -120,6 +120,7 @@ func (p *Pipeline) ConvertMany(ctx context.Context, srcs []Source, mo ManyOption
 	var wg sync.WaitGroup
 	defer func() { close(done); wg.Wait() }()
 	var next atomic.Int64
+	p.detect.dirs = dirDialects()
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -300,6 +301,10 @@ func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, done <-chan struct{})
 			return br
 		}
 		send([]item{{err: err}})
+		return br
+	}
+	if job.src.Dir != "" && !readsDir(d, name) {
+		job.skipped = true
 		return br
 	}
 	r := d.NewReader(br, formats.ReadOptions{Dialect: d.Name, Report: rep, Path: name})

@@ -595,7 +595,7 @@ func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyPr
 // sessionReader reads the session files of one worker, one after
 // another, as ConvertMany's workers read a directory's files: one buffer
 // for all of them, the head of each looked at once, and a file found
-// under a directory that its own dialect is sure of (sureDirDialect) read
+// under a directory that its own dialect is sure of (detector.dialect) read
 // as that one without putting it to every other dialect. Detection, and a
 // buffer of 64 KiB made and cleared for each file, were most of the work
 // of a small file, and the garbage of the buffers made the collector run
@@ -606,13 +606,7 @@ type sessionReader struct {
 }
 
 func newSessionReader() *sessionReader {
-	r := &sessionReader{br: bufio.NewReaderSize(eofReader{}, formats.DetectSize)}
-	for _, d := range Readable() {
-		if d.DirFiles != "" && d.Detect != nil {
-			r.dirs = append(r.dirs, d)
-		}
-	}
-	return r
+	return &sessionReader{br: bufio.NewReaderSize(eofReader{}, formats.DetectSize), dirs: dirDialects()}
 }
 
 // eofReader is an empty input: the buffer's before its first file.
@@ -706,20 +700,15 @@ func (p *Pipeline) convertFile(in Input, r *sessionReader, walked bool) error {
 	src.detecting = true
 	br := r.br
 	br.Reset(src)
-	head, err := br.Peek(formats.DetectSize)
-	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
-		return &InputError{File: in.Name, Msg: err.Error()}
+	src0 := Source{Path: in.Path}
+	if walked {
+		src0.Dir = filepath.Dir(in.Path)
 	}
-	var d formats.Dialect
-	sure := false
-	if walked && p.opts.From.Name == "" {
-		d, sure = sureDirDialect(head, in.Path, r.dirs)
-	}
-	if !sure {
-		if d, err = dialectOfHead(in, br, head, p.opts.From, rep); err != nil {
-			src.detected(false)
-			return err
-		}
+	p.detect.dirs = r.dirs
+	d, err := p.detect.dialect(in, br, src0, rep)
+	if err != nil {
+		src.detected(false)
+		return err
 	}
 	if d.Binary {
 		// Its reader takes the input's bytes as they are, from the start.
