@@ -3,8 +3,9 @@
 // files, by job:
 //
 //   - registry.go: the table of dialects; detect.go: which dialect an input is
-//   - pipeline.go, emit.go, options.go: the pipeline (reading; writing an
-//     event; its options and results); bounds.go, utf8.go: what it repairs
+//   - pipeline.go, emit.go, cancel.go, options.go: the pipeline (reading;
+//     writing an event; a signal while reading; its options and results);
+//     bounds.go, utf8.go: what it repairs
 //   - many.go: many files at once; dirinput.go: the files of a directory named
 //   - output.go, runfiles.go, dirfiles.go: the -o file or directory
 //   - cli.go, flags.go, convertcmd.go, errors.go: the command line, its
