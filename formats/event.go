@@ -28,29 +28,29 @@ const (
 	// the source knows them at the start.
 	RunStart
 	// RunEnd closes a run: Status, Run.ExitCode, Run.SessionID, Run.Model,
-	// Text (the error message, if any), Usage (run totals), Duration, Cut.
+	// Text (the error message, if any: ErrorText), Usage (run totals), Duration, Cut.
 	RunEnd
 	// AgentStart: a subagent starts. Agent is its id; AgentInfo holds its
 	// label, parent agent and the call that spawned it. The main agent of a
 	// run needs no AgentStart: it is the run itself.
 	AgentStart
-	// AgentEnd: a subagent ended, with Status and Text (its report).
+	// AgentEnd: a subagent ended, with Status and Text (its report: Report).
 	AgentEnd
 	// TurnStart: the agent begins a model turn.
 	TurnStart
 	// TurnEnd: a turn ended, with Status and Text (its final text, if the
-	// source says it).
+	// source says it: FinalText).
 	TurnEnd
-	// UserMessage: a prompt or follow-up; Text. AgentInfo.Label names the
+	// UserMessage: a prompt or follow-up; Text (Prompt). AgentInfo.Label names the
 	// agent that sent it when no person did: a message another agent of
 	// the team gave the running agent (Codex's subagent reporting to its
 	// parent), which is not a prompt.
 	UserMessage
-	// TextDelta: a piece of streamed assistant text; Text.
+	// TextDelta: a piece of streamed assistant text; Text (Piece).
 	TextDelta
-	// ThinkingDelta: a piece of streamed reasoning; Text.
+	// ThinkingDelta: a piece of streamed reasoning; Text (Piece).
 	ThinkingDelta
-	// Message: a whole assistant message; Text, and Thinking when the
+	// Message: a whole assistant message; Text (MessageText), and Thinking when the
 	// message carried reasoning. Sources that stream deltas and then repeat
 	// the whole message emit both; writers use formats.TextTracker so that
 	// they do not print the text twice.
@@ -72,13 +72,14 @@ const (
 	Usage
 	// Todos: the task list changed; Todos.
 	Todos
-	// Compaction: the conversation was compacted; Text (the summary).
+	// Compaction: the conversation was compacted; Text (the summary: Summary).
 	Compaction
-	// Notice: a message for the user, a warning or an error; Severity, Text.
+	// Notice: a message for the user, a warning or an error; Severity, Text
+	// (NoticeText).
 	Notice
 	// ModelChange: the agent switched models; Run.Model.
 	ModelChange
-	// Answer: the run's final answer; Text.
+	// Answer: the run's final answer; Text (AnswerText).
 	Answer
 	// Raw: an event the reader could not interpret; only Source is set
 	// (Source.Type names it), so that a writer of the same dialect can print
@@ -216,6 +217,14 @@ type Event struct {
 	// Source is the verbatim input that produced the event.
 	Source Source
 
+	// Text is the event's text; what it means depends on Kind, and each
+	// meaning has an accessor that names it and gives "" for any other
+	// kind: Prompt (UserMessage), Piece (TextDelta, ThinkingDelta),
+	// MessageText (Message), AnswerText (Answer), ErrorText (RunEnd),
+	// Report (AgentEnd), FinalText (TurnEnd), Summary (Compaction) and
+	// NoticeText (Notice). No other kind has a text. Readers set the field
+	// beside the Kind that gives it its meaning; everyone else reads it
+	// through the accessor of the meaning they want.
 	Text     string
 	Thinking string
 	// Thoughts are a Message's thinking blocks one by one, as Anthropic's
@@ -255,6 +264,53 @@ type Event struct {
 	Response   Response
 	Todos      []Todo
 }
+
+// textOf is Text when the event is of kind k, else "".
+func (e *Event) textOf(k Kind) string {
+	if e.Kind == k {
+		return e.Text
+	}
+	return ""
+}
+
+// Prompt is a UserMessage's text: what the user (or, when
+// AgentInfo.Label names one, another agent of the team) said to the agent.
+func (e *Event) Prompt() string { return e.textOf(UserMessage) }
+
+// Piece is the piece of streamed text a TextDelta or ThinkingDelta
+// carries: assistant text or reasoning, as Kind says; the whole text is
+// the pieces joined.
+func (e *Event) Piece() string {
+	if e.Kind == TextDelta || e.Kind == ThinkingDelta {
+		return e.Text
+	}
+	return ""
+}
+
+// MessageText is the text of a whole assistant Message (its reasoning is
+// Thinking).
+func (e *Event) MessageText() string { return e.textOf(Message) }
+
+// AnswerText is the run's final answer, as an Answer event gives it.
+func (e *Event) AnswerText() string { return e.textOf(Answer) }
+
+// ErrorText is the error message a RunEnd gives, empty when the run
+// ended without one.
+func (e *Event) ErrorText() string { return e.textOf(RunEnd) }
+
+// Report is what a subagent reported to its parent when it ended
+// (AgentEnd).
+func (e *Event) Report() string { return e.textOf(AgentEnd) }
+
+// FinalText is the text a turn ended with (TurnEnd), when the source says
+// it apart from the turn's messages.
+func (e *Event) FinalText() string { return e.textOf(TurnEnd) }
+
+// Summary is the summary a Compaction left in place of the conversation.
+func (e *Event) Summary() string { return e.textOf(Compaction) }
+
+// NoticeText is a Notice's message; Severity grades it.
+func (e *Event) NoticeText() string { return e.textOf(Notice) }
 
 // TimeOf is the source's time when it has one, else the arrival time.
 func (e *Event) TimeOf() time.Time {

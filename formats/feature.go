@@ -228,7 +228,7 @@ func Needs(e *Event) Feature {
 		}
 	case AgentEnd:
 		f |= Subagents
-		if e.Text != "" {
+		if e.Report() != "" {
 			f |= SubagentReports
 		}
 	case TurnEnd:
@@ -243,7 +243,7 @@ func Needs(e *Event) Feature {
 	case ThinkingDelta:
 		f |= Thinking
 	case Message:
-		if e.Text != "" {
+		if e.MessageText() != "" {
 			f |= textNeed(sub)
 		}
 		if e.Thinking != "" {
@@ -275,7 +275,7 @@ func Needs(e *Event) Feature {
 		f |= TodoLists
 	case Compaction:
 		f |= Compactions
-		if e.Text != "" {
+		if e.Summary() != "" {
 			f |= CompactionSummaries
 		}
 	case Notice:

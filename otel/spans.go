@@ -281,7 +281,7 @@ func (b *builder) write(e *formats.Event) {
 	case formats.AgentStart:
 		// b.agent made it.
 	case formats.AgentEnd:
-		b.endAgent(e.Agent, a, t, e.Status, e.Text)
+		b.endAgent(e.Agent, a, t, e.Status, e.Report())
 	case formats.TurnStart:
 		b.startsSeen = true
 		b.closeRequest(a)
@@ -325,9 +325,9 @@ func (b *builder) write(e *formats.Event) {
 		}
 		b.event(b.callOr(b.requests[e.Permission.RequestID], a), evPermissionAnswer, t, attrs...)
 	case formats.Notice:
-		b.event(b.inner(a), evNotice, t, attribute.String(keySeverity, e.Severity.String()), attribute.String(keyText, e.Text))
+		b.event(b.inner(a), evNotice, t, attribute.String(keySeverity, e.Severity.String()), attribute.String(keyText, e.NoticeText()))
 	case formats.Compaction:
-		b.event(b.inner(a), evCompaction, t, attribute.String(keyText, e.Text))
+		b.event(b.inner(a), evCompaction, t, attribute.String(keyText, e.Summary()))
 	case formats.ModelChange:
 		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
 		if e.Run.Model != "" {
@@ -348,15 +348,15 @@ func (b *builder) write(e *formats.Event) {
 	case formats.Answer:
 		switch {
 		case b.cfg.content && !a.done:
-			a.answer = b.cut(e.Text)
+			a.answer = b.cut(e.AnswerText())
 		default:
-			b.lose(lostAnswers, e.Text != "")
+			b.lose(lostAnswers, e.AnswerText() != "")
 		}
 	case formats.UserMessage:
 		switch {
-		case e.Text == "":
+		case e.Prompt() == "":
 		case b.cfg.content && !a.done:
-			a.prompts = append(a.prompts, b.cut(e.Text))
+			a.prompts = append(a.prompts, b.cut(e.Prompt()))
 			b.message(e, a)
 		default:
 			b.lose(lostPrompts, true)
@@ -1046,13 +1046,13 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	failed := e.Status == formats.Failed || e.Status == formats.Cancelled || e.Status == formats.Denied ||
 		(e.Status == formats.StatusUnknown && e.Run.ExitCode.OK && e.Run.ExitCode.V != 0)
 	if failed {
-		root.fail(e.Status, e.Text)
+		root.fail(e.Status, e.ErrorText())
 		if e.Code != "" {
 			// The provider's code says more than "failed".
 			root.attrs = setAttr(root.attrs, attribute.String(keyErrorType, e.Code))
 		}
-	} else if e.Text != "" {
-		b.event(root, evNotice, t, attribute.String(keySeverity, formats.Error.String()), attribute.String(keyText, e.Text))
+	} else if e.ErrorText() != "" {
+		b.event(root, evNotice, t, attribute.String(keySeverity, formats.Error.String()), attribute.String(keyText, e.ErrorText()))
 	}
 	end := t
 	if d := e.Duration; d > 0 && (root.timedStart(b) || end.Before(root.start.Add(d))) && e.Time.IsZero() {

@@ -89,20 +89,20 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 			w.opts.Report.Lose(lostSubagentPrompts)
 			return nil
 		}
-		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Text)})
+		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Prompt())})
 	case formats.TextDelta:
 		if e.Agent == "" {
 			w.streamed[e.Agent] = true
 			if w.saying {
-				w.said += e.Text
+				w.said += e.Piece()
 			} else {
-				w.said, w.saying = e.Text, true
+				w.said, w.saying = e.Piece(), true
 			}
-			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Piece())})
 		}
 	case formats.ThinkingDelta:
 		w.streamedThought[e.Agent] = true
-		return w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Text)})
+		return w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Piece())})
 	case formats.Message:
 		return w.message(e)
 	case formats.ToolCall:
@@ -166,10 +166,10 @@ func (w *writer) message(e *formats.Event) error {
 			return err
 		}
 	}
-	if e.Text != "" && e.Agent == "" {
-		w.said = e.Text
+	if e.MessageText() != "" && e.Agent == "" {
+		w.said = e.MessageText()
 		if !streamed {
-			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.MessageText())})
 		}
 	}
 	return nil

@@ -124,7 +124,7 @@ func (w *sessionWriter) Observe(e *formats.Event, v *formats.RunView) {
 	case "message":
 		f.messages++
 		if e.Kind == formats.UserMessage {
-			f.user(e.Text)
+			f.user(e.Prompt())
 		}
 	}
 }
@@ -256,16 +256,16 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if err := w.flushStep(); err != nil {
 			return err
 		}
-		w.cur.user(e.Text)
+		w.cur.user(e.Prompt())
 		var meta record
 		meta.null("context_str")
-		return w.message(e, "user", strPtr(e.Text), meta.bytes())
+		return w.message(e, "user", strPtr(e.Prompt()), meta.bytes())
 	case formats.TextDelta:
-		w.run.text.WriteString(e.Text)
+		w.run.text.WriteString(e.Piece())
 	case formats.ThinkingDelta:
-		w.run.thinking.WriteString(e.Text)
+		w.run.thinking.WriteString(e.Piece())
 	case formats.Message:
-		return w.said(e, e.Text, e.Thinking)
+		return w.said(e, e.MessageText(), e.Thinking)
 	case formats.ToolCall:
 		s := w.run.step
 		if s != nil && s.results > 0 {
@@ -298,7 +298,7 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.usage(e, sub)
 	case formats.Notice:
 		if e.Severity == formats.Error {
-			return w.errorStep(e, e.Text)
+			return w.errorStep(e, e.NoticeText())
 		}
 	}
 	return nil
@@ -343,7 +343,7 @@ func (w *sessionWriter) flushText(e *formats.Event) {
 	th, tx := w.run.thinking.String(), w.run.text.String()
 	w.run.thinking.Reset()
 	w.run.text.Reset()
-	if e.Kind == formats.Message && e.Text == tx && (e.Thinking == th || th == "") {
+	if e.Kind == formats.Message && e.MessageText() == tx && (e.Thinking == th || th == "") {
 		return // the whole message repeats them
 	}
 	w.said(e, tx, th) //nolint:errcheck // said fails only when a step with calls is flushed, which flushStep reports on the next write

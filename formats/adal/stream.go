@@ -518,11 +518,11 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return s.line(toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), s.outputJSON(e)}, false)
 	case formats.Answer:
 		if e.Agent == "" {
-			return s.line(textLine{Type: "answer", Content: e.Text}, true)
+			return s.line(textLine{Type: "answer", Content: e.AnswerText()}, true)
 		}
 	case formats.Notice:
 		if e.Severity == formats.Error && e.Agent == "" {
-			return s.error(e.Text)
+			return s.error(e.NoticeText())
 		}
 	case formats.RunEnd:
 		return s.end(e, v)
@@ -627,8 +627,8 @@ func (s *streamWriter) end(e *formats.Event, v *formats.RunView) error {
 	// An error event only when the source says why the run failed (the
 	// stream of a run that failed without a word has none either), and
 	// not again what was said.
-	if !v.Success() && e.Text != "" && !s.errs[e.Text] {
-		if err := s.error(e.Text); err != nil {
+	if !v.Success() && e.ErrorText() != "" && !s.errs[e.ErrorText()] {
+		if err := s.error(e.ErrorText()); err != nil {
 			return err
 		}
 	}

@@ -395,7 +395,7 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 	}
 	switch e.Kind {
 	case formats.TextDelta:
-		s.text.Delta(a, e.Text)
+		s.text.Delta(a, e.Piece())
 		s.deltas[a] = true
 	case formats.ThinkingDelta:
 		b := s.thinking[a]
@@ -403,12 +403,12 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 			b = &strings.Builder{}
 			s.thinking[a] = b
 		}
-		b.WriteString(e.Text)
+		b.WriteString(e.Piece())
 		s.deltas[a] = true
 	case formats.UserMessage:
 		s.lateUsage(a)
 		s.resp[a] = nil
-		rec := &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Text}}
+		rec := &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Prompt()}}
 		if s.compacted == a && s.compactedOK {
 			// The summary a compaction goes on with (claude-stream prints
 			// it as a user message after compact_boundary).
@@ -426,7 +426,7 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		delete(s.thinking, a)
 		delete(s.deltas, a)
-		if blocks := s.content(e.Text, thinking, e.Thoughts); len(blocks) > 0 {
+		if blocks := s.content(e.MessageText(), thinking, e.Thoughts); len(blocks) > 0 {
 			s.assistant(e, v, s.response(e, v, true), blocks)
 		}
 	case formats.ToolCall:
@@ -452,8 +452,8 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		s.record(e, v, &sessOut{Type: "system", Subtype: "compact_boundary", Content: "Conversation compacted", Level: "info",
 			CompactMetadata: &compactMetaOut{Trigger: "auto"}, LogicalParentUUID: prev, ParentUUID: nil}, noParent)
-		if e.Text != "" {
-			s.record(e, v, &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Text}, IsCompactSummary: true})
+		if e.Summary() != "" {
+			s.record(e, v, &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Summary()}, IsCompactSummary: true})
 		} else {
 			s.compacted, s.compactedOK = a, true
 		}

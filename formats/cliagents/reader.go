@@ -203,7 +203,7 @@ func (r *reader) done(rec *record, n int) []*formats.Event {
 		end.Status, end.Text = formats.Cancelled, text
 	default:
 		end.Status, end.Text = formats.Failed, text
-		if end.Text == "" {
+		if end.ErrorText() == "" {
 			end.Text, stderr = stderr, ""
 		}
 	}

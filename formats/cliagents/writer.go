@@ -99,10 +99,10 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 	switch e.Kind {
 	case formats.TextDelta:
 		r.turnText, r.streamedText = true, true
-		return c.line(textLine{"text_delta", e.Text})
+		return c.line(textLine{"text_delta", e.Piece()})
 	case formats.ThinkingDelta:
 		r.streamedThinking = true
-		return c.line(textLine{"thinking_delta", e.Text})
+		return c.line(textLine{"thinking_delta", e.Piece()})
 	case formats.Message:
 		return c.message(e)
 	case formats.ToolCall:
@@ -110,9 +110,9 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.ToolResult:
 		return c.toolEnd(e)
 	case formats.TurnEnd:
-		if e.Text != "" && !r.turnText {
+		if e.FinalText() != "" && !r.turnText {
 			// The turn's text came only with its end.
-			if err := c.line(textLine{"text_delta", e.Text}); err != nil {
+			if err := c.line(textLine{"text_delta", e.FinalText()}); err != nil {
 				return err
 			}
 		}
@@ -122,7 +122,7 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Severity == formats.Info {
 			return nil
 		}
-		return c.line(errorLine{"error", e.Text, e.Severity.String()})
+		return c.line(errorLine{"error", e.NoticeText(), e.Severity.String()})
 	case formats.RunEnd:
 		return c.done(e, v)
 	}
@@ -159,11 +159,11 @@ func (c *writer) message(e *formats.Event) error {
 			return err
 		}
 	}
-	if streamedText || e.Text == "" {
+	if streamedText || e.MessageText() == "" {
 		return nil
 	}
 	r.turnText = true
-	return c.line(textLine{"text_delta", e.Text})
+	return c.line(textLine{"text_delta", e.MessageText()})
 }
 
 func (c *writer) toolStart(call *formats.Call) error {

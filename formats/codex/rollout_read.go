@@ -397,7 +397,7 @@ func (r *rolloutReader) prompt(before []pre, ev *formats.Event, fromEvent bool) 
 	}
 	r.run.prompted = true
 	if !fromEvent {
-		r.run.userItem = append(r.run.userItem, ev.Text)
+		r.run.userItem = append(r.run.userItem, ev.Prompt())
 	}
 	r.q = append(r.q, ev)
 }
@@ -973,7 +973,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		var before []pre
 		var match *formats.Event
 		for _, e := range r.preface {
-			if e.cand && match == nil && strings.TrimSpace(e.ev.Text) == strings.TrimSpace(msg) {
+			if e.cand && match == nil && strings.TrimSpace(e.ev.Prompt()) == strings.TrimSpace(msg) {
 				match = e.ev
 				continue
 			}

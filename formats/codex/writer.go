@@ -217,10 +217,10 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	}
 	switch e.Kind {
 	case formats.TextDelta:
-		w.text.Delta("", e.Text)
+		w.text.Delta("", e.Piece())
 		return nil
 	case formats.ThinkingDelta:
-		w.run.thinking.WriteString(e.Text)
+		w.run.thinking.WriteString(e.Piece())
 		return nil
 	case formats.Usage:
 		w.run.usage.Add(e.Usage)
@@ -241,10 +241,10 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		return w.ensureTurn()
 	case formats.TurnEnd:
-		if e.Text != "" && (!w.run.wroteText || w.run.lastText != e.Text) {
+		if e.FinalText() != "" && (!w.run.wroteText || w.run.lastText != e.FinalText()) {
 			// The turn's final text, which no message gave: the turn's
 			// last agent_message.
-			if err := w.message(e.Text); err != nil {
+			if err := w.message(e.FinalText()); err != nil {
 				return err
 			}
 		}
@@ -256,7 +256,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Message:
 		// Deltas that carried this very text were its stream; other
 		// streamed text was a message of its own.
-		if t := w.text.Flush(""); t != "" && t != e.Text {
+		if t := w.text.Flush(""); t != "" && t != e.MessageText() {
 			if err := w.message(t); err != nil {
 				return err
 			}
@@ -266,12 +266,12 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 				return err
 			}
 		}
-		if e.Text != "" || e.Thinking == "" {
-			return w.message(e.Text)
+		if e.MessageText() != "" || e.Thinking == "" {
+			return w.message(e.MessageText())
 		}
 	case formats.Answer:
-		if !w.run.wroteText || w.run.lastText != e.Text {
-			return w.message(e.Text)
+		if !w.run.wroteText || w.run.lastText != e.AnswerText() {
+			return w.message(e.AnswerText())
 		}
 	case formats.ToolCall:
 		c := v.Calls.Get(e.Call.ID)
@@ -312,10 +312,10 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		return w.writeItem(typ, todoListItem{w.run.todoID, "todo_list", items})
 	case formats.Notice:
 		if e.Severity == formats.Error {
-			w.run.lastError, w.run.errored = e.Text, true
-			return w.line(errorLine{"error", e.Text})
+			w.run.lastError, w.run.errored = e.NoticeText(), true
+			return w.line(errorLine{"error", e.NoticeText()})
 		}
-		return w.writeItem("item.completed", errorItem{w.newID(), "error", e.Text})
+		return w.writeItem("item.completed", errorItem{w.newID(), "error", e.NoticeText()})
 	case formats.RunEnd:
 		return w.endRun(e, v)
 	}
@@ -603,7 +603,7 @@ func (w *writer) endRun(e *formats.Event, v *formats.RunView) error {
 	}
 	ok := v.Success()
 	msg := ""
-	if !ok && !(e.Text == "" && w.run.errored && w.run.lastError == "") {
+	if !ok && !(e.ErrorText() == "" && w.run.errored && w.run.lastError == "") {
 		// (A fatal error line without a message said it already: the
 		// view's words for it would read back as another error.)
 		msg = v.Failure

@@ -207,7 +207,7 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if err := w.flush(at); err != nil {
 			return err
 		}
-		return w.put(at, "user.message", map[string]any{"content": e.Text})
+		return w.put(at, "user.message", map[string]any{"content": e.Prompt()})
 	case formats.TurnStart:
 		if err := w.flush(at); err != nil {
 			return err
@@ -221,10 +221,10 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.put(at, "assistant.turn_end", map[string]any{"turnId": strconv.Itoa(w.turn - 1)})
 	case formats.TextDelta:
 		m := w.message(at)
-		m.text += e.Text
+		m.text += e.Piece()
 	case formats.ThinkingDelta:
 		m := w.message(at)
-		m.thinking += e.Text
+		m.thinking += e.Piece()
 	case formats.Message:
 		// A whole message repeats what its deltas streamed; after calls,
 		// or after another whole message, it is a message of its own.
@@ -234,7 +234,7 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 			}
 		}
 		m := w.message(at)
-		m.text, m.thinking, m.whole = e.Text, e.Thinking, true
+		m.text, m.thinking, m.whole = e.MessageText(), e.Thinking, true
 	case formats.ToolCall:
 		w.request(at, e.Call)
 	case formats.PermissionRequest:
@@ -263,11 +263,11 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Answer:
 		// The answer, when no message of the run said it (a source that
 		// gives it only at the end).
-		if e.Text != "" && e.Text != w.said && (w.msg == nil || w.msg.text != e.Text) {
+		if e.AnswerText() != "" && e.AnswerText() != w.said && (w.msg == nil || w.msg.text != e.AnswerText()) {
 			if err := w.flush(at); err != nil {
 				return err
 			}
-			w.message(at).text = e.Text
+			w.message(at).text = e.AnswerText()
 		}
 	case formats.Usage:
 		return w.usage(at, e)
@@ -389,11 +389,11 @@ func (w *eventsWriter) notice(at time.Time, e *formats.Event) error {
 		if code == "" {
 			code = "error"
 		}
-		return w.put(at, "session.error", map[string]any{"errorType": code, "message": e.Text})
+		return w.put(at, "session.error", map[string]any{"errorType": code, "message": e.NoticeText()})
 	case formats.Warning:
-		return w.put(at, "session.warning", map[string]any{"warningType": "agentconv", "message": e.Text})
+		return w.put(at, "session.warning", map[string]any{"warningType": "agentconv", "message": e.NoticeText()})
 	}
-	return w.put(at, "session.info", map[string]any{"infoType": "agentconv", "message": e.Text})
+	return w.put(at, "session.info", map[string]any{"infoType": "agentconv", "message": e.NoticeText()})
 }
 
 // startRun writes the session's start, or its resume when the session has

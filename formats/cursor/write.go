@@ -203,21 +203,21 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if stamped {
 			c.lose(lostTimes)
 		}
-		c.line(userOut{Type: "user", Message: message("user", e.Text), SessionID: c.session()})
+		c.line(userOut{Type: "user", Message: message("user", e.Prompt()), SessionID: c.session()})
 	case formats.ThinkingDelta:
-		if e.Text == "" {
+		if e.Piece() == "" {
 			break
 		}
 		c.thinking, c.thought = true, true
-		c.line(thinkingOut{Type: "thinking", Subtype: "delta", Text: e.Text, SessionID: c.session(), TimestampMS: ms(e)})
+		c.line(thinkingOut{Type: "thinking", Subtype: "delta", Text: e.Piece(), SessionID: c.session(), TimestampMS: ms(e)})
 	case formats.TextDelta:
-		if e.Text == "" {
+		if e.Piece() == "" {
 			break
 		}
 		c.modelCall()
-		c.text.Delta("", e.Text)
+		c.text.Delta("", e.Piece())
 		c.deltas = true
-		c.line(assistantOut{Type: "assistant", Message: message("assistant", e.Text), SessionID: c.session(), TimestampMS: ms(e)})
+		c.line(assistantOut{Type: "assistant", Message: message("assistant", e.Piece()), SessionID: c.session(), TimestampMS: ms(e)})
 	case formats.Message:
 		c.text.Whole("")
 		c.deltas = false
@@ -226,8 +226,8 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 			c.line(thinkingOut{Type: "thinking", Subtype: "completed", SessionID: c.session(), TimestampMS: ms(e)})
 		}
 		c.thought = false
-		if e.Text != "" && e.Text != c.flushed {
-			c.assistant(e, e.Text)
+		if e.MessageText() != "" && e.MessageText() != c.flushed {
+			c.assistant(e, e.MessageText())
 		}
 		c.flushed = ""
 	case formats.ToolCall:
@@ -242,8 +242,8 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		c.moveOn(e)
 		c.response = ""
 	case formats.Notice:
-		if e.Severity == formats.Error && e.Text != "" {
-			c.errors = append(c.errors, e.Text)
+		if e.Severity == formats.Error && e.NoticeText() != "" {
+			c.errors = append(c.errors, e.NoticeText())
 		}
 	case formats.RunEnd:
 		c.moveOn(e)

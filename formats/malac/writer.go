@@ -231,22 +231,22 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 		m.run.models[e.Agent] = e.AgentInfo.Model
 		return m.line(agentStartedLine{m.env(e, "agent_started"), e.AgentInfo.Label, &parent, formats.NilIfEmpty(e.AgentInfo.Model), formats.NilIfEmpty(e.AgentInfo.Cwd)})
 	case formats.AgentEnd:
-		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Text, nil})
+		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Report(), nil})
 	case formats.ModelChange:
 		m.run.models[e.Agent] = e.Run.Model
 		return m.line(modelLine{m.env(e, "model_changed"), e.Run.Model})
 	case formats.UserMessage:
-		return m.line(textLine{m.env(e, "user_message"), e.Text})
+		return m.line(textLine{m.env(e, "user_message"), e.Prompt()})
 	case formats.TextDelta:
-		return m.line(textLine{m.env(e, "text_delta"), e.Text})
+		return m.line(textLine{m.env(e, "text_delta"), e.Piece()})
 	case formats.ThinkingDelta:
-		return m.line(textLine{m.env(e, "thinking_delta"), e.Text})
+		return m.line(textLine{m.env(e, "thinking_delta"), e.Piece()})
 	case formats.Message:
 		var blocks []contentBlock
 		if e.Thinking != "" {
 			blocks = append(blocks, contentBlock{Type: "thinking", Thinking: e.Thinking})
 		}
-		blocks = append(blocks, contentBlock{Type: "text", Text: e.Text})
+		blocks = append(blocks, contentBlock{Type: "text", Text: e.MessageText()})
 		return m.line(messageLine{m.env(e, "assistant_message"), assistantMessage{"assistant", blocks}})
 	case formats.ToolCall:
 		m.run.announced[e.Call.ID] = true
@@ -276,14 +276,14 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Usage:
 		return m.usage(e)
 	case formats.Compaction:
-		return m.line(compactedLine{m.env(e, "compacted"), e.Text})
+		return m.line(compactedLine{m.env(e, "compacted"), e.Summary()})
 	case formats.Notice:
 		if e.Severity == formats.Error {
-			m.run.lastError = e.Text
+			m.run.lastError = e.NoticeText()
 		}
-		return m.line(noticeLine{m.env(e, "notice"), e.Severity.String(), e.Text})
+		return m.line(noticeLine{m.env(e, "notice"), e.Severity.String(), e.NoticeText()})
 	case formats.TurnEnd:
-		text := e.Text
+		text := e.FinalText()
 		if e.Agent == "" {
 			if text == "" && m.run.active && e.Status.OK() {
 				// The source ends turns without their text: it is the
@@ -505,7 +505,7 @@ func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 		}
 	}
 	status := v.Status
-	if msg := e.Text; !status.OK() && msg != "" && msg != r.lastError && status != formats.Denied {
+	if msg := e.ErrorText(); !status.OK() && msg != "" && msg != r.lastError && status != formats.Denied {
 		level := "error"
 		if status == formats.Cancelled {
 			level = "warning"

@@ -395,7 +395,7 @@ func (s *sessionReader) endRun() {
 		Run: formats.RunInfo{SessionID: s.session, Model: s.model, Cwd: s.cwd, AgentName: AgentName, AgentVersion: s.version}}
 	if f := s.failed; f != nil {
 		end.Status, end.Text, end.Code = formats.Failed, f.ErrorMsg, f.ErrorType
-		if end.Text == "" {
+		if end.ErrorText() == "" {
 			end.Text = "the run failed"
 		}
 	} else if s.lastText != "" {
