@@ -250,10 +250,13 @@ type Event struct {
 	// requests the source does not tell apart (Codex's exec --json): its
 	// counts are several requests', and no writer takes it for one.
 	Aggregate bool
-	// Synthetic marks an event that the pipeline made, not the reader: the
-	// RunStart of a stream without one, and the events that close a cut or
-	// interrupted run. A writer copying its own dialect verbatim only
-	// observes them.
+	// Synthetic says one thing: no reader made this event; the pipeline
+	// (or Standalone's follower, in its place) did: the RunStart of a
+	// stream without one, and the events that close a cut or interrupted
+	// run. It says nothing of a record: a synthetic event has none. A
+	// writer copying its own dialect verbatim only observes them. An event
+	// a reader made without a record of its own is not Synthetic (see
+	// Source).
 	Synthetic bool
 
 	Run        RunInfo
@@ -374,14 +377,17 @@ type Source struct {
 	// several events, only the first carries Line and the others set
 	// Continued, so that a same-dialect writer prints the record once.
 	Line []byte
-	// Continued: an earlier event already carried this event's record.
+	// Continued says one thing: an earlier event already carried this
+	// event's record in its Line, so a same-dialect writer that prints
+	// records must not print it again (and Line is nil).
 	Continued bool
-	// Known marks a Raw event whose record the reader knows and that
-	// holds nothing of a run (a protocol's handshake, a setting of the
-	// client's): it is kept for its own dialect, and neither warned
+	// Known says one thing, of a Raw event only: the record holds
+	// nothing of a run (a protocol's handshake, a setting of the
+	// client's), so it is kept for its own dialect, and neither warned
 	// about nor reported lost where another dialect leaves it out. The
-	// pipeline sets it too, for the record types that the dialect
-	// declares as its agent's bookkeeping (Dialect.Bookkeeping).
+	// reader sets it for the records it knows, the pipeline for the
+	// record types that the dialect declares as its agent's bookkeeping
+	// (Dialect.Bookkeeping). It says nothing of where the event came from.
 	Known bool
 	// LineNo is the 1-based line of the record in its input.
 	LineNo int
@@ -428,9 +434,12 @@ type Call struct {
 	Name string
 	// Args is the JSON object of the call's arguments, verbatim.
 	Args json.RawMessage
-	// ArgsCompact: the reader checked that Args is valid JSON without
-	// white space between its tokens, so a writer that compacts it may
-	// copy it as it is. Whoever changes Args clears it.
+	// ArgsCompact is part of Args's encoding, not a fact of the call: the
+	// reader checked that Args is valid JSON without white space between
+	// its tokens, so a writer that compacts it may copy it as it is
+	// (JSONLine.CompactChecked). It is a speed device any reader may set
+	// and any JSON writer may use; false only means "not checked".
+	// Whoever changes Args clears it.
 	ArgsCompact bool
 	// Summary is a short human description of the call, when the source
 	// gives one.
@@ -453,7 +462,12 @@ type Call struct {
 	// ExitCode is a shell command's exit status (ToolResult), when the
 	// source gives it.
 	ExitCode Opt[int]
-	// Truncated: Output is a preview of a longer result.
+	// Truncated: the source says Output is a preview of a longer result
+	// that it did not keep. It is general, not one dialect's: AdaL
+	// (is_preview, output_truncated) and OpenCode (metadata.truncated)
+	// readers set it, the writers whose target can say it (AdaL, OpenCode,
+	// the transcript) write it, so that nobody takes the preview for the
+	// whole output, and Claude Code's stream writer reports its loss.
 	Truncated bool
 }
 
@@ -553,7 +567,12 @@ type UsageInfo struct {
 	// CostUSD is the cost of this request or run alone, never a running
 	// total of a session.
 	CostUSD Opt[float64]
-	// ContextTokens is the size of the context window in use, when known.
+	// ContextTokens is the size of the model's context as the source
+	// reports it with a request (ACP's usage_update, malac's
+	// context_tokens), when known. It is general, not one dialect's: ACP,
+	// malac, the pretty and transcript writers all carry it. It is a level,
+	// not a count of the request, so Add keeps the latest value instead of
+	// summing, and a run's total is its last request's.
 	ContextTokens Opt[int64]
 }
 
