@@ -445,20 +445,10 @@ type Call struct {
 	// gives one.
 	Summary string
 	Status  Status
-	Output  string
-	// OutputJSON, when set, is the output as the source's JSON string
-	// literal, quotes included, not yet decoded into Output. Decoding and
-	// re-encoding megabytes of tool output is most of a conversion's work,
-	// so a reader may leave it to the writer: a JSON writer that declares
-	// RawOutputWriter copies the literal as it is, and for every other
-	// writer the pipeline calls Event.DecodeOutput first.
-	OutputJSON []byte
-	// OutputValue, when set, is the output as a JSON value that is not a
-	// string (AdaL's file tools return an object), verbatim; Output then
-	// holds its JSON text, for the writers that carry only text (they lose
-	// ToolOutputValues).
-	OutputValue json.RawMessage
-	Error       string
+	// Output is the call's output (ToolResult), in whichever encoding
+	// the reader had it; see Output.
+	Output Output
+	Error  string
 	// ExitCode is a shell command's exit status (ToolResult), when the
 	// source gives it.
 	ExitCode Opt[int]
@@ -471,55 +461,119 @@ type Call struct {
 	Truncated bool
 }
 
-// RawOutputWriter is implemented by writers that take Call.OutputJSON as it
-// is, so that the pipeline need not decode it for them.
-type RawOutputWriter interface {
-	TakesRawOutput()
+// Output is a tool call's output. A reader gives it in the encoding it
+// has it in, and everyone else reads it through the methods, which hide
+// which one that was:
+//
+//   - TextOutput: text;
+//   - JSONOutput: the source's JSON string literal, quotes included, not
+//     yet decoded. This is a speed device: decoding and re-encoding
+//     megabytes of tool output is most of a conversion's work, so a reader
+//     may leave it to the writer. A JSON writer that declares
+//     RawOutputWriter copies the literal as it is (AppendJSON), and for
+//     every other writer the pipeline calls Decode first;
+//   - ValueOutput: a JSON value that is not a string (AdaL's file tools
+//     return an object), verbatim, with its JSON text as the text, for the
+//     writers that carry only text (they lose ToolOutputValues).
+//
+// The zero Output is empty.
+type Output struct {
+	text  string
+	lit   []byte
+	value json.RawMessage
 }
 
-// HasOutput reports whether the call's output is not empty, decoded or
-// not.
-func (c *Call) HasOutput() bool {
-	return c.Output != "" || len(c.OutputJSON) > len(`""`)
+// TextOutput is an output given as text.
+func TextOutput(s string) Output { return Output{text: s} }
+
+// JSONOutput is an output given as the source's JSON string literal,
+// quotes included, not decoded; lit may be the reader's own buffer (see
+// Reader), so whoever keeps the Output past the event's Write decodes it
+// first.
+func JSONOutput(lit []byte) Output { return Output{lit: lit} }
+
+// ValueOutput is an output that is a JSON value other than a string, with
+// text its JSON text; a nil value makes a TextOutput.
+func ValueOutput(value json.RawMessage, text string) Output {
+	return Output{text: text, value: value}
 }
 
-// DecodeOutput fills Call.Output from Call.OutputJSON, if that is set and
-// Output is not, and clears OutputJSON.
-func (e *Event) DecodeOutput() {
-	if len(e.Call.OutputJSON) == 0 {
+// Text is the output as text: "" while it is an undecoded literal, which
+// only a RawOutputWriter sees (Decode makes it text).
+func (o Output) Text() string { return o.text }
+
+// Value is the output's JSON value when it is not a string (ValueOutput),
+// else nil.
+func (o Output) Value() json.RawMessage { return o.value }
+
+// Undecoded reports whether the output is still the source's JSON
+// literal.
+func (o Output) Undecoded() bool { return len(o.lit) > 0 }
+
+// SizeBound is the length in bytes of the output's text, or, while it is
+// undecoded, of its literal, which is never shorter.
+func (o Output) SizeBound() int {
+	if len(o.lit) > 0 {
+		return len(o.lit)
+	}
+	return len(o.text)
+}
+
+// IsEmpty reports whether the output is empty, decoded or not.
+func (o Output) IsEmpty() bool {
+	return o.text == "" && len(o.lit) <= len(`""`)
+}
+
+// Decode makes an undecoded literal text; it does nothing to an output
+// that is text already.
+func (o *Output) Decode() {
+	if len(o.lit) == 0 {
 		return
 	}
-	if e.Call.Output == "" {
+	if o.text == "" {
 		// A string the scanner settles is unquoted without the decoder.
-		sc := JSONScanner{B: e.Call.OutputJSON}
+		sc := JSONScanner{B: o.lit}
 		if content, esc, high, ok := sc.String(); ok && sc.End() {
 			if out, ok := Unquote(content, esc, high); ok {
-				e.Call.Output = out
-				e.Call.OutputJSON = nil
+				o.text, o.lit = out, nil
 				return
 			}
 		}
 		var s string
-		if json.Unmarshal(e.Call.OutputJSON, &s) == nil {
-			e.Call.Output = s
+		if json.Unmarshal(o.lit, &s) == nil {
+			o.text = s
 		} else {
-			e.Call.Output = string(e.Call.OutputJSON)
+			o.text = string(o.lit)
 		}
 	}
-	e.Call.OutputJSON = nil
+	o.lit = nil
 }
 
-// AppendOutputJSON appends the call's output as a JSON string literal:
-// the source's literal when it is kept, else Output encoded.
-func (c *Call) AppendOutputJSON(dst []byte) []byte {
-	if len(c.OutputJSON) > 0 {
-		return append(dst, c.OutputJSON...)
+// Decoded is the output as text, decoded if it is not yet; o is left as
+// it is.
+func (o Output) Decoded() string {
+	o.Decode()
+	return o.text
+}
+
+// AppendJSON appends the output as a JSON string literal: the source's
+// literal when it is undecoded, else the text encoded.
+func (o Output) AppendJSON(dst []byte) []byte {
+	if len(o.lit) > 0 {
+		return append(dst, o.lit...)
 	}
-	b, err := Marshal(c.Output)
+	b, err := Marshal(o.text)
 	if err != nil {
 		return append(dst, `""`...)
 	}
 	return append(dst, b...)
+}
+
+// RawOutputWriter is implemented by writers that take an undecoded
+// Call.Output (JSONOutput) as it is, so that the pipeline need not decode
+// it for them.
+type RawOutputWriter interface {
+	TakesRawOutput()
 }
 
 // Permission is a request for approval and its answer.

@@ -95,7 +95,7 @@ const (
 	// its model never made).
 	SubagentToolCalls
 	// ToolOutputValues: a tool output that is a JSON value, not text
-	// (Call.OutputValue).
+	// (ValueOutput).
 	ToolOutputValues
 
 	featureCount = iota
@@ -253,7 +253,7 @@ func Needs(e *Event) Feature {
 		f |= callNeed(sub)
 	case ToolResult:
 		f |= callNeed(sub)
-		if len(e.Call.OutputValue) > 0 {
+		if len(e.Call.Output.Value()) > 0 {
 			f |= ToolOutputValues
 		}
 		if e.Duration > 0 {

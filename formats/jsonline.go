@@ -40,6 +40,15 @@ func (j *JSONLine) Str(k, v string) *JSONLine {
 	return j
 }
 
+// Output adds a tool output as a JSON string: the source's literal as it
+// is while the output is undecoded, else its text encoded.
+func (j *JSONLine) Output(k string, o Output) *JSONLine {
+	if len(o.lit) > 0 {
+		return j.Raw(k, o.lit)
+	}
+	return j.Str(k, o.text)
+}
+
 // Int adds a number field.
 func (j *JSONLine) Int(k string, v int64) *JSONLine {
 	j.key(k)

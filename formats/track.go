@@ -105,7 +105,7 @@ func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 	}
 	c.Status, c.Error, c.Truncated = e.Call.Status, e.Call.Error, e.Call.Truncated
 	if !t.DropOutputs {
-		c.Output, c.OutputJSON, c.OutputValue = e.Call.Output, e.Call.OutputJSON, e.Call.OutputValue
+		c.Output = e.Call.Output
 	}
 	if c.Name == "" {
 		c.Name = e.Call.Name

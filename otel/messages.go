@@ -146,7 +146,7 @@ func (b *builder) callAsked(a *agent, c *formats.Call) {
 
 // resultGiven adds a tool call's result to what the model is given.
 func (b *builder) resultGiven(a *agent, c *formats.Call) {
-	out := c.Output
+	out := c.Output.Text()
 	if out == "" && c.Error != "" {
 		out = c.Error
 	}

@@ -215,9 +215,9 @@ func (w *writer) toolResult(e *formats.Event) error {
 	u["_meta"] = m
 	raw := map[string]any{}
 	var content []any
-	if c.Output != "" {
-		raw["output"] = c.Output
-		content = append(content, map[string]any{"type": "content", "content": text(c.Output)})
+	if c.Output.Text() != "" {
+		raw["output"] = c.Output.Text()
+		content = append(content, map[string]any{"type": "content", "content": text(c.Output.Text())})
 	}
 	if c.Error != "" {
 		raw["error"] = c.Error

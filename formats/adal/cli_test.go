@@ -264,8 +264,8 @@ func TestObjectOutputs(t *testing.T) {
 	}
 	evs := formatstest.Read(t, adal.JSON, object)
 	for _, e := range evs {
-		if e.Kind == formats.ToolResult && (string(e.Call.OutputValue) != value || e.Call.Output != value) {
-			t.Errorf("read as %q / %q", e.Call.OutputValue, e.Call.Output)
+		if e.Kind == formats.ToolResult && (string(e.Call.Output.Value()) != value || e.Call.Output.Text() != value) {
+			t.Errorf("read as %q / %q", e.Call.Output.Value(), e.Call.Output.Text())
 		}
 	}
 }

@@ -276,9 +276,9 @@ func (r *sessionReader) record(rec *sessionRecord, line []byte, n int) error {
 				if !ok {
 					return formats.Errorf(n, "call %q: output is not valid JSON", c.ID)
 				}
-				res.Output, res.OutputValue, res.Truncated = text, value, c.Output.IsPreview
+				res.Output, res.Truncated = formats.ValueOutput(value, text), c.Output.IsPreview
 			} else {
-				res.Output = formats.Deref(c.Observation)
+				res.Output = formats.TextOutput(formats.Deref(c.Observation))
 			}
 			add(&formats.Event{Kind: formats.ToolResult, Call: res})
 		}

@@ -365,12 +365,12 @@ func (w *sessionWriter) result(c *stepCall, e *formats.Event) {
 	}
 	c.obs = outputOf(call)
 	switch {
-	case len(call.OutputValue) > 0:
-		c.output = call.OutputValue
-	case call.Output == "" && call.Error != "":
+	case len(call.Output.Value()) > 0:
+		c.output = call.Output.Value()
+	case call.Output.Text() == "" && call.Error != "":
 		// The error alone: AdaL's observation says it.
 	default:
-		b, _ := formats.Marshal(call.Output)
+		b, _ := formats.Marshal(call.Output.Text())
 		c.output = b
 	}
 }

@@ -292,7 +292,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: statusWords.Parse(l.Status)}
 		switch {
 		case len(l.Output) > 0 && l.Output[0] == '"':
-			ev.Call.OutputJSON = l.Output
+			ev.Call.Output = formats.JSONOutput(l.Output)
 			ev.Call.Truncated = rawIsPreview(l.Output)
 		case len(l.Output) > 0 && string(l.Output) != "null":
 			// Any other JSON value (AdaL's file tools return objects),
@@ -301,7 +301,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 			if !ok {
 				return nil, formats.Errorf(n, "tool_result output is not valid JSON")
 			}
-			ev.Call.Output, ev.Call.OutputValue = text, value
+			ev.Call.Output = formats.ValueOutput(value, text)
 		}
 		if ev.Call.Status == formats.StatusUnknown {
 			r.opts.Report.Warn(n, "tool_result status %q is not completed, failed or cancelled; kept as failed", l.Status)
@@ -658,15 +658,15 @@ func (s *streamWriter) TakesRawOutput() {}
 // a string, merged with its error text when it has one, and cut to AdaL's
 // preview when it is longer than that.
 func (s *streamWriter) outputJSON(e *formats.Event) json.RawMessage {
-	if e.Call.Error == "" && len(e.Call.OutputValue) > 0 {
-		return e.Call.OutputValue
+	if e.Call.Error == "" && len(e.Call.Output.Value()) > 0 {
+		return e.Call.Output.Value()
 	}
 	// A literal no longer than the preview size holds no more
 	// characters than that.
-	if e.Call.Error == "" && (s.preview <= 0 || len(e.Call.OutputJSON) <= s.preview) && (len(e.Call.OutputJSON) > 0 || len(e.Call.Output) <= s.preview) {
-		return e.Call.AppendOutputJSON(nil)
+	if e.Call.Error == "" && (s.preview <= 0 || e.Call.Output.SizeBound() <= s.preview) && (e.Call.Output.Undecoded() || len(e.Call.Output.Text()) <= s.preview) {
+		return e.Call.Output.AppendJSON(nil)
 	}
-	e.DecodeOutput()
+	e.Call.Output.Decode()
 	out, cut := cutPreview(outputOf(&e.Call), s.preview)
 	if cut {
 		s.opts.Report.Lose(lossPreviews)

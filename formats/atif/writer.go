@@ -241,7 +241,7 @@ func (w *writer) result(e *formats.Event, a *agentTraj) {
 	// The content is the output, else the error; an error beside an
 	// output, and the (empty) error of a call that did not succeed but has
 	// an output, go in extra, so that a reader tells the two apart.
-	content := e.Call.Output
+	content := e.Call.Output.Text()
 	if content == "" {
 		content = e.Call.Error
 	} else if e.Call.Error != "" || e.Call.Status != formats.Completed && e.Call.Status != formats.StatusUnknown {

@@ -1037,9 +1037,9 @@ func (d *decoder) toolResult(agent string, b *block) {
 		out = strings.ToValidUTF8(string(c), "\uFFFD")
 	}
 	c := d.calls[b.ToolUseID]
-	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
+	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: formats.TextOutput(out)}
 	if b.IsError != nil && *b.IsError {
-		res.Status, res.Output, res.Error = formats.Failed, "", out
+		res.Status, res.Output, res.Error = formats.Failed, formats.TextOutput(""), out
 		if d.copy.refused(out) || c != nil && c.refused {
 			// The result's permission_denials will list it: it ends here,
 			// once, as refused.

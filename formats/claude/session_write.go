@@ -676,7 +676,7 @@ func (s *sessionWriter) toolResult(e *formats.Event, v *formats.RunView) {
 		s.assistant(e, v, s.response(e, v, true), []any{toolUseOut{"tool_use", c.ID, c.Name, args(c.Args)}})
 		s.called[c.ID] = true
 	}
-	out := c.Output
+	out := c.Output.Text()
 	isErr := c.Status != formats.Completed
 	if c.Error != "" {
 		if out == "" {

@@ -750,7 +750,7 @@ func (s *streamWriter) toolResult(e *formats.Event) {
 		}
 		return
 	}
-	out := c.Output
+	out := c.Output.Text()
 	if c.Error != "" {
 		s.told[c.ID] = true
 		if out == "" {

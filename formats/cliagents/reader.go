@@ -122,7 +122,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		r.names[rec.ToolID] = rec.ToolName
 	case "tool_end":
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: rec.ToolID, Name: r.names[rec.ToolID], Output: stringOf(rec.Output), Error: stringOf(rec.Error), Status: formats.Completed}
+		ev.Call = formats.Call{ID: rec.ToolID, Name: r.names[rec.ToolID], Output: formats.TextOutput(stringOf(rec.Output)), Error: stringOf(rec.Error), Status: formats.Completed}
 		if rec.Success == nil {
 			r.opts.Report.Warn(n, "tool_end without success; kept as failed")
 		}

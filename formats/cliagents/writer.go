@@ -183,7 +183,7 @@ func (c *writer) toolEnd(e *formats.Event) error {
 			return err
 		}
 	}
-	return c.line(toolEndLine{"tool_end", e.Call.ID, e.Call.Status.OK(), formats.NilIfEmpty(e.Call.Output), formats.NilIfEmpty(e.Call.Error)})
+	return c.line(toolEndLine{"tool_end", e.Call.ID, e.Call.Status.OK(), formats.NilIfEmpty(e.Call.Output.Text()), formats.NilIfEmpty(e.Call.Error)})
 }
 
 // done writes the run's RunResult from the run view. The stats are in the

@@ -155,7 +155,7 @@ func TestRolloutAbortsCallsWithoutResult(t *testing.T) {
 			{Kind: formats.UserMessage, Text: "go"},
 			{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "shell", Args: []byte(`{"command":"sleep 99"}`)}},
 			{Kind: formats.ToolCall, Call: formats.Call{ID: "c2", Name: "shell", Args: []byte(`{"command":"ls"}`)}},
-			{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Status: formats.Completed, Output: "a\n"}},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Status: formats.Completed, Output: formats.TextOutput("a\n")}},
 			{Kind: formats.Message, Text: "done"},
 			{Kind: formats.RunEnd, Status: end},
 		}
@@ -194,9 +194,9 @@ func TestRolloutLeavesOutSubagentCalls(t *testing.T) {
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "spawn", Name: "Task"}},
 		{Kind: formats.AgentStart, Agent: "sub", AgentInfo: formats.AgentInfo{ParentCall: "spawn"}},
 		{Kind: formats.ToolCall, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash"}},
-		{Kind: formats.ToolResult, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash", Output: "x"}, Status: formats.Completed},
+		{Kind: formats.ToolResult, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash", Output: formats.TextOutput("x")}, Status: formats.Completed},
 		{Kind: formats.AgentEnd, Agent: "sub", Status: formats.Completed},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "spawn", Name: "Task", Output: "found"}, Status: formats.Completed},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "spawn", Name: "Task", Output: formats.TextOutput("found")}, Status: formats.Completed},
 		{Kind: formats.Message, Text: "done"},
 		{Kind: formats.RunEnd, Status: formats.Completed},
 	}

@@ -86,7 +86,7 @@ func TestRolloutReadCorpus(t *testing.T) {
 		t.Errorf("prompt at line %d: %.60q", p.Source.LineNo, p.Text)
 	}
 	r := formatstest.OfKind(evs, formats.ToolResult)[0]
-	if r.Call.Name != "shell" || r.Call.Status != formats.Completed || !r.Call.ExitCode.OK || !strings.HasPrefix(r.Call.Output, "CLAUDE.md\n") {
+	if r.Call.Name != "shell" || r.Call.Status != formats.Completed || !r.Call.ExitCode.OK || !strings.HasPrefix(r.Call.Output.Text(), "CLAUDE.md\n") {
 		t.Errorf("first result %+v", r.Call)
 	}
 	if tc := formatstest.OfKind(evs, formats.ToolCall)[0]; string(tc.Call.Args) != `{"command":["bash","-lc","ls"],"workdir":".","timeout_ms":120000}` {
@@ -470,7 +470,7 @@ func TestRolloutDuplicates(t *testing.T) {
 		t.Fatalf("kinds\n got %s\nwant %s", k, want)
 	}
 	r := formatstest.OfKind(evs, formats.ToolResult)[0]
-	if r.Call.Status != formats.Failed || r.Call.Error != "exit code 2" || r.Call.Output != "no such file" || r.Duration.Seconds() != 1.5 || r.Call.Name != "shell" {
+	if r.Call.Status != formats.Failed || r.Call.Error != "exit code 2" || r.Call.Output.Text() != "no such file" || r.Duration.Seconds() != 1.5 || r.Call.Name != "shell" {
 		t.Errorf("result %+v %v", r.Call, r.Duration)
 	}
 	c := count(evs)
@@ -616,7 +616,7 @@ func TestRolloutEvents(t *testing.T) {
 	if c := res[1].Call; c.Name != "mcp__docs__search" || c.Status != formats.Failed || c.Error != "timed out" || res[1].Duration.Seconds() != 2 {
 		t.Errorf("mcp %+v", c)
 	}
-	if c := res[2].Call; c.Name != "local_shell" || c.Output != "a.go" || c.Status != formats.Completed {
+	if c := res[2].Call; c.Name != "local_shell" || c.Output.Text() != "a.go" || c.Status != formats.Completed {
 		t.Errorf("local shell %+v", c)
 	}
 	if e := formatstest.OfKind(evs, formats.Compaction)[0]; e.Text != "summary of the work" {

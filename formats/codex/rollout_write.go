@@ -505,10 +505,10 @@ func outputText(e *formats.Event) string {
 	c := &e.Call
 	failed := c.Status != formats.Completed && c.Status != formats.StatusUnknown
 	if !failed && !c.ExitCode.OK && e.Duration <= 0 {
-		return c.Output
+		return c.Output.Text()
 	}
 	var j formats.JSONLine
-	j.Begin().Str("output", c.Output)
+	j.Begin().Str("output", c.Output.Text())
 	if c.ExitCode.OK || e.Duration > 0 {
 		var m formats.JSONLine
 		m.Begin()

@@ -285,7 +285,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 				// id ended: another call (a refusal needs no start),
 				// written as the source gave it, without an id.
 				call := e.Call
-				call.OutputJSON = nil
+				call.Output = formats.TextOutput(call.Output.Text())
 				return w.writeItem("item.completed", w.toolItem(&call, ""))
 			}
 			// Its item is complete already: a thread item ends once.
@@ -295,7 +295,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		it.completed = true
 		w.run.openCalls[it.id]--
 		call := c.Call
-		call.Output, call.OutputJSON = e.Call.Output, nil
+		call.Output = formats.TextOutput(e.Call.Output.Text())
 		return w.writeItem("item.completed", w.toolItem(&call, it.id))
 	case formats.Todos:
 		items := make([]todoItem, len(e.Todos))
@@ -500,7 +500,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 	case typeCommand:
 		var a commandArgs
 		json.Unmarshal(c.Args, &a)
-		it := commandItem{ID: id, Type: typeCommand, Command: a.Command, AggregatedOutput: c.Output, Status: status}
+		it := commandItem{ID: id, Type: typeCommand, Command: a.Command, AggregatedOutput: c.Output.Text(), Status: status}
 		switch c.Status {
 		case formats.Completed:
 			it.ExitCode = intPtr(0)
@@ -514,7 +514,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 				}
 			}
 			if c.Error != "" {
-				it.AggregatedOutput = joinLines(c.Output, c.Error)
+				it.AggregatedOutput = joinLines(c.Output.Text(), c.Error)
 				w.lose("tool error texts (merged into the output)")
 			}
 		}
@@ -532,7 +532,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 			status = ""
 		}
 		it := searchItem{ID: id, Type: typeSearch, Query: a.Query, Action: a.Action, Status: status}
-		if out := strings.TrimSpace(c.Output); done(c.Status) && strings.HasPrefix(out, "[") && json.Valid([]byte(out)) {
+		if out := strings.TrimSpace(c.Output.Text()); done(c.Status) && strings.HasPrefix(out, "[") && json.Valid([]byte(out)) {
 			it.Results = json.RawMessage(out)
 		}
 		return it
@@ -541,8 +541,8 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 		json.Unmarshal(c.Args, &a)
 		w.loseError(c)
 		states := json.RawMessage("{}")
-		if c.Output != "" && json.Valid([]byte(c.Output)) {
-			states = json.RawMessage(c.Output)
+		if c.Output.Text() != "" && json.Valid([]byte(c.Output.Text())) {
+			states = json.RawMessage(c.Output.Text())
 		}
 		return collabItem{id, typeCollab, orNull(a.Tool), a.SenderThreadID, orNull(a.ReceiverThreadIDs), a.Prompt, states, status}
 	}
@@ -559,10 +559,10 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 		if c.Error != "" {
 			it.Error = &message{c.Error}
 		}
-		if c.Output != "" || c.Error == "" {
+		if c.Output.Text() != "" || c.Error == "" {
 			it.Result = &mcpResultLine{Content: []mcpContent{}, StructuredContent: json.RawMessage("null")}
-			if c.Output != "" {
-				it.Result.Content = append(it.Result.Content, mcpContent{"text", c.Output})
+			if c.Output.Text() != "" {
+				it.Result.Content = append(it.Result.Content, mcpContent{"text", c.Output.Text()})
 			}
 		}
 	}

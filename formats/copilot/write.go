@@ -331,7 +331,7 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 	switch c.Status {
 	case formats.Completed:
 		d["success"] = true
-		d["result"] = map[string]any{"content": c.Output}
+		d["result"] = map[string]any{"content": c.Output.Text()}
 	default:
 		if c.Status == formats.Cancelled {
 			w.opts.Report.Lose(lossCancelled)
@@ -342,7 +342,7 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 		}
 		msg := c.Error
 		if msg == "" {
-			msg = c.Output
+			msg = c.Output.Text()
 		}
 		d["success"] = false
 		d["error"] = map[string]any{"message": msg, "code": code}

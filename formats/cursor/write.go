@@ -394,14 +394,14 @@ func resultOf(call *formats.Call) any {
 			}
 		}
 		if shell {
-			return map[string]any{"failure": shellOut{Stdout: call.Output, Stderr: msg, ExitCode: 1}}
+			return map[string]any{"failure": shellOut{Stdout: call.Output.Text(), Stderr: msg, ExitCode: 1}}
 		}
-		return map[string]any{"error": errorOut{ErrorMessage: msg, Content: call.Output}}
+		return map[string]any{"error": errorOut{ErrorMessage: msg, Content: call.Output.Text()}}
 	}
 	if shell {
-		return map[string]any{"success": shellOut{Stdout: call.Output}}
+		return map[string]any{"success": shellOut{Stdout: call.Output.Text()}}
 	}
-	return map[string]any{"success": contentOut{Content: call.Output}}
+	return map[string]any{"success": contentOut{Content: call.Output.Text()}}
 }
 
 // result writes the run's result line, from the run view: outcome,

@@ -149,7 +149,7 @@ func writeAll(d formats.Dialect, evs []*formats.Event, strip bool, report *forma
 	for i, ev := range evs {
 		e := *ev
 		if !raw {
-			e.DecodeOutput()
+			e.Call.Output.Decode()
 		}
 		if strip {
 			e.Source = formats.Source{}
@@ -200,12 +200,7 @@ func Compare(evs []*formats.Event, kinds ...formats.Kind) []Comparable {
 		if !keep[e.Kind] {
 			continue
 		}
-		output := e.Call.Output
-		if len(e.Call.OutputJSON) > 0 {
-			d := *e
-			d.DecodeOutput()
-			output = d.Call.Output
-		}
+		output := e.Call.Output.Decoded()
 		out = append(out, Comparable{Kind: e.Kind, Agent: e.Agent, Text: e.Text, CallID: e.Call.ID,
 			Name: name, Status: e.Call.Status, Output: output, Session: e.Run.SessionID})
 	}

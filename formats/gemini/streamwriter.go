@@ -182,8 +182,8 @@ func (s *streamWriter) start(ts, sessionID, model string) error {
 
 func toolResult(ts string, c *formats.Call) toolResultLine {
 	l := toolResultLine{Type: "tool_result", Timestamp: ts, ToolID: c.ID, Status: "success"}
-	if c.Output != "" || c.Status == formats.Completed {
-		out := c.Output
+	if c.Output.Text() != "" || c.Status == formats.Completed {
+		out := c.Output.Text()
 		l.Output = &out
 	}
 	switch c.Status {

@@ -407,7 +407,7 @@ func (m *writer) perm(callID string) *permState {
 // malac shows a refusal, unless the source already said so.
 func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	if e.Call.Error != "" {
-		e.DecodeOutput() // the error text is merged into it
+		e.Call.Output.Decode() // the error text is merged into it
 	}
 	c := v.Calls.Get(e.Call.ID)
 	if c == nil { // not the view of this run: never in a pipeline
@@ -435,10 +435,10 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 		}
 	}
 	m.run.refusedLast = e.Call.Status == formats.Denied
-	if e.Call.Status != formats.Denied && e.Call.Error != "" && e.Call.Output != "" {
+	if e.Call.Status != formats.Denied && e.Call.Error != "" && e.Call.Output.Text() != "" {
 		m.quirk(lostErrorTexts)
 	}
-	out := joinText(e.Call.Output, e.Call.Error)
+	out := joinText(e.Call.Output.Text(), e.Call.Error)
 	name := e.Call.Name
 	if name == "" {
 		name = c.Name
@@ -448,8 +448,8 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	env := m.env(e, "tool_finished")
 	j := m.buf.Begin().Str("agent", env.Agent).Int("seq", env.Seq).Str("at", env.At).Str("type", env.Type).
 		Str("call_id", c.ID).Str("tool", name)
-	if e.Call.Error == "" && len(e.Call.OutputJSON) > 0 {
-		j.Raw("output", e.Call.OutputJSON)
+	if e.Call.Error == "" && e.Call.Output.Undecoded() {
+		j.Output("output", e.Call.Output)
 	} else {
 		j.Str("output", out)
 	}

@@ -690,7 +690,7 @@ func (w *exportWriter) result(a *agentDoc, e *formats.Event, at time.Time) {
 		end = st.Time.Start + e.Duration.Milliseconds()
 	}
 	st.Time.End = &end
-	out := e.Call.Output
+	out := e.Call.Output.Text()
 	switch e.Call.Status {
 	case formats.Completed, formats.StatusUnknown:
 		st.Status = "completed"

@@ -188,7 +188,7 @@ func TestDBSubagent(t *testing.T) {
 	}
 	var subCall bool
 	for _, c := range formatstest.OfKind(evs, formats.ToolResult) {
-		subCall = subCall || c.Agent == child && c.Call.ID == "call_sub_shell_1" && c.Call.Output == "agentconv-from-subagent\n"
+		subCall = subCall || c.Agent == child && c.Call.ID == "call_sub_shell_1" && c.Call.Output.Text() == "agentconv-from-subagent\n"
 	}
 	if !subCall {
 		t.Errorf("the subagent's shell call is missing: %s", formatstest.Kinds(evs))

@@ -160,9 +160,9 @@ func (x *events) message(m *message, at time.Time) {
 		x.assistant(m, at)
 		return
 	case "toolResult":
-		c := formats.Call{ID: m.ToolCallID, Name: m.ToolName, Status: formats.Completed, Output: m.text()}
+		c := formats.Call{ID: m.ToolCallID, Name: m.ToolName, Status: formats.Completed, Output: formats.TextOutput(m.text())}
 		if m.IsError {
-			c.Status, c.Error = formats.Failed, c.Output
+			c.Status, c.Error = formats.Failed, c.Output.Text()
 		}
 		x.emit(&formats.Event{Kind: formats.ToolResult, Time: at, Call: c})
 		return

@@ -513,7 +513,7 @@ func (w *sessionWriter) result(f *piFile, e *formats.Event, c formats.Call, unan
 		name = f.open[c.ID]
 	}
 	delete(f.open, c.ID)
-	out := c.Output
+	out := c.Output.Text()
 	isErr := c.Status == formats.Failed || c.Status == formats.Denied || c.Status == formats.Cancelled || c.Error != ""
 	if isErr && c.Error != "" && !strings.Contains(out, c.Error) {
 		out = strings.TrimSpace(out + "\n" + c.Error)

@@ -684,7 +684,7 @@ func (w *writer) callEnd(e *formats.Event, v *formats.RunView) {
 
 	// A failed call shows why: its error, else its output, which is then
 	// the error. The output of a call that went well is not shown.
-	why, output := e.Call.Error, e.Call.Output
+	why, output := e.Call.Error, e.Call.Output.Text()
 	if why == "" && e.Call.Status == formats.Failed {
 		why, output = output, ""
 	}

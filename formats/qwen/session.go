@@ -530,7 +530,7 @@ func (s *sessionReader) toolResults(r *record, agent string) {
 		c := formats.Call{ID: fr.ID, Name: fr.Name, Status: formats.Completed}
 		var dur time.Duration
 		if fr.Response != nil {
-			c.Output = jsonText(fr.Response.Output)
+			c.Output = formats.TextOutput(jsonText(fr.Response.Output))
 			c.Error = jsonText(fr.Response.Error)
 		}
 		if tr := r.ToolCallResult; tr != nil && (tr.CallID == "" || tr.CallID == fr.ID) {

@@ -358,13 +358,7 @@ func (g *gather) result(c *call, e *formats.Event) {
 	if e.Call.ExitCode.OK {
 		c.Exit = strconv.Itoa(e.Call.ExitCode.V)
 	}
-	out := e.Call
-	if len(out.OutputJSON) > 0 {
-		tmp := formats.Event{Call: out}
-		tmp.DecodeOutput()
-		out = tmp.Call
-	}
-	c.Output = clean(out.Output)
+	c.Output = clean(e.Call.Output.Decoded())
 	c.Error = clean(e.Call.Error)
 	c.Preview = e.Call.Truncated
 }
