@@ -225,7 +225,9 @@ type Event struct {
 	// NoticeText (Notice). No other kind has a text. Readers set the field
 	// beside the Kind that gives it its meaning; everyone else reads it
 	// through the accessor of the meaning they want.
-	Text     string
+	Text string
+	// Thinking is a Message's reasoning, its blocks' texts joined (see
+	// Thoughts); empty when it had none.
 	Thinking string
 	// Thoughts are a Message's thinking blocks one by one, as Anthropic's
 	// API gives them (Claude Code's sources): each block's text and the
@@ -237,8 +239,11 @@ type Event struct {
 	// Code is a low-cardinality code of an error (an error Notice, the
 	// RunEnd of a run that failed): the provider's where the source gives
 	// it (overloaded_error), else empty.
-	Code     string
-	Status   Status
+	Code string
+	// Status is the outcome of a TurnEnd, AgentEnd or RunEnd (the run
+	// view settles a RunEnd's); a tool call's is Call.Status.
+	Status Status
+	// Severity grades a Notice.
 	Severity Severity
 	// Duration of a tool call (ToolResult) or of the run (RunEnd); zero when
 	// unknown.
@@ -259,13 +264,25 @@ type Event struct {
 	// Source).
 	Synthetic bool
 
-	Run        RunInfo
-	AgentInfo  AgentInfo
-	Call       Call
+	// Run describes the run at RunStart and RunEnd; a ModelChange sets
+	// only Run.Model, the model switched to.
+	Run RunInfo
+	// AgentInfo describes a subagent at AgentStart; a UserMessage sets
+	// only Label (see UserMessage).
+	AgentInfo AgentInfo
+	// Call is the tool call of a ToolCall, ToolResult or
+	// PermissionRequest.
+	Call Call
+	// Permission is the request of a PermissionRequest and the answer of
+	// a PermissionAnswer.
 	Permission Permission
-	Usage      UsageInfo
-	Response   Response
-	Todos      []Todo
+	// Usage is the counts of one request (Usage) or the run's totals
+	// (RunEnd).
+	Usage UsageInfo
+	// Response is what the source says of the model's answer (Usage).
+	Response Response
+	// Todos is the task list after the change (Todos).
+	Todos []Todo
 }
 
 // textOf is Text when the event is of kind k, else "".
@@ -398,9 +415,13 @@ func (s *Source) From(dialect string) bool { return s.Dialect == dialect }
 
 // RunInfo describes a run.
 type RunInfo struct {
+	// SessionID is the agent's id of the session (the conversation) the
+	// run belongs to; runs that resume a session share it.
 	SessionID string
-	Model     string
-	Cwd       string
+	// Model is the model the run uses, as the source names it.
+	Model string
+	// Cwd is the agent's working directory.
+	Cwd string
 	// Provider is the model provider as OpenTelemetry names it (anthropic,
 	// openai, gcp.gemini), when the dialect implies one.
 	Provider string
@@ -412,11 +433,15 @@ type RunInfo struct {
 	// the source says it at RunStart; empty when it does not. Only the
 	// OpenTelemetry writers read it (gen_ai.system_instructions).
 	SystemInstructions string
-	ExitCode           Opt[int]
+	// ExitCode is the agent program's exit status at RunEnd, as the source
+	// gives it, or as the run view settles it (RunView.Settle).
+	ExitCode Opt[int]
 }
 
 // AgentInfo describes a subagent at AgentStart.
 type AgentInfo struct {
+	// Label is a short name for the subagent (its type or task, as the
+	// source gives it).
 	Label string
 	// Parent is the id of the agent that started this one; empty for the
 	// run's main agent.
@@ -424,13 +449,17 @@ type AgentInfo struct {
 	// ParentCall is the id of the tool call that spawned the agent, when the
 	// source says it.
 	ParentCall string
-	Model      string
-	Cwd        string
+	// Model and Cwd are the subagent's own, when the source says them.
+	Model string
+	Cwd   string
 }
 
 // Call is a tool call, as much of it as the event carries.
 type Call struct {
-	ID   string
+	// ID is the source's id of the call, which ties its ToolCall,
+	// PermissionRequest and ToolResult together.
+	ID string
+	// Name is the tool's name, as the agent calls it.
 	Name string
 	// Args is the JSON object of the call's arguments, verbatim.
 	Args json.RawMessage
@@ -444,11 +473,14 @@ type Call struct {
 	// Summary is a short human description of the call, when the source
 	// gives one.
 	Summary string
-	Status  Status
+	// Status is the call's outcome (ToolResult).
+	Status Status
 	// Output is the call's output (ToolResult), in whichever encoding
 	// the reader had it; see Output.
 	Output Output
-	Error  string
+	// Error is the error text of a call that failed, or the reason a
+	// Denied call was refused.
+	Error string
 	// ExitCode is a shell command's exit status (ToolResult), when the
 	// source gives it.
 	ExitCode Opt[int]
@@ -578,9 +610,13 @@ type RawOutputWriter interface {
 
 // Permission is a request for approval and its answer.
 type Permission struct {
+	// RequestID is the source's id of the request, which ties the
+	// answer to it.
 	RequestID string
-	Allowed   bool
-	Reason    string
+	// Allowed is the answer (PermissionAnswer).
+	Allowed bool
+	// Reason is why, when the source says it.
+	Reason string
 }
 
 // Response is what the source says of the model's answer to one request
