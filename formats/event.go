@@ -463,13 +463,9 @@ type Call struct {
 	Name string
 	// Args is the JSON object of the call's arguments, verbatim.
 	Args json.RawMessage
-	// ArgsCompact is part of Args's encoding, not a fact of the call: the
-	// reader checked that Args is valid JSON without white space between
-	// its tokens, so a writer that compacts it may copy it as it is
-	// (JSONLine.CompactChecked). It is a speed device any reader may set
-	// and any JSON writer may use; false only means "not checked".
-	// Whoever changes Args clears it.
-	ArgsCompact bool
+	// compactArgs is Args as a reader checked them compact (SetArgs); it
+	// is part of Args's encoding, not a fact of the call (ArgsCompact).
+	compactArgs json.RawMessage
 	// Summary is a short human description of the call, when the source
 	// gives one.
 	Summary string
@@ -491,6 +487,24 @@ type Call struct {
 	// the transcript) write it, so that nobody takes the preview for the
 	// whole output, and Claude Code's stream writer reports its loss.
 	Truncated bool
+}
+
+// SetArgs sets Args; compact says the reader checked that they are valid
+// JSON without white space between their tokens, so that a writer that
+// compacts them may copy them as they are (ArgsCompact). It is a speed
+// device any reader may use.
+func (c *Call) SetArgs(args json.RawMessage, compact bool) {
+	c.Args, c.compactArgs = args, nil
+	if compact {
+		c.compactArgs = args
+	}
+}
+
+// ArgsCompact reports whether Args are not empty and still the ones a
+// reader checked compact (SetArgs): whoever sets Args again makes it
+// false, without having to know of it. False only means "not checked".
+func (c *Call) ArgsCompact() bool {
+	return len(c.Args) > 0 && len(c.Args) == len(c.compactArgs) && &c.Args[0] == &c.compactArgs[0]
 }
 
 // Output is a tool call's output. A reader gives it in the encoding it

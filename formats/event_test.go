@@ -57,3 +57,28 @@ func TestTextMeanings(t *testing.T) {
 		t.Errorf("%d kinds have a text, want the 10 the Kind comments name", len(owner))
 	}
 }
+
+// ArgsCompact holds while Args are the ones a reader checked, in any copy
+// of the call, and no longer once anyone sets Args again.
+func TestArgsCompact(t *testing.T) {
+	var c formats.Call
+	c.SetArgs([]byte(`{"a":1}`), true)
+	if !c.ArgsCompact() {
+		t.Fatal("checked args: ArgsCompact false")
+	}
+	if copied := c; !copied.ArgsCompact() {
+		t.Error("a copy of the call: ArgsCompact false")
+	}
+	c.Args = []byte(`{"a": 1}`)
+	if c.ArgsCompact() {
+		t.Error("args set again: ArgsCompact still true")
+	}
+	c.SetArgs([]byte(`{"a":1}`), false)
+	if c.ArgsCompact() {
+		t.Error("unchecked args: ArgsCompact true")
+	}
+	c.SetArgs(nil, true)
+	if c.ArgsCompact() {
+		t.Error("no args: ArgsCompact true")
+	}
+}

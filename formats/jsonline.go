@@ -91,7 +91,7 @@ func (j *JSONLine) Compact(k string, v []byte) bool {
 }
 
 // CompactChecked is Compact, for a value whose reader checked that it is
-// compact valid JSON (Call.ArgsCompact): it is copied as it is.
+// compact valid JSON (Call.ArgsCompact()): it is copied as it is.
 func (j *JSONLine) CompactChecked(k string, v []byte, checked bool) bool {
 	if !checked {
 		return j.Compact(k, v)

@@ -113,7 +113,7 @@ func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 	if len(e.Call.Args) > 0 {
 		// What the call did in the end (a search's query is known when it
 		// completes).
-		c.Args, c.ArgsCompact = e.Call.Args, e.Call.ArgsCompact
+		c.Args, c.compactArgs = e.Call.Args, e.Call.compactArgs
 	}
 	c.Done = true
 	return c, started

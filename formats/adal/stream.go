@@ -286,7 +286,8 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	switch l.Type {
 	case "tool_call":
 		ev.Kind = formats.ToolCall
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: r.args(l.Args), ArgsCompact: l.argsCompact}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name}
+		ev.Call.SetArgs(r.args(l.Args), l.argsCompact)
 	case "tool_result":
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: statusWords.Parse(l.Status)}
@@ -309,7 +310,8 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		}
 	case "permission_denied":
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: r.args(l.Args), ArgsCompact: l.argsCompact, Status: formats.Denied, Error: l.Reason}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Status: formats.Denied, Error: l.Reason}
+		ev.Call.SetArgs(r.args(l.Args), l.argsCompact)
 	case "answer":
 		ev.Kind = formats.Answer
 		ev.Text = l.Content

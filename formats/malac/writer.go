@@ -61,7 +61,7 @@ type toolStartedLine struct {
 	Tool    string          `json:"tool"`
 	Summary string          `json:"summary"`
 	Input   json.RawMessage `json:"input"`
-	// compact: Input is checked compact JSON (Call.ArgsCompact).
+	// compact: Input is checked compact JSON (Call.ArgsCompact()).
 	compact bool
 }
 
@@ -609,7 +609,7 @@ func maxSeq(rec []byte) int64 {
 // startedLine is the tool_started line of a call: its input compact as
 // its reader checked it, or to be compacted.
 func startedLine(env envelope, c *formats.Call) toolStartedLine {
-	return toolStartedLine{env, c.ID, c.Name, c.Summary, args(c.Args), c.ArgsCompact && len(c.Args) > 0}
+	return toolStartedLine{env, c.ID, c.Name, c.Summary, args(c.Args), c.ArgsCompact()}
 }
 
 func args(a json.RawMessage) json.RawMessage {
