@@ -485,7 +485,7 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	case outDir != "" && to.Files:
 		// The writer names its own files under the directory.
 		files = newDirFiles(outDir)
-		wopts.Create = files.create
+		wopts.Create, wopts.Reopen = files.create, files.reopen
 		p = New(to, bw, wopts, opts)
 	case outDir != "":
 		p, runs = newRunFilesPipeline(to, outDir, wopts, opts)

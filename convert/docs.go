@@ -39,7 +39,7 @@ func Cannot(d formats.Dialect) []string {
 			out = append(out, formats.LossName(f, nil))
 		}
 	}
-	return append(out, d.Quirks...)
+	return append(out, formats.QuirkNames(d.Quirks)...)
 }
 
 // LossTable is the README's table of what each target cannot carry, made

@@ -3,6 +3,7 @@ package convert
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,17 +46,47 @@ func TestReadmeTables(t *testing.T) {
 	}
 }
 
+// undeclared returns the losses on stderr, a conversion's into to, that
+// to's row does not declare: each must be a feature it does not carry
+// (less those another's loss names) or one of its own quirks; a quirk of
+// another row is not one of its.
+func undeclared(to formats.Dialect, stderr string) []string {
+	quiet := to.Carries | formats.Unnamed(to.Carries) // never named as lost
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		l, ok := strings.CutPrefix(l, "agentconv: lost: ")
+		if !ok {
+			continue
+		}
+		_, what, _ := strings.Cut(l, " × ")
+		what = strings.TrimSuffix(what, " ("+to.Name+" cannot carry them)")
+		if q, ok := formats.QuirkNamed(what); ok {
+			if !slices.Contains(to.Quirks, q) {
+				out = append(out, what)
+			}
+			continue
+		}
+		if strings.HasPrefix(what, "unknown ") && strings.HasSuffix(what, " events") {
+			what = formats.RawEvents.Name()
+		}
+		named := false
+		for _, f := range formats.Features() {
+			named = named || f.Name() == what && quiet&f == 0
+		}
+		if !named {
+			out = append(out, what)
+		}
+	}
+	return out
+}
+
 // TestLossesMatchTable: every `lost:` line in the golden files names a
-// loss that its target's row of the generated table lists, for every
-// target that declares what it carries.
+// loss that its target's row declares (and so its row of the generated
+// table lists), for every target that declares what it carries.
 func TestLossesMatchTable(t *testing.T) {
 	for _, to := range Writable() {
 		if to.Remote {
 			continue
-		}
-		named := map[string]bool{}
-		for _, w := range Cannot(to) {
-			named[w] = true
 		}
 		goldens, _ := filepath.Glob(filepath.Join("..", "testdata", "golden", "*", "*", to.Name+".golden"))
 		if len(goldens) == 0 {
@@ -63,19 +94,34 @@ func TestLossesMatchTable(t *testing.T) {
 		}
 		for _, g := range goldens {
 			b, _ := os.ReadFile(g)
-			for _, l := range strings.Split(string(b), "\n") {
-				_, what, ok := strings.Cut(l, " × ")
-				if !ok || !strings.HasPrefix(l, "agentconv: lost: ") {
-					continue
-				}
-				what = strings.TrimSuffix(what, " ("+to.Name+" cannot carry them)")
-				if strings.HasPrefix(what, "unknown ") && strings.HasSuffix(what, " events") {
-					what = formats.RawEvents.Name()
-				}
-				if !named[what] {
-					t.Errorf("%s reports %q (%s), which its row of the loss table does not name", to.Name, what, g)
-				}
+			for _, what := range undeclared(to, string(b)) {
+				t.Errorf("%s reports %q (%s), which its row does not declare", to.Name, what, g)
 			}
+		}
+	}
+}
+
+// TestQuirksDeclared: every quirk declared is one that a row of the
+// registry lists (a quirk no writer may report is stale), and no row lists
+// one twice. (NewQuirk refuses a phrase declared twice.)
+func TestQuirksDeclared(t *testing.T) {
+	listed := map[formats.Quirk]bool{}
+	for _, d := range Writable() {
+		seen := map[formats.Quirk]bool{}
+		for _, q := range d.Quirks {
+			if seen[q] {
+				t.Errorf("%s lists %q twice", d.Name, q)
+			}
+			seen[q], listed[q] = true, true
+		}
+	}
+	all := formats.Quirks()
+	if len(all) < len(listed) {
+		t.Fatalf("%d quirks declared, %d listed", len(all), len(listed))
+	}
+	for _, q := range all {
+		if !listed[q] {
+			t.Errorf("quirk %q is declared, but no row lists it", q)
 		}
 	}
 }

@@ -62,6 +62,9 @@ func TestGolden(t *testing.T) {
 			t.Run(rel+"→"+to.Name, func(t *testing.T) {
 				code, stdout, stderr := runCLI("", "--deterministic", "--to", to.Name, in)
 				got := fmt.Sprintf("exit: %d\n--- stdout\n%s--- stderr\n%s", code, stdout, stderr)
+				for _, what := range undeclared(to, stderr) {
+					t.Errorf("%s reports %q, which its row does not declare", to.Name, what)
+				}
 				golden := filepath.Join("..", "testdata", "golden", rel, to.Name+".golden")
 				if *update {
 					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {

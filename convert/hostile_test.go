@@ -65,6 +65,9 @@ func TestHostileInput(t *testing.T) {
 				if strings.Contains(stderr, "internal error") || strings.Contains(stderr, "panic") {
 					t.Errorf("%s: %s", where, stderr)
 				}
+				for _, what := range undeclared(to, stderr) {
+					t.Errorf("%s: reports %q, which %s's row does not declare", where, what, to.Name)
+				}
 			}
 		}
 	}

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,10 +221,7 @@ func (p *Pipeline) writeJob(ctx context.Context, job *manyJob, in Input) error {
 	}
 	if job.rep != nil && rep != nil {
 		// What the reader counted as lost, in the conversion's report.
-		t := job.rep.LossTable()
-		for _, k := range slices.Sorted(maps.Keys(t)) {
-			rep.LoseN(k, t[k])
-		}
+		rep.Merge(job.rep)
 	}
 	if job.unread != nil {
 		rep.Warn(0, "%s: cannot read it: %v; skipped", in.Name, job.unread)

@@ -186,7 +186,7 @@ func TestUsageSurvives(t *testing.T) {
 			t.Run(rel+"→"+T.Name, func(t *testing.T) {
 				mid, stderr := convertTo(t, data, "", T.Name)
 				for _, q := range T.Quirks {
-					if strings.Contains(q, "token usage") && strings.Contains(stderr, "× "+q+" ") {
+					if strings.Contains(q.Name(), "token usage") && strings.Contains(stderr, "× "+q.Name()+" ") {
 						t.Skipf("%s reports a loss of token usage: %s", T.Name, q)
 					}
 				}

@@ -495,7 +495,7 @@ func (p *Pipeline) emit(ev *formats.Event) error {
 		p.copying = p.observer != nil && ev.Source.Dialect == p.target
 	}
 	p.view.Observe(ev)
-	if p.observer != nil && (ev.Source.Dialect == p.target && (ev.Source.Line != nil || ev.Source.Continued) ||
+	if p.observer != nil && (ev.Source.Dialect == p.target && (ev.Source.Line != nil || ev.Source.NothingToCopy()) ||
 		ev.Synthetic && p.copying && !p.interrupted) {
 		// Its own dialect: the record goes out as it came. What the pipeline
 		// made to start or close a copied cut run is only observed: the
@@ -559,7 +559,7 @@ func (p *Pipeline) lose(ev *formats.Event) error {
 		return &LossError{What: formats.LossName(first, ev), Target: p.target}
 	}
 	// Counted by the things named (calls, messages, runs), not by events.
-	(missing & counted).Each(func(f formats.Feature) { p.opts.Report.Lose(formats.LossName(f, ev)) })
+	(missing & counted).Each(func(f formats.Feature) { p.opts.Report.Feature(f, ev) })
 	return nil
 }
 

@@ -365,3 +365,23 @@ func TestSessionsMalformedLine(t *testing.T) {
 		t.Errorf("exit %d: %s\n%s", code, out, stderr)
 	}
 }
+
+// TestSessionsReadErrorExit: a file that fails as it is read (an I/O
+// error) is named in a warning and left out, and the exit status is the
+// read error's, 1, whatever the output asked for.
+func TestSessionsReadErrorExit(t *testing.T) {
+	const bad = "/proc/self/mem" // reading at offset 0 is an I/O error
+	if _, err := os.Stat(bad); err != nil {
+		t.Skip("no " + bad)
+	}
+	good := filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")
+	for _, args := range [][]string{{bad}, {"--json", good, bad}, {"--paths", good, bad}} {
+		code, out, stderr := runSessions(func(string) string { return "" }, time.Time{}, args...)
+		if code != ExitInput || !strings.Contains(stderr, bad) {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+		if len(args) > 1 && !strings.Contains(out, "06381696") && !strings.Contains(out, "agentcmd-claude-session") {
+			t.Errorf("%v: the readable file is not listed: %s", args, out)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package formats
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,10 +38,11 @@ type Dialect struct {
 	// before the writer sees the event; the writer reports only the losses
 	// of its own encoding, which Quirks lists.
 	Carries Feature
-	// Quirks names the losses the writer reports itself: what its encoding
-	// cannot keep of an event whose features it carries (adal-json's
-	// output previews). The docs' loss table lists them.
-	Quirks []string
+	// Quirks are the losses the writer reports itself (Report.Quirk):
+	// what its encoding cannot keep of an event whose features it carries
+	// (adal-json's output previews). The writer reports no other quirk;
+	// the docs' loss table lists them.
+	Quirks []Quirk
 	// Bookkeeping names the reader's record types (Source.Type) that are
 	// the agent's own bookkeeping, holding nothing of a run: the pipeline
 	// marks their raw events Source.Known (copied by a writer of the same
@@ -276,7 +279,15 @@ type WriteOptions struct {
 	// makes a file under it by a slash-separated relative path; the file
 	// is put in place, whole, when it is closed (one left open at the end
 	// is put in place by the pipeline's close). nil: write to the output.
+	// A writer closes each session's files once it has written another
+	// session, so that they are in place as the conversion goes and a
+	// conversion of many sessions holds few of them.
 	Create func(name string) (io.WriteCloser, error)
+	// Reopen, set with Create, continues a file that the conversion made
+	// and closed (a session written again after another): what it holds
+	// is kept and what is written follows, put in place, whole, when it is
+	// closed again.
+	Reopen func(name string) (io.WriteCloser, error)
 }
 
 // CopyTarget is a writer of a dialect that writes Files: a record that the
@@ -344,12 +355,30 @@ func NewReport(out io.Writer) *Report {
 	return &Report{out: out, losses: map[string]int{}, MaxWarnings: 50, Prefix: "agentconv: "}
 }
 
-// Lose counts one loss of the given kind: something the target could not
-// carry. what reads as a noun phrase: "thinking text", "todo lists".
-func (r *Report) Lose(what string) { r.LoseN(what, 1) }
+// Quirk counts one loss of a quirk of the target's encoding, which the
+// target's row declares (Dialect.Quirks).
+func (r *Report) Quirk(q Quirk) { r.lose(q.Name(), 1) }
 
-// LoseN counts n losses of one kind.
-func (r *Report) LoseN(what string, n int) {
+// QuirkN counts n losses of one quirk.
+func (r *Report) QuirkN(q Quirk, n int) { r.lose(q.Name(), n) }
+
+// Feature counts one loss of feature f of the event e, which the target
+// does not carry (named by LossName).
+func (r *Report) Feature(f Feature, e *Event) { r.lose(LossName(f, e), 1) }
+
+// Merge counts the losses that from counted, as they were named there.
+func (r *Report) Merge(from *Report) {
+	if r == nil || from == nil {
+		return
+	}
+	t := from.LossTable()
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		r.lose(k, t[k])
+	}
+}
+
+// lose counts n losses named what, a noun phrase: "thinking text".
+func (r *Report) lose(what string, n int) {
 	if r == nil || n <= 0 {
 		return
 	}

@@ -1,11 +1,3 @@
-// Package formats holds the event model that every dialect reads into and
-// writes out of, and the small helpers the dialect packages share.
-//
-// A reader turns one dialect into a sequence of Events; a writer turns that
-// sequence into another dialect. The model is normalised: it names what
-// happened (a tool call started, a turn ended) and never how one provider
-// spells it. Whatever a reader cannot express in the model travels in
-// Event.Source, so that a writer of the same dialect can print it verbatim.
 package formats
 
 import (
@@ -398,6 +390,13 @@ type Source struct {
 	// event's record in its Line, so a same-dialect writer that prints
 	// records must not print it again (and Line is nil).
 	Continued bool
+	// Made says one thing: the reader made this event, and no record of
+	// the input is its own (Line is nil, and Continued is false): the end
+	// of a run that its dialect never prints, a RunStart before a
+	// stream's first record, a whole message gathered from its deltas at
+	// a cut. A writer of the same dialect has nothing to copy for it. It
+	// is not Event.Synthetic, which marks what the pipeline made.
+	Made bool
 	// Known says one thing, of a Raw event only: the record holds
 	// nothing of a run (a protocol's handshake, a setting of the
 	// client's), so it is kept for its own dialect, and neither warned
@@ -409,6 +408,12 @@ type Source struct {
 	// LineNo is the 1-based line of the record in its input.
 	LineNo int
 }
+
+// NothingToCopy reports whether a writer of the event's own dialect,
+// copying its records as they are, has nothing left to print for the
+// event: an earlier event carried its record (Continued), or it has none
+// (Made).
+func (s *Source) NothingToCopy() bool { return s.Continued || s.Made }
 
 // From reports whether the event was read from the given dialect.
 func (s *Source) From(dialect string) bool { return s.Dialect == dialect }

@@ -97,6 +97,15 @@ const (
 	// ToolOutputValues: a tool output that is a JSON value, not text
 	// (ValueOutput).
 	ToolOutputValues
+	// SubagentThinking: a subagent's reasoning text (besides Thinking).
+	SubagentThinking
+	// SubagentPrompts: a subagent's UserMessage events (besides
+	// UserPrompts).
+	SubagentPrompts
+	// SubagentTodos: a subagent's task lists (besides TodoLists).
+	SubagentTodos
+	// SubagentTurns: a subagent's turn boundaries (besides Turns).
+	SubagentTurns
 
 	featureCount = iota
 )
@@ -119,6 +128,7 @@ var featureNames = [featureCount]string{
 	"outcomes of runs that did not succeed", "unknown events of other dialects",
 	"runs of several prompts (each prompt starts a run of its own)", "system instructions",
 	"subagent tool calls", "tool outputs that are JSON values (written as their JSON text)",
+	"subagent thinking text", "subagent prompts", "subagent todo lists", "subagent turn boundaries",
 }
 
 // Name is the feature's name as losses and the docs give it: a noun
@@ -173,6 +183,12 @@ var implied = [...]struct {
 	{ReasoningTokens, TokenUsage, true},
 	{FollowUpPrompts, UserPrompts, true},
 	{ToolOutputValues, ToolCalls, false}, // a subagent's call needs SubagentToolCalls
+	// A subagent's thinking, prompt, todo list or turn is one of its
+	// kind first: a target without the kind names that.
+	{SubagentThinking, Thinking, true},
+	{SubagentPrompts, UserPrompts, true},
+	{SubagentTodos, TodoLists, true},
+	{SubagentTurns, Turns, true},
 }
 
 // Unnamed is what of the features a target that carries `carries` lacks
@@ -232,22 +248,22 @@ func Needs(e *Event) Feature {
 			f |= SubagentReports
 		}
 	case TurnEnd:
-		f |= Turns
+		f |= Turns | subNeed(sub, SubagentTurns)
 		if e.Status == Failed || e.Status == Cancelled {
 			f |= TurnStatuses
 		}
 	case UserMessage:
-		f |= UserPrompts
+		f |= UserPrompts | subNeed(sub, SubagentPrompts)
 	case TextDelta:
 		f |= textNeed(sub)
 	case ThinkingDelta:
-		f |= Thinking
+		f |= Thinking | subNeed(sub, SubagentThinking)
 	case Message:
 		if e.MessageText() != "" {
 			f |= textNeed(sub)
 		}
 		if e.Thinking != "" {
-			f |= Thinking
+			f |= Thinking | subNeed(sub, SubagentThinking)
 		}
 	case ToolCall:
 		f |= callNeed(sub)
@@ -272,7 +288,7 @@ func Needs(e *Event) Feature {
 	case Usage:
 		f |= PerRequestUsage | usageNeeds(&e.Usage)
 	case Todos:
-		f |= TodoLists
+		f |= TodoLists | subNeed(sub, SubagentTodos)
 	case Compaction:
 		f |= Compactions
 		if e.Summary() != "" {
@@ -299,6 +315,15 @@ func Needs(e *Event) Feature {
 		}
 	}
 	return f
+}
+
+// subNeed is f for a subagent's event, which needs its kind's feature
+// and f besides.
+func subNeed(sub bool, f Feature) Feature {
+	if sub {
+		return f
+	}
+	return 0
 }
 
 func callNeed(sub bool) Feature {
@@ -412,7 +437,7 @@ func (c *LossCounter) Count(e *Event, needs Feature) Feature {
 		c.text[e.Agent] = true
 	case ThinkingDelta:
 		if c.thinking[e.Agent] {
-			counted &^= Thinking
+			counted &^= Thinking | SubagentThinking
 		}
 		c.thinking[e.Agent] = true
 	case Message:
@@ -421,7 +446,7 @@ func (c *LossCounter) Count(e *Event, needs Feature) Feature {
 			counted &^= AssistantText | SubagentText
 		}
 		if c.thinking[e.Agent] {
-			counted &^= Thinking
+			counted &^= Thinking | SubagentThinking
 		}
 	}
 	switch e.Kind {

@@ -220,10 +220,14 @@ func (v *RunView) Observe(e *Event) {
 			a.Usage.Add(e.Usage)
 		}
 		v.Usage = RunTotals(v.endUsage, v.reqUsage)
+		v.model(v.requestModel(e))
 	case ModelChange:
 		v.model(e.Run.Model)
 		if main && e.Run.Model != "" {
 			v.Info.Model = e.Run.Model
+		}
+		if a := v.agents[e.Agent]; a != nil && !main && e.Run.Model != "" {
+			a.Model = e.Run.Model
 		}
 	case RunEnd:
 		v.endText("")
@@ -248,6 +252,18 @@ func (v *RunView) model(m string) {
 		}
 	}
 	v.Models = append(v.Models, m)
+}
+
+// requestModel is the model of a request (a Usage event): its agent's,
+// else the one its response names.
+func (v *RunView) requestModel(e *Event) string {
+	if e.Agent == "" && v.Info.Model != "" {
+		return v.Info.Model
+	}
+	if a := v.agents[e.Agent]; e.Agent != "" && a != nil && a.Model != "" {
+		return a.Model
+	}
+	return e.Response.Model
 }
 
 // endText closes a streamed message of the main agent.

@@ -29,7 +29,7 @@ func (b *builder) limitAttrs(kvs []attribute.KeyValue) []attribute.KeyValue {
 		case attribute.STRING:
 			if v := kv.Value.AsString(); len(v) > limit {
 				kvs[i] = attribute.String(string(kv.Key), cutValue(v, limit))
-				b.rep.Lose(lostAttrPast)
+				b.rep.Quirk(lostAttrPast)
 			}
 		case attribute.STRINGSLICE:
 			vs := kv.Value.AsStringSlice()
@@ -41,7 +41,7 @@ func (b *builder) limitAttrs(kvs []attribute.KeyValue) []attribute.KeyValue {
 			}
 			if cut {
 				kvs[i] = attribute.StringSlice(string(kv.Key), vs)
-				b.rep.Lose(lostAttrPast)
+				b.rep.Quirk(lostAttrPast)
 			}
 		}
 	}

@@ -208,6 +208,7 @@ func (d *spanData) snapshot() sdktrace.ReadOnlySpan {
 // jsonRequest structures gives. Its buffers serve request after request.
 type requestEncoder struct {
 	resources []resourceGroup
+	size      int // the bytes of the spans added since the last request
 	line      []byte
 	scratch   []byte // a resource's attributes, to compare
 	err       error  // a value JSON cannot carry (NaN, an infinity)
@@ -233,8 +234,17 @@ func (r *requestEncoder) add(s *spanData) {
 	if len(sg.spans) > 0 {
 		sg.spans = append(sg.spans, ',')
 	}
+	n := len(sg.spans)
 	sg.spans = r.appendSpan(sg.spans, s)
+	r.size += len(sg.spans) - n
 }
+
+// maxRequestLine is the size past which the otlp-json writer ends a
+// request, and begins another, within a run: a run of a million calls is
+// many lines that the reader takes back as the one run (it holds a
+// trace's spans until its root), each well under the longest line that
+// it reads (formats.MaxLine).
+var maxRequestLine = 16 << 20
 
 func (r *requestEncoder) resourceGroup(res *resource.Resource) *resourceGroup {
 	for i := range r.resources {
@@ -324,7 +334,7 @@ func (r *requestEncoder) writeTo(w io.Writer) error {
 }
 
 func (r *requestEncoder) reset() {
-	r.resources, r.err = r.resources[:0], nil
+	r.resources, r.err, r.size = r.resources[:0], nil, 0
 }
 
 func (r *requestEncoder) appendSpan(b []byte, s *spanData) []byte {

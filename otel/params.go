@@ -47,20 +47,22 @@ const category = "OpenTelemetry"
 const carries = formats.AllFeatures &^ (formats.ToolOutputValues | formats.TodoLists | formats.WorkingDirs | formats.SubagentReports | formats.RawEvents)
 
 // The losses of the span encoding itself.
-const (
-	lostAnswers     = "answers"
-	lostPrompts     = "user prompts (without --otlp-content)"
-	lostContent     = "tool arguments and results (without --otlp-content)"
-	lostContentPast = "tool arguments, results and messages past --otlp-content-limit"
+var (
+	lostAnswers     = formats.NewQuirk("answers")
+	lostPrompts     = formats.NewQuirk("user prompts (without --otlp-content)")
+	lostContent     = formats.NewQuirk("tool arguments and results (without --otlp-content)")
+	lostContentPast = formats.NewQuirk("tool arguments, results and messages past --otlp-content-limit")
 	// The model's text and reasoning go on the chat spans, with
 	// --otlp-content: they are lost without it, and where the source
 	// marks no model request to put them on.
-	lostText         = "assistant text (without --otlp-content)"
-	lostThinking     = "thinking text (without --otlp-content)"
-	lostOutside      = "assistant text and thinking outside a model request"
-	lostMessagesPast = "message parts of a model request past the first 128"
-	lostSystem       = "system instructions (without --otlp-content)"
-	lostAttrPast     = "attribute values past the attribute length limit"
+	lostText         = formats.NewQuirk("assistant text (without --otlp-content)")
+	lostThinking     = formats.NewQuirk("thinking text (without --otlp-content)")
+	lostOutside      = formats.NewQuirk("assistant text and thinking outside a model request")
+	lostMessagesPast = formats.NewQuirk("message parts of a model request past the first 128")
+	lostSystem       = formats.NewQuirk("system instructions (without --otlp-content)")
+	lostAttrPast     = formats.NewQuirk("attribute values past the attribute length limit")
+	lostCutToFit     = formats.NewQuirk("tool arguments and results (or other long strings) of a span over the 4 MiB OTLP request limit, cut to fit")
 )
 
-var quirks = []string{lostAnswers, lostPrompts, lostContent, lostContentPast, lostText, lostThinking, lostOutside, lostMessagesPast, lostSystem, lostAttrPast}
+var quirks = []formats.Quirk{lostAnswers, lostPrompts, lostContent, lostContentPast, lostText, lostThinking, lostOutside, lostMessagesPast,
+	lostSystem, lostAttrPast, lostCutToFit}

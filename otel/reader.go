@@ -240,7 +240,7 @@ func (r *reader) replay(spans []readSpan) {
 	// The input records go with the run's first events, in their order.
 	for i := first; i < len(r.queue) && len(r.records) > 0; i++ {
 		r.queue[i].Source.Line, r.queue[i].Source.LineNo = r.records[0].line, r.records[0].no
-		r.queue[i].Source.Continued = false
+		r.queue[i].Source.Continued, r.queue[i].Source.Made = false, false
 		r.records = r.records[1:]
 	}
 }

@@ -137,7 +137,7 @@ func (s *exportSink) runEnded() error { return nil }
 func (s *exportSink) add(sp sdktrace.ReadOnlySpan) {
 	it, cut := fit(sp)
 	if cut {
-		s.rep.Lose("tool arguments and results (or other long strings) of a span over the 4 MiB OTLP request limit, cut to fit")
+		s.rep.Quirk(lostCutToFit)
 	}
 	k := keyOf(it.span)
 	s.mu.Lock()

@@ -75,6 +75,12 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	if w.err != nil {
 		return w.err
 	}
+	if e.Kind == formats.RunStart && w.b.open {
+		// A new run begins before the last one ended, outside a pipeline
+		// (which ends it first): the view is the new run's already, so
+		// the last run ends as at Close, its spans that ended handed on.
+		w.b.flushHeld()
+	}
 	if e.Source.From(OTLPJSON.Name) {
 		w.passthrough = e.Kind != formats.RunEnd
 		if e.Source.Continued || e.Source.Line == nil {
@@ -94,7 +100,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		// not decoded at all (TakesRawOutput).
 		e.Call.Output.Decode()
 	}
-	w.b.write(e)
+	w.b.write(e, v)
 	if err := w.emitErr; err != nil {
 		w.emitErr = nil
 		return err
@@ -146,7 +152,8 @@ func newWriter(o formats.WriteOptions, s func(*config) (sink, error)) formats.Wr
 }
 
 // jsonSink writes each run as one OTLP/JSON request line when it ends,
-// encoding its spans as they end.
+// encoding its spans as they end; a run whose spans pass maxRequestLine
+// is written as several requests, each line a part of its spans.
 type jsonSink struct {
 	out io.Writer
 	req requestEncoder
@@ -158,6 +165,9 @@ func newJSONWriter(out io.Writer, o formats.WriteOptions) formats.Writer {
 
 func (j *jsonSink) span(s *spanData) error {
 	j.req.add(s)
+	if j.req.size >= maxRequestLine {
+		return j.req.writeTo(j.out)
+	}
 	return nil
 }
 

@@ -26,14 +26,11 @@ var Dialect = formats.Dialect{
 	Carries: formats.UserPrompts | formats.FollowUpPrompts | formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.SubagentToolCalls |
 		formats.CancelledCalls | formats.Refusals | formats.ToolDurations | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites |
-		formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,
-	Quirks: []string{lostTodoStatuses, lostSubagentPrompts},
+		formats.ReasoningTokens | formats.Costs | formats.RunOutcomes | formats.SubagentThinking | formats.SubagentTodos,
+	Quirks: []formats.Quirk{lostTodoStatuses},
 }
 
-const (
-	lostTodoStatuses    = "todo statuses besides pending, in_progress and completed"
-	lostSubagentPrompts = "subagent prompts"
-)
+var lostTodoStatuses = formats.NewQuirk("todo statuses besides pending, in_progress and completed")
 
 // message is one JSON-RPC message, as written and as read.
 type message struct {

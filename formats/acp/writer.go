@@ -86,8 +86,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		w.said, w.sid = "", ""
 	case formats.UserMessage:
 		if e.Agent != "" {
-			w.opts.Report.Lose(lostSubagentPrompts)
-			return nil
+			return nil // the pipeline reports it (SubagentPrompts)
 		}
 		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Prompt())})
 	case formats.TextDelta:
@@ -268,7 +267,7 @@ func (w *writer) plan(e *formats.Event) error {
 		switch status {
 		case "pending", "in_progress", "completed":
 		default:
-			w.opts.Report.Lose(lostTodoStatuses)
+			w.opts.Report.Quirk(lostTodoStatuses)
 			status = "pending"
 		}
 		// ACP requires a priority; the model has none: every entry is medium.

@@ -18,15 +18,13 @@ const carries = formats.ModelNames | formats.AssistantText | formats.ToolCalls |
 
 // The losses of AdaL's own encodings, as the writers report them and the
 // dialects' Quirks list them.
-const (
-	lossToolErrors  = "tool error texts (merged into the output)"
-	lossMessages    = "assistant messages besides the answer"
-	lossPreviews    = "tool outputs past AdaL's preview size (kept as AdaL's preview: the first 2,000 and the last 1,000 characters)"
-	lossErrors      = "errors besides the run's failure"
-	lossWentOn      = "refusals in runs that went on after them (written as failed tool calls)"
-	lossStopAnswers = "answers after the refusal a run stopped at"
+var (
+	lossPreviews    = formats.NewQuirk("tool outputs past AdaL's preview size (kept as AdaL's preview: the first 2,000 and the last 1,000 characters)")
+	lossErrors      = formats.NewQuirk("errors besides the run's failure")
+	lossWentOn      = formats.NewQuirk("refusals in runs that went on after them (written as failed tool calls)")
+	lossStopAnswers = formats.NewQuirk("answers after the refusal a run stopped at")
 	// adal-text prints only the refusal a run stopped at.
-	lossTextRefusals = "refusals besides the one a run stopped at"
+	lossTextRefusals = formats.NewQuirk("refusals besides the one a run stopped at")
 )
 
 // messagesLost counts the main agent's assistant messages that an AdaL

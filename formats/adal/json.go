@@ -21,7 +21,7 @@ var JSON = formats.Dialect{
 	NewWriter:   newJSONWriter,
 	Detect:      detectJSON,
 	Carries:     carries,
-	Quirks:      []string{lossPreviews, lossToolErrors, lossMessages, lossErrors},
+	Quirks:      []formats.Quirk{lossPreviews, formats.MergedToolErrors, formats.ExtraMessages, lossErrors},
 	// The final object is built from every event: as much work as
 	// reading them.
 	ReadAhead: true,
@@ -200,7 +200,7 @@ func (j *jsonWriter) Write(e *formats.Event, v *formats.RunView) error {
 			break
 		}
 		if mergesError(e) {
-			j.opts.Report.Lose(lossToolErrors)
+			j.opts.Report.Quirk(formats.MergedToolErrors)
 		}
 		if c := v.Calls.Get(e.Call.ID); c != nil {
 			if len(e.Call.Output.Value()) > 0 && e.Call.Error == "" {
@@ -244,8 +244,8 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 		failure = v.Failure
 		b = appendJSString(b, failure)
 	}
-	j.opts.Report.LoseN(lossMessages, messagesLost(v, answered))
-	j.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, failure))
+	j.opts.Report.QuirkN(formats.ExtraMessages, messagesLost(v, answered))
+	j.opts.Report.QuirkN(lossErrors, errorsBesides(v.Errors, failure))
 	b = append(b, `,"tool_calls":[`...)
 	for i, c := range v.Calls.All() {
 		if i > 0 {
@@ -278,7 +278,7 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 			b = append(b, kept.value...)
 		default:
 			if kept.cut {
-				j.opts.Report.Lose(lossPreviews)
+				j.opts.Report.Quirk(lossPreviews)
 			}
 			b = appendJSString(b, kept.text)
 		}

@@ -45,7 +45,7 @@ var Session = formats.Dialect{
 	Carries: formats.Timestamps | formats.WorkingDirs | formats.UserPrompts | formats.FollowUpPrompts | formats.AssistantText |
 		formats.Thinking | formats.ToolCalls | formats.CancelledCalls | formats.Refusals | formats.ToolOutputValues |
 		formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens | formats.RunOutcomes,
-	Quirks: []string{lossToolErrors, lossUnanswered, lossNoPrompt, lossZeroTokens, lossRunUsage, lossExitCodes},
+	Quirks: []formats.Quirk{formats.MergedToolErrors, lossUnanswered, formats.PromptsNeverGiven, formats.ZeroTokenCounts, formats.UnsummedRunUsage, lossExitCodes},
 }
 
 // sessionPlaces: ~/.adal/sessions.

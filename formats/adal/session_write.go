@@ -29,6 +29,7 @@ type sessionWriter struct {
 	view   *formats.RunView
 	files  map[string]*sessionFile
 	order  []*sessionFile
+	out    *formats.SessionFiles // with -o DIR
 	cur    *sessionFile
 	runs   int // runs without a session id
 	run    sessionRun
@@ -83,16 +84,17 @@ type stepCall struct {
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &sessionWriter{stream: w, opts: o, files: map[string]*sessionFile{}}
+	sw := &sessionWriter{stream: w, opts: o, files: map[string]*sessionFile{}}
+	if o.Create != nil {
+		sw.out = formats.NewSessionFiles(o)
+	}
+	return sw
 }
 
 // The losses of the session writer's own encoding.
-const (
-	lossUnanswered = "tool calls without a result (written as cancelled calls)"
-	lossNoPrompt   = "user prompts the source never gave (a resumed agent does not see its task)"
-	lossZeroTokens = "token counts the source did not give (written as 0)"
-	lossRunUsage   = "token usage of runs beyond the sum of their requests"
-	lossExitCodes  = "exit codes other than 0, 1 and 2 (a run stopped at a refusal)"
+var (
+	lossUnanswered = formats.NewQuirk("tool calls without a result (written as cancelled calls)")
+	lossExitCodes  = formats.NewQuirk("exit codes other than 0, 1 and 2 (a run stopped at a refusal)")
 )
 
 // Observe follows a record that the pipeline copies: the file of its
@@ -113,7 +115,7 @@ func (w *sessionWriter) Observe(e *formats.Event, v *formats.RunView) {
 		}
 		f.last = at
 	}
-	if e.Source.Continued {
+	if e.Source.NothingToCopy() {
 		return
 	}
 	switch e.Source.Type {
@@ -173,12 +175,23 @@ func (w *sessionWriter) file(e *formats.Event, meta bool) (*sessionFile, error) 
 	}
 	id := sessionUUID(sid)
 	f := w.files[id]
+	if w.out != nil {
+		// The files of the sessions before are put in place (reopened
+		// if they are written again).
+		var keep *formats.SessionFile
+		if f != nil {
+			keep, _ = f.c.(*formats.SessionFile)
+		}
+		if err := w.out.Park(keep); err != nil {
+			return nil, err
+		}
+	}
 	if f != nil {
 		return f, nil
 	}
 	f = &sessionFile{id: id, w: w.stream, userID: "agentconv"}
-	if w.opts.Create != nil {
-		c, err := w.opts.Create("conversation_" + id + ".jsonl")
+	if w.out != nil {
+		c, err := w.out.Create("conversation_" + id + ".jsonl")
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +230,7 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.err
 	}
 	w.view = v
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e, false)
 		}
@@ -361,7 +374,7 @@ func (w *sessionWriter) result(c *stepCall, e *formats.Event) {
 		return
 	}
 	if mergesError(e) {
-		w.opts.Report.Lose(lossToolErrors)
+		w.opts.Report.Quirk(formats.MergedToolErrors)
 	}
 	c.obs = outputOf(call)
 	switch {
@@ -399,7 +412,7 @@ func (w *sessionWriter) flushStep() error {
 	calls := make([][]byte, 0, len(s.calls))
 	for i, c := range s.calls {
 		if !c.done {
-			w.opts.Report.Lose(lossUnanswered)
+			w.opts.Report.Quirk(lossUnanswered)
 			c.status, c.obs = formats.Cancelled, "The call was interrupted before it returned."
 		}
 		st := callStatus(c.status)
@@ -475,7 +488,7 @@ func (w *sessionWriter) usage(e *formats.Event, sub bool) error {
 	w.run.usage = true
 	w.run.sum.Add(u)
 	if !u.InputTokens.OK || !u.OutputTokens.OK {
-		w.opts.Report.Lose(lossZeroTokens)
+		w.opts.Report.Quirk(formats.ZeroTokenCounts)
 	}
 	in := u.InputTokens.V - u.CacheReadTokens.V - u.CacheWriteTokens.V
 	if in < 0 {
@@ -546,7 +559,7 @@ func (w *sessionWriter) put(at time.Time, role string, content *string, meta []b
 func (w *sessionWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	w.flushText(e)
 	if v.Prompts == 0 {
-		w.opts.Report.Lose(lossNoPrompt)
+		w.opts.Report.Quirk(formats.PromptsNeverGiven)
 	}
 	if !w.run.usage && v.Requests == 0 && (v.Usage.InputTokens.OK || v.Usage.OutputTokens.OK) {
 		// Run totals from a source without per-request usage: one record.
@@ -556,7 +569,7 @@ func (w *sessionWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	}
 	if s, u := w.run.sum, v.Usage; s.InputTokens.V != u.InputTokens.V || s.OutputTokens.V != u.OutputTokens.V ||
 		s.CacheReadTokens.V != u.CacheReadTokens.V {
-		w.opts.Report.Lose(lossRunUsage)
+		w.opts.Report.Quirk(formats.UnsummedRunUsage)
 	}
 	code := 1
 	switch {
@@ -566,7 +579,7 @@ func (w *sessionWriter) endRun(e *formats.Event, v *formats.RunView) error {
 		code = 2
 	}
 	if v.ExitCode != code {
-		w.opts.Report.Lose(lossExitCodes)
+		w.opts.Report.Quirk(lossExitCodes)
 	}
 	var m record
 	switch v.Status {

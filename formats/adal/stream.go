@@ -22,7 +22,7 @@ var Stream = formats.Dialect{
 	KeepsNoEvents: true,
 	Detect:        detectStream,
 	Carries:       carries,
-	Quirks:        []string{lossPreviews, lossToolErrors, lossMessages, lossWentOn, lossStopAnswers},
+	Quirks:        []formats.Quirk{lossPreviews, formats.MergedToolErrors, formats.ExtraMessages, lossWentOn, lossStopAnswers},
 	Params:        []formats.Param{previewParam},
 }
 
@@ -514,7 +514,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 			return nil
 		}
 		if mergesError(e) {
-			s.opts.Report.Lose(lossToolErrors)
+			s.opts.Report.Quirk(formats.MergedToolErrors)
 		}
 		s.lines[e.Call.ID] |= wroteResult
 		return s.line(toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), s.outputJSON(e)}, false)
@@ -577,7 +577,7 @@ func (s *streamWriter) release(v *formats.RunView, wentOn bool) error {
 		r := h.refusal
 		switch {
 		case r == nil && stop && h.answer && i > last:
-			s.opts.Report.Lose(lossStopAnswers)
+			s.opts.Report.Quirk(lossStopAnswers)
 		case r == nil:
 			if err := formats.WriteRawLine(s.w, h.line); err != nil {
 				return err
@@ -587,7 +587,7 @@ func (s *streamWriter) release(v *formats.RunView, wentOn bool) error {
 				return err
 			}
 		default:
-			s.opts.Report.Lose(lossWentOn)
+			s.opts.Report.Quirk(lossWentOn)
 			if r.resulted {
 				break // the call's own result said it failed
 			}
@@ -637,7 +637,7 @@ func (s *streamWriter) end(e *formats.Event, v *formats.RunView) error {
 	if e.Cut {
 		s.opts.Report.Warn(0, "a cut run was closed with an error event and complete with exit_code %d", v.ExitCode)
 	}
-	s.opts.Report.LoseN(lossMessages, messagesLost(v, wroteAnswer))
+	s.opts.Report.QuirkN(formats.ExtraMessages, messagesLost(v, wroteAnswer))
 	return formats.WriteJSONLine(s.w, completeLine{"complete", v.ExitCode, formats.NilIfEmpty(v.Info.SessionID), formats.NilIfEmpty(v.Info.Model)})
 }
 
@@ -671,7 +671,7 @@ func (s *streamWriter) outputJSON(e *formats.Event) json.RawMessage {
 	e.Call.Output.Decode()
 	out, cut := cutPreview(outputOf(&e.Call), s.preview)
 	if cut {
-		s.opts.Report.Lose(lossPreviews)
+		s.opts.Report.Quirk(lossPreviews)
 	}
 	b, _ := formats.Marshal(out)
 	return b

@@ -20,7 +20,7 @@ var Text = formats.Dialect{
 	Detect:      detectText,
 	// It prints the refusal a run stopped at, and reports the others.
 	Carries: formats.AssistantText | formats.Refusals,
-	Quirks:  []string{lossMessages, lossErrors, lossTextRefusals},
+	Quirks:  []formats.Quirk{formats.ExtraMessages, lossErrors, lossTextRefusals},
 }
 
 // detectText claims any input that is not JSON, weakly: plain text is what
@@ -110,9 +110,9 @@ func (t *textWriter) Write(e *formats.Event, v *formats.RunView) error {
 func (t *textWriter) end(v *formats.RunView) error {
 	stopped := v.Status == formats.Denied && len(v.Refusals) > 0
 	if n := len(v.Refusals); stopped {
-		t.opts.Report.LoseN(lossTextRefusals, n-1)
+		t.opts.Report.QuirkN(lossTextRefusals, n-1)
 	} else {
-		t.opts.Report.LoseN(lossTextRefusals, n)
+		t.opts.Report.QuirkN(lossTextRefusals, n)
 	}
 	if stopped {
 		r := v.Refusals[len(v.Refusals)-1]
@@ -120,8 +120,8 @@ func (t *textWriter) end(v *formats.RunView) error {
 		if c := v.Calls.Get(r.CallID); c != nil {
 			a = c.Args
 		}
-		t.opts.Report.LoseN(lossMessages, messagesLost(v, false))
-		t.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, r.Reason))
+		t.opts.Report.QuirkN(formats.ExtraMessages, messagesLost(v, false))
+		t.opts.Report.QuirkN(lossErrors, errorsBesides(v.Errors, r.Reason))
 		_, err := fmt.Fprintf(t.opts.Stderr, "Stopped: %s\nRefused call: %s %s\n", r.Reason, r.Name, args(a))
 		return err
 	}
@@ -134,7 +134,7 @@ func (t *textWriter) end(v *formats.RunView) error {
 	case len(v.Errors) > 0:
 		last = v.Errors[len(v.Errors)-1]
 	}
-	t.opts.Report.LoseN(lossErrors, errorsBesides(v.Errors, last))
+	t.opts.Report.QuirkN(lossErrors, errorsBesides(v.Errors, last))
 	if last != "" {
 		if _, err := fmt.Fprintln(t.opts.Stderr, last); err != nil {
 			return err
@@ -142,10 +142,10 @@ func (t *textWriter) end(v *formats.RunView) error {
 	}
 	a := v.Answer()
 	if a == "" || !v.Success() && !v.Answered() {
-		t.opts.Report.LoseN(lossMessages, messagesLost(v, false))
+		t.opts.Report.QuirkN(formats.ExtraMessages, messagesLost(v, false))
 		return nil
 	}
-	t.opts.Report.LoseN(lossMessages, messagesLost(v, true))
+	t.opts.Report.QuirkN(formats.ExtraMessages, messagesLost(v, true))
 	// One newline ends the answer, as the reader expects: an answer that
 	// ends in a newline itself keeps it.
 	_, err := io.WriteString(t.w, a+"\n")

@@ -22,7 +22,7 @@ var Dialect = formats.Dialect{
 	Detect:    detect,
 	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.Turns | formats.TurnStatuses | formats.PermissionRequests |
 		formats.PermissionAnswers | formats.TodoLists | formats.RawEvents),
-	Quirks:   []string{lostEmptySubagents},
+	Quirks:   []formats.Quirk{lostEmptySubagents},
 	RunFile:  "trajectory.json",
 	DirFiles: "*.json",
 }
@@ -31,9 +31,7 @@ var Dialect = formats.Dialect{
 const SchemaVersion = "ATIF-v1.7"
 
 // The writer's own losses.
-const (
-	lostEmptySubagents = "subagents that say nothing (a trajectory needs a step)"
-)
+var lostEmptySubagents = formats.NewQuirk("subagents that say nothing (a trajectory needs a step)")
 
 // trajectory is ATIF's root object, and an embedded subagent's.
 type trajectory struct {

@@ -326,7 +326,7 @@ func (w *writer) prune(t *trajectory) {
 		w.prune(s)
 		if len(s.Steps) == 0 {
 			gone[s.TrajectoryID] = true
-			w.opts.Report.Lose(lostEmptySubagents)
+			w.opts.Report.Quirk(lostEmptySubagents)
 			continue
 		}
 		kept = append(kept, s)

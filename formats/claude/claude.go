@@ -45,8 +45,8 @@ const streamCarries = formats.AllFeatures &^ (formats.ToolOutputValues | formats
 	formats.PermissionRequests | formats.PermissionAnswers | formats.CompactionSummaries |
 	formats.InfoNotices | formats.WarningNotices | formats.ReasoningTokens | formats.RawEvents)
 
-var streamQuirks = []string{lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons,
-	lossMergedErrors, lossTruncation, lossReports, lossLooseTodos, lossSilentAgents, lossCalllessAgents,
+var streamQuirks = []formats.Quirk{formats.ExitCodesBeyondRefusal, formats.FailedRunAnswers, formats.CancelledRunsAsErrors, lossReasons,
+	formats.MergedToolErrors, lossTruncation, lossReports, lossLooseTodos, lossSilentAgents, lossCalllessAgents,
 	lossAgentDirs, lossLateUsage, lossUnprintedUsage}
 
 // Copy is another agent's copy of claude-stream and claude-json, which the
@@ -149,7 +149,7 @@ var JSON = formats.Dialect{
 const jsonCarries = formats.AssistantText | formats.Refusals | formats.TokenUsage | formats.CacheWrites |
 	formats.Costs | formats.RunDurations | formats.RunOutcomes
 
-var jsonQuirks = []string{lossMessages, lossExitCodes, lossFailedAnswers, lossCancelledRuns, lossReasons}
+var jsonQuirks = []formats.Quirk{formats.ExtraMessages, formats.ExitCodesBeyondRefusal, formats.FailedRunAnswers, formats.CancelledRunsAsErrors, lossReasons}
 
 // probe is what detection looks at in a message.
 type probe struct {

@@ -41,7 +41,7 @@ func (j *jsonWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return nil
 	}
 	// The answer is the one message a result object holds.
-	j.rep.LoseN(lossMessages, v.Messages-1)
+	j.rep.QuirkN(formats.ExtraMessages, v.Messages-1)
 	return formats.WriteJSONLine(j.w, j.run.result(e, v, j.rep, nil, false))
 }
 

@@ -103,7 +103,7 @@ func TestUnsignedThinkingLeftOut(t *testing.T) {
 	if !strings.Contains(stderr, " × "+lost+" (claude-session cannot carry them)") {
 		t.Errorf("stderr does not report the unsigned thinking:\n%s", stderr)
 	}
-	if !slices.Contains(claude.Session.Quirks, lost) {
+	if !slices.Contains(formats.QuirkNames(claude.Session.Quirks), lost) {
 		t.Errorf("claude-session does not declare %q", lost)
 	}
 
@@ -134,7 +134,7 @@ func TestUnsignedThinkingLeftOut(t *testing.T) {
 // does not print it) says so: the agent resuming it never sees its task.
 func TestSessionSaysPromptMissing(t *testing.T) {
 	lost := "user prompts the source never gave (a resumed agent does not see its task)"
-	if !slices.Contains(claude.Session.Quirks, lost) {
+	if !slices.Contains(formats.QuirkNames(claude.Session.Quirks), lost) {
 		t.Errorf("claude-session does not declare %q", lost)
 	}
 	in := filepath.Join("..", "..", "testdata", "claude", "split-messages-stream.jsonl")

@@ -46,26 +46,20 @@ const sessionCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelN
 	formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.SubagentToolCalls | formats.Subagents | formats.SubagentCalls |
 	formats.SubagentText | formats.SubagentReports | formats.TodoLists | formats.Compactions |
 	formats.CompactionSummaries | formats.ModelChanges | formats.TokenUsage | formats.PerRequestUsage |
-	formats.CacheWrites | formats.RunOutcomes | formats.RunDurations
+	formats.CacheWrites | formats.RunOutcomes | formats.RunDurations | formats.SubagentPrompts | formats.SubagentThinking |
+	formats.SubagentTodos
 
-const (
-	lossFailedRuns       = "outcomes of failed runs (a session file has no result record)"
-	lossCutRuns          = "cut runs that stopped after a response (a session file reads them as ended)"
-	lossSessionIDs       = "session ids that are not UUIDs (written as UUIDs derived from them)"
-	lossPromptlessRuns   = "boundaries of runs without a prompt (they join the run before)"
-	lossSessionAnswers   = "answers that are not the last message of their run"
-	lossSessionErrors    = "tool error texts (merged into the output)"
-	lossSessionExitCodes = "exit codes other than 0 and 1"
-	lossRunUsage         = "token usage of a run beyond what its responses carry"
-	lossUnsignedThinking = "thinking text without an Anthropic signature (left out: the API refuses it)"
-	// lossNoPrompt: a run whose source never gave its prompt (a stream
-	// does not print it), so that the agent resuming the session never
-	// sees its task.
-	lossNoPrompt = "user prompts the source never gave (a resumed agent does not see its task)"
+var (
+	lossFailedRuns       = formats.NewQuirk("outcomes of failed runs (a session file has no result record)")
+	lossCutRuns          = formats.NewQuirk("cut runs that stopped after a response (a session file reads them as ended)")
+	lossSessionIDs       = formats.NewQuirk("session ids that are not UUIDs (written as UUIDs derived from them)")
+	lossPromptlessRuns   = formats.NewQuirk("boundaries of runs without a prompt (they join the run before)")
+	lossRunUsage         = formats.NewQuirk("token usage of a run beyond what its responses carry")
+	lossUnsignedThinking = formats.NewQuirk("thinking text without an Anthropic signature (left out: the API refuses it)")
 )
 
-var sessionQuirks = []string{lossFailedRuns, lossCutRuns, lossSessionIDs, lossPromptlessRuns, lossSessionErrors,
-	lossLooseTodos, lossSessionExitCodes, lossRunUsage, lossLateUsage, lossUnsignedThinking, lossNoPrompt}
+var sessionQuirks = []formats.Quirk{lossFailedRuns, lossCutRuns, lossSessionIDs, lossPromptlessRuns, formats.MergedToolErrors,
+	lossLooseTodos, formats.ExitCodesBeyond01, lossRunUsage, lossLateUsage, lossUnsignedThinking, formats.PromptsNeverGiven}
 
 // sessionPlaces: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.
 func sessionPlaces(getenv func(string) string) []string {

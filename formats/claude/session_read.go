@@ -373,6 +373,10 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 	it := b.out[s.pos]
 	b.out[s.pos] = sessItem{}
 	s.pos++
+	if e := it.ev; e != nil && e.Source.Line == nil && !e.Source.Continued {
+		// A run's start and end, a subagent's end: the reader's own.
+		e.Source.Made = true
+	}
 	return it.ev, it.err
 }
 

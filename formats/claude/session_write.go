@@ -58,6 +58,27 @@ type sessFile struct {
 	w    io.Writer
 	c    io.Closer
 	last *string // uuid of its last record: the next one's parentUuid
+	rel  string  // its path under -o DIR
+}
+
+// parkedFile is the writer of a session's file closed when another
+// session began (sessionWriter.park): the file is reopened, to go on, when
+// it is written to again.
+type parkedFile struct {
+	s *sessionWriter
+	f *sessFile
+}
+
+func (p parkedFile) Write(b []byte) (int, error) {
+	wc, err := p.s.reopen(p.f.rel)
+	if err != nil {
+		p.s.fail(err)
+		p.f.w = io.Discard
+		return 0, err
+	}
+	p.f.w, p.f.c = wc, wc
+	p.s.open = append(p.s.open, p.f)
+	return wc.Write(b)
 }
 
 // sessAgent is what the writer keeps of a subagent.
@@ -96,6 +117,9 @@ type sessionWriter struct {
 	renamed map[string]string
 	out     io.Writer
 	create  func(string) (io.WriteCloser, error)
+	reopen  func(string) (io.WriteCloser, error)
+	// open are the files opened since the last session's were closed.
+	open    []*sessFile
 	rep     *formats.Report
 	view    *formats.RunView
 	dialect string
@@ -153,7 +177,7 @@ type sessionWriter struct {
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &sessionWriter{out: w, create: o.Create, rep: o.Report, dialect: o.Dialect,
+	return &sessionWriter{out: w, create: o.Create, reopen: o.Reopen, rep: o.Report, dialect: o.Dialect,
 		files: map[string]*sessFile{}, agents: map[string]*sessAgent{}, agentFiles: map[string]string{}, resp: map[string]*sessResp{},
 		last: map[string]*sessResp{}, called: map[string]bool{}, thinking: map[string]*strings.Builder{}, deltas: map[string]bool{}}
 }
@@ -173,7 +197,7 @@ func (s *sessionWriter) file(rel string) *sessFile {
 	if f := s.files[rel]; f != nil {
 		return f
 	}
-	f := &sessFile{w: s.out}
+	f := &sessFile{w: s.out, rel: rel}
 	if s.create != nil {
 		wc, err := s.create(rel)
 		if err != nil {
@@ -181,6 +205,7 @@ func (s *sessionWriter) file(rel string) *sessFile {
 			f.w = io.Discard
 		} else {
 			f.w, f.c = wc, wc
+			s.open = append(s.open, f)
 		}
 	}
 	s.files[rel] = f
@@ -201,7 +226,7 @@ func (s *sessionWriter) sessionFor(v *formats.RunView, e *formats.Event) string 
 	}
 	s.session = SessionUUID(id)
 	if v.Info.SessionID != "" && s.session != v.Info.SessionID {
-		s.rep.Lose(lossSessionIDs)
+		s.rep.Quirk(lossSessionIDs)
 	}
 	return s.session
 }
@@ -285,9 +310,29 @@ func (s *sessionWriter) EndInput() {
 		}
 	}
 	clear(s.files)
+	clear(s.open)
+	s.open = s.open[:0]
 	clear(s.renamed)
 	s.session, s.main, s.src = "", nil, ""
 	s.input++
+}
+
+// park closes the files of the sessions written so far, when another
+// session begins under -o DIR: they are put in place as the conversion
+// goes, and a conversion of many sessions holds few files. A session
+// written again reopens its file (parkedFile).
+func (s *sessionWriter) park() {
+	if s.reopen == nil {
+		return
+	}
+	for _, f := range s.open {
+		if f.c != nil {
+			s.fail(f.c.Close())
+			f.w, f.c = parkedFile{s, f}, nil
+		}
+	}
+	clear(s.open)
+	s.open = s.open[:0]
 }
 
 // CopyTo is the file of the record observed last.
@@ -304,6 +349,7 @@ func (s *sessionWriter) follow(e *formats.Event, v *formats.RunView, copied bool
 		if v.Info.SessionID != s.src || v.Info.SessionID == "" {
 			// Another session: a file of its own.
 			s.session, s.main = "", nil
+			s.park()
 		}
 		s.src, s.prompted, s.answered, s.wrote, s.lastText = v.Info.SessionID, false, false, formats.UsageInfo{}, ""
 		clear(s.resp)
@@ -440,7 +486,7 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		s.usage(e, v)
 	case formats.Todos:
 		if c := v.Calls.All(); len(c) == 0 || c[len(c)-1].Name != "TodoWrite" {
-			s.rep.Lose(lossLooseTodos)
+			s.rep.Quirk(lossLooseTodos)
 		}
 	case formats.Compaction:
 		s.resp[a] = nil
@@ -490,7 +536,7 @@ func (s *sessionWriter) flushText(a string, v *formats.RunView) {
 // refuses it unsigned: another model's reasoning, or a cut stream's).
 func (s *sessionWriter) content(text, thinking string, thoughts []formats.Thought) []any {
 	blocks, dropped := content(text, thinking, thoughts, true)
-	s.rep.LoseN(lossUnsignedThinking, dropped)
+	s.rep.QuirkN(lossUnsignedThinking, dropped)
 	return blocks
 }
 
@@ -532,7 +578,7 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 		if s.lastType == "assistant" && len(v.Calls.Open()) == 0 {
 			// Nothing says it was cut: it stops on a response, with no
 			// call left without its result.
-			s.rep.Lose(lossCutRuns)
+			s.rep.Quirk(lossCutRuns)
 		}
 	case e.Status == formats.Completed:
 	case e.Status == formats.Cancelled:
@@ -543,7 +589,7 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 		s.record(e, v, &sessOut{Type: "assistant", Message: m, IsAPIError: true})
 	default:
 		// Without words for it, the run is left as a cut one reads.
-		s.rep.Lose(lossFailedRuns)
+		s.rep.Quirk(lossFailedRuns)
 		marked = false
 	}
 	if marked {
@@ -560,19 +606,19 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 	}
 	if !e.Cut && (e.Status == formats.Failed || e.Status == formats.Denied) && v.ExitCode != 1 ||
 		e.Status == formats.Cancelled && v.ExitCode != 1 {
-		s.rep.Lose(lossSessionExitCodes)
+		s.rep.Quirk(formats.ExitCodesBeyond01)
 	}
 	if !s.prompted {
-		s.rep.Lose(lossNoPrompt)
+		s.rep.Quirk(formats.PromptsNeverGiven)
 		if s.runs > 1 && !s.prevMarked {
-			s.rep.Lose(lossPromptlessRuns)
+			s.rep.Quirk(lossPromptlessRuns)
 		}
 	}
 	s.prevMarked = marked
 	u := v.Usage
 	if u.InputTokens.V != s.wrote.InputTokens.V || u.OutputTokens.V != s.wrote.OutputTokens.V ||
 		u.CacheReadTokens.V != s.wrote.CacheReadTokens.V {
-		s.rep.Lose(lossRunUsage)
+		s.rep.Quirk(lossRunUsage)
 	}
 	s.flushHeld()
 }
@@ -581,7 +627,7 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 // response left to carry it.
 func (s *sessionWriter) lateUsage(a string) {
 	if r := s.resp[a]; r != nil && !r.written && r.usage != nil {
-		s.rep.Lose(lossLateUsage)
+		s.rep.Quirk(lossLateUsage)
 		delete(s.resp, a)
 	}
 }
@@ -621,7 +667,7 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 		// Usage given after its response goes on its records.
 		r.usage = u
 		if r.gen != s.gen {
-			s.rep.Lose(lossLateUsage)
+			s.rep.Quirk(lossLateUsage)
 			return
 		}
 		s.wrote.Add(e.Usage)
@@ -683,7 +729,7 @@ func (s *sessionWriter) toolResult(e *formats.Event, v *formats.RunView) {
 			out = c.Error
 		} else {
 			out += "\n" + c.Error
-			s.rep.Lose(lossSessionErrors)
+			s.rep.Quirk(formats.MergedToolErrors)
 		}
 	}
 	var tur json.RawMessage

@@ -17,21 +17,16 @@ import (
 
 // Quirks of the writers: what their encoding cannot keep of what they
 // otherwise carry. The dialect rows list them.
-const (
-	lossExitCodes      = "exit codes other than 0, 1 and 2 after a refused call"
-	lossFailedAnswers  = "answers of failed runs"
-	lossCancelledRuns  = "cancelled run statuses (written as errors)"
-	lossReasons        = "refusal reasons"
-	lossMergedErrors   = "tool error texts (merged into the output)"
-	lossTruncation     = "tool output truncation marks"
-	lossReports        = "subagent reports apart from their call's result"
-	lossLooseTodos     = "todo lists without a TodoWrite call"
-	lossSilentAgents   = "subagents that say nothing"
-	lossCalllessAgents = "subagents without a spawning tool call (flattened into their parent)"
-	lossAgentDirs      = "subagent working directories"
-	lossLateUsage      = "token usage given after an agent's last message"
-	lossUnprintedUsage = "token usage of requests that no message carries (the run's totals are more)"
-	lossMessages       = "assistant messages besides the answer"
+var (
+	lossReasons        = formats.NewQuirk("refusal reasons")
+	lossTruncation     = formats.NewQuirk("tool output truncation marks")
+	lossReports        = formats.NewQuirk("subagent reports apart from their call's result")
+	lossLooseTodos     = formats.NewQuirk("todo lists without a TodoWrite call")
+	lossSilentAgents   = formats.NewQuirk("subagents that say nothing")
+	lossCalllessAgents = formats.NewQuirk("subagents without a spawning tool call (flattened into their parent)")
+	lossAgentDirs      = formats.NewQuirk("subagent working directories")
+	lossLateUsage      = formats.NewQuirk("token usage given after an agent's last message")
+	lossUnprintedUsage = formats.NewQuirk("token usage of requests that no message carries (the run's totals are more)")
 )
 
 // run is what both writers keep of a run for its result object, besides
@@ -185,10 +180,10 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 			}
 		}
 		if v.Answered() && v.Answer() != "" {
-			rep.Lose(lossFailedAnswers)
+			rep.Quirk(formats.FailedRunAnswers)
 		}
 		if v.Status == formats.Cancelled && !e.Synthetic {
-			rep.Lose(lossCancelledRuns)
+			rep.Quirk(formats.CancelledRunsAsErrors)
 		}
 	} else {
 		a := v.Answer()
@@ -197,7 +192,7 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 	if len(errs) > 0 {
 		o.Errors = errs
 	}
-	rep.LoseN(lossReasons, len(reasons))
+	rep.QuirkN(lossReasons, len(reasons))
 	// A failed run reads back with exit code 1, or 2 when the last call
 	// to end was refused; the refusals written only in permission_denials
 	// end their calls last, at the result.
@@ -211,7 +206,7 @@ func (r *run) result(e *formats.Event, v *formats.RunView, rep *formats.Report, 
 		}
 	}
 	if c := v.ExitCode; failed && c != back {
-		rep.Lose(lossExitCodes)
+		rep.Quirk(formats.ExitCodesBeyondRefusal)
 	}
 	o.UUID = r.ids.uuid()
 	return o
@@ -235,7 +230,7 @@ func (r *run) modelUsage(o *resultOut, v *formats.RunView, rep *formats.Report) 
 	}
 	model := v.Info.Model
 	if r.dialect != Stream.Name || model == "" {
-		rep.Lose(lossUnprintedUsage)
+		rep.Quirk(lossUnprintedUsage)
 		return
 	}
 	total := u
@@ -608,7 +603,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		u.Add(e.Usage)
 	case formats.Todos:
 		if !s.todoCall[a] {
-			s.rep.Lose(lossLooseTodos)
+			s.rep.Quirk(lossLooseTodos)
 		}
 		s.todoCall[a] = false
 	case formats.Compaction:
@@ -625,13 +620,13 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.AgentEnd:
 		s.flushText(a)
 		if a != "" && !s.said[a] {
-			s.rep.Lose(lossSilentAgents)
+			s.rep.Quirk(lossSilentAgents)
 		}
 		if e.Report() != "" {
 			if p := s.parents[a]; p != nil && v.Calls.Get(*p) != nil && !v.Calls.Get(*p).Done {
 				s.reports[*p] = e.Report()
 			} else {
-				s.rep.Lose(lossReports)
+				s.rep.Quirk(lossReports)
 			}
 		}
 		delete(s.open, a)
@@ -640,10 +635,10 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		delete(s.open, a)
 	case formats.RunEnd:
 		s.flushAllText()
-		s.rep.LoseN(lossReports, len(s.reports))
+		s.rep.QuirkN(lossReports, len(s.reports))
 		if len(s.usage) > 0 {
 			// Usage after an agent's last message has no message to go on.
-			s.rep.LoseN(lossLateUsage, len(s.usage))
+			s.rep.QuirkN(lossLateUsage, len(s.usage))
 		}
 		o := s.run.result(e, v, s.rep, s.told, true)
 		s.run.modelUsage(&o, v, s.rep)
@@ -757,17 +752,17 @@ func (s *streamWriter) toolResult(e *formats.Event) {
 			out = c.Error
 		} else {
 			out += "\n" + c.Error
-			s.rep.Lose(lossMergedErrors)
+			s.rep.Quirk(formats.MergedToolErrors)
 		}
 	}
 	if r, ok := s.reports[c.ID]; ok {
 		if r != out {
-			s.rep.Lose(lossReports)
+			s.rep.Quirk(lossReports)
 		}
 		delete(s.reports, c.ID)
 	}
 	if c.Truncated {
-		s.rep.Lose(lossTruncation)
+		s.rep.Quirk(lossTruncation)
 	}
 	s.user(e.Agent, toolResultOut{c.ID, "tool_result", out, c.Status != formats.Completed})
 }
@@ -780,13 +775,13 @@ func (s *streamWriter) agentStart(e *formats.Event) {
 	} else {
 		// No call to hang it on: its events go to its parent's.
 		s.parents[e.Agent] = s.parents[info.Parent]
-		s.rep.Lose(lossCalllessAgents)
+		s.rep.Quirk(lossCalllessAgents)
 	}
 	if info.Model != "" {
 		s.models[e.Agent] = info.Model
 	}
 	if info.Cwd != "" {
-		s.rep.Lose(lossAgentDirs)
+		s.rep.Quirk(lossAgentDirs)
 	}
 }
 

@@ -73,12 +73,7 @@ type encoding struct {
 
 // Quirks are the losses of cli-agents' own encoding, which the writer
 // reports itself.
-var Quirks = []string{lostFailedAnswers, lostSubagentThinking}
-
-const (
-	lostFailedAnswers    = "answers of failed runs"
-	lostSubagentThinking = "subagent thinking text"
-)
+var Quirks = []formats.Quirk{formats.FailedRunAnswers}
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	return &writer{w: w, opts: o}
@@ -137,14 +132,8 @@ func (c *writer) subagent(e *formats.Event) error {
 		return c.toolStart(&e.Call)
 	case formats.ToolResult:
 		return c.toolEnd(e)
-	case formats.ThinkingDelta:
-		c.opts.Report.Lose(lostSubagentThinking)
-	case formats.Message:
-		if e.Thinking != "" {
-			c.opts.Report.Lose(lostSubagentThinking)
-		}
 	}
-	return nil
+	return nil // the pipeline reports a subagent's thinking (SubagentThinking)
 }
 
 func (c *writer) line(v any) error { return formats.WriteJSONLine(c.w, v) }
@@ -203,7 +192,7 @@ func (c *writer) done(e *formats.Event, v *formats.RunView) error {
 	default:
 		res.Text = formats.NilIfEmpty(v.Failure)
 		if v.Answered() && v.Answer() != "" {
-			c.opts.Report.Lose(lostFailedAnswers)
+			c.opts.Report.Quirk(formats.FailedRunAnswers)
 		}
 	}
 	u := v.Usage

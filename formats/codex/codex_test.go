@@ -38,7 +38,8 @@ func TestReadCapture(t *testing.T) {
 	}
 	// Every record is carried once; the made-up end events carry none.
 	for i, e := range evs {
-		if e.Source.Dialect != "codex" || (e.Source.Line == nil) != e.Source.Continued {
+		if e.Source.Dialect != "codex" || (e.Source.Line == nil) != (e.Source.Continued || e.Source.Made) ||
+			e.Source.Made != (i >= 9) {
 			t.Errorf("event %d (%s) source %+v", i, e.Kind, e.Source)
 		}
 	}

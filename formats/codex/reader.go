@@ -28,19 +28,17 @@ var Dialect = formats.Dialect{
 	Carries: formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolCalls | formats.SubagentToolCalls | formats.Refusals | formats.SubagentNotices | formats.TodoLists |
 		formats.InfoNotices | formats.WarningNotices | formats.TokenUsage | formats.ReasoningTokens | formats.RunOutcomes,
-	Quirks: []string{
-		"tool error texts (merged into the output)",
-		"tool error texts",
-		"later results of tool calls that had already ended",
-		"todo statuses besides pending and completed",
-		"subagent todo lists",
-		"subagent turn boundaries",
-		"subagent thinking text",
-		"token usage given after the last turn ended",
-		"session ids given only at the run's end",
-		"exit codes other than 0 and 1",
-	},
+	Quirks: []formats.Quirk{formats.MergedToolErrors, lossErrorTexts, lossLateResults, lossTodoStatuses, lossLateUsage,
+		formats.LateSessionIDs, formats.ExitCodesBeyond01},
 }
+
+// The losses of the stream's own encoding.
+var (
+	lossErrorTexts   = formats.NewQuirk("tool error texts")
+	lossLateResults  = formats.NewQuirk("later results of tool calls that had already ended")
+	lossTodoStatuses = formats.NewQuirk("todo statuses besides pending and completed")
+	lossLateUsage    = formats.NewQuirk("token usage given after the last turn ended")
+)
 
 // Provider and agent name of the runs codex prints.
 const (
@@ -210,7 +208,7 @@ type reader struct {
 	search     []*formats.Event
 	holdSearch bool
 	run        runState
-	ended      bool
+	end        formats.EndAtEOF
 	// totals are the running totals newer Codex printed last for each
 	// thread of the input: a thread resumed in the same input (its stdouts
 	// one after the other) counts from there.
@@ -240,18 +238,14 @@ func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 
 func (r *reader) Next() (*formats.Event, error) {
 	for r.queue.Len() == 0 {
-		if r.ended {
+		if r.end.Done() {
 			return nil, io.EOF
 		}
 		b, err := r.lines.Next()
 		if err == io.EOF {
-			// A codex stream has no end event: the run ended cleanly if its
-			// last turn ended (or a fatal error came); else it was cut, and
-			// the pipeline closes it.
-			r.ended = true
 			r.releaseSearch()
 			r.release("")
-			r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: r.run.lastLine, Continued: true})
+			r.queue.Push(r.end.End(r.opts.Dialect, r.run.lastLine, r.finished(), r.endEvents)...)
 			continue
 		}
 		if err != nil {
@@ -338,7 +332,7 @@ func (r *reader) record(b []byte, n int) error {
 	switch l.Type {
 	case "thread.started":
 		if r.run.open {
-			r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: n, Continued: true})
+			r.endRun(n)
 		}
 		r.run = runState{open: true, sessionID: l.ThreadID, lastLine: n}
 		emit(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: l.ThreadID, Provider: Provider, AgentName: AgentName}})
@@ -388,7 +382,7 @@ func (r *reader) record(b []byte, n int) error {
 		legacyRun := len(l.Msg) > 0 && l.Msg[0] == '{' || l.Prompt != nil || l.Model != nil
 		if legacyRun && (!r.run.open || l.Model != nil && l.Prompt == nil && len(l.Msg) == 0) {
 			if r.run.open {
-				r.endRun(formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: n, Continued: true})
+				r.endRun(n)
 			}
 			r.run = runState{open: true, lastLine: n}
 			start := &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{Provider: Provider, AgentName: AgentName}}
@@ -451,25 +445,41 @@ func (r *reader) endTurn(s formats.Status) {
 	r.run.failed = s == formats.Failed
 }
 
-// endRun queues the Answer and RunEnd of a run whose last turn ended.
-func (r *reader) endRun(src formats.Source) {
+// finished reports whether the open run's last turn ended (or a fatal
+// error came): a codex stream has no end event, and a run that did not
+// finish was cut.
+func (r *reader) finished() bool {
 	s := &r.run
-	if !s.open || !(s.failed || (s.turns > 0 && !s.turnOpen)) {
-		s.open = false
-		return // cut: the pipeline closes it
+	return s.open && (s.failed || (s.turns > 0 && !s.turnOpen))
+}
+
+// endRun queues the Answer and RunEnd of a run that finished before the
+// next one began at line n; a run that did not is left to the pipeline.
+func (r *reader) endRun(n int) {
+	if r.finished() {
+		for _, e := range r.endEvents() {
+			r.queue.Push(formats.MadeAt(e, r.opts.Dialect, n))
+		}
 	}
+	r.run.open = false
+}
+
+// endEvents are the Answer and RunEnd of the run that finished.
+func (r *reader) endEvents() []*formats.Event {
+	s := &r.run
+	var evs []*formats.Event
 	if s.answered {
-		r.queue.Push(&formats.Event{Kind: formats.Answer, Text: s.answer, Source: src})
+		evs = append(evs, &formats.Event{Kind: formats.Answer, Text: s.answer})
 	}
 	// codex exec exits 0 when its run completed and 1 when it failed; it
 	// knows no other code.
-	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Source: src, Usage: s.usage,
+	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Usage: s.usage,
 		Run: formats.RunInfo{SessionID: s.sessionID, Provider: Provider, AgentName: AgentName, ExitCode: formats.Some(0)}}
 	if s.failed {
 		end.Status, end.Text, end.Run.ExitCode = formats.Failed, s.fatal, formats.Some(1)
 	}
-	r.queue.Push(end)
 	s.open = false
+	return append(evs, end)
 }
 
 func (r *reader) item(evType string, raw json.RawMessage, n int, emit func(*formats.Event)) error {

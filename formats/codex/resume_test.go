@@ -22,7 +22,7 @@ import (
 // task.
 func TestRolloutSaysPromptMissing(t *testing.T) {
 	lost := "user prompts the source never gave (a resumed agent does not see its task)"
-	if !slices.Contains(codex.Rollout.Quirks, lost) {
+	if !slices.Contains(formats.QuirkNames(codex.Rollout.Quirks), lost) {
 		t.Errorf("codex-rollout does not declare %q", lost)
 	}
 	in := filepath.Join("..", "..", "testdata", "codex", "turn-failed.jsonl")
@@ -146,7 +146,7 @@ func TestRolloutModelProvider(t *testing.T) {
 // its own first in the history it sent.
 func TestRolloutAbortsCallsWithoutResult(t *testing.T) {
 	lost := `tool calls without a result (written with Codex's "aborted" output)`
-	if !slices.Contains(codex.Rollout.Quirks, lost) {
+	if !slices.Contains(formats.QuirkNames(codex.Rollout.Quirks), lost) {
 		t.Errorf("codex-rollout does not declare %q", lost)
 	}
 	for _, end := range []formats.Status{formats.Completed, formats.Cancelled} {

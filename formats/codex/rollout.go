@@ -32,17 +32,18 @@ var Rollout = formats.Dialect{
 		formats.AssistantText | formats.Thinking | formats.Turns | formats.TurnStatuses |
 		formats.ToolCalls | formats.ToolDurations | formats.TodoLists | formats.Compactions |
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |
-		formats.TokenUsage | formats.PerRequestUsage | formats.ReasoningTokens | formats.RunOutcomes,
+		formats.TokenUsage | formats.PerRequestUsage | formats.ReasoningTokens | formats.RunOutcomes |
+		formats.SubagentPrompts | formats.SubagentThinking | formats.SubagentTurns | formats.SubagentTodos,
 	// 0.171's records of its own state, a request's usage (token_count
 	// says it too), the items again as events, and the instructions and
 	// context it adds (reported as lost system instructions).
 	Bookkeeping: []string{"world_state", "event_msg/thread_settings_applied", "event_msg/item_completed",
 		"token_usage_record", "inter_agent_communication_metadata", contextType},
-	Quirks: []string{
-		"token counts the source did not give (written as 0)",
-		"token usage of runs beyond the sum of their requests",
-		"exit codes other than 0 and 1",
-		lossNoPrompt,
+	Quirks: []formats.Quirk{
+		formats.ZeroTokenCounts,
+		formats.UnsummedRunUsage,
+		formats.ExitCodesBeyond01,
+		formats.PromptsNeverGiven,
 		lossAborted,
 		lossSubagentRollout,
 	},
@@ -63,14 +64,9 @@ const ParamModelProvider = "codex.model-provider"
 // source nor the parameter names one: Codex's built-in OpenAI provider.
 const DefaultModelProvider = "openai"
 
-// lossNoPrompt: a run whose source never gave its prompt (a stream does
-// not print it), so that the agent resuming the session never sees its
-// task.
-const lossNoPrompt = "user prompts the source never gave (a resumed agent does not see its task)"
-
 // lossSubagentRollout: a rollout copied to a stream leaves out its
 // subagents' rollouts, which are files of their own.
-const lossSubagentRollout = "subagents' rollouts, copied to a stream (each is a file of its own: use -o DIR)"
+var lossSubagentRollout = formats.NewQuirk("subagents' rollouts, copied to a stream (each is a file of its own: use -o DIR)")
 
 // rolloutPlaces is where Codex keeps its sessions: $CODEX_HOME/sessions,
 // else ~/.codex/sessions.

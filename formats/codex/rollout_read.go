@@ -248,7 +248,7 @@ func (r *rolloutReader) emit(e *formats.Event) {
 
 // own queues an event the reader makes without a record of its own.
 func (r *rolloutReader) own(e *formats.Event) {
-	e.Source = formats.Source{Dialect: r.opts.Dialect, Type: r.src.Type, LineNo: r.src.Line, Continued: true}
+	e.Source = formats.Source{Dialect: r.opts.Dialect, Type: r.src.Type, LineNo: r.src.Line, Made: true}
 	if e.Time.IsZero() {
 		e.Time = r.src.Time
 	}
@@ -387,7 +387,7 @@ func (r *rolloutReader) prompt(before []pre, ev *formats.Event, fromEvent bool) 
 		r.endRun(false)
 	}
 	if !r.run.open {
-		r.startRun(&formats.Event{Time: ev.Time, Source: formats.Source{Dialect: r.opts.Dialect, Type: ev.Source.Type, LineNo: ev.Source.LineNo, Continued: true}})
+		r.startRun(&formats.Event{Time: ev.Time, Source: formats.Source{Dialect: r.opts.Dialect, Type: ev.Source.Type, LineNo: ev.Source.LineNo, Made: true}})
 	}
 	for _, e := range before {
 		if e.cand {

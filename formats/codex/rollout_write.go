@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -24,9 +25,11 @@ import (
 type rolloutWriter struct {
 	stream io.Writer
 	opts   formats.WriteOptions
-	files  map[string]*rolloutFile
-	order  []*rolloutFile
-	cur    *rolloutFile
+	// files are the sessions' and subagents' rollouts, by id; open are
+	// those whose file is open, in the order they were opened.
+	files map[string]*rolloutFile
+	open  []*rolloutFile
+	cur   *rolloutFile
 	// subCopy is where the record observed last goes, if a subagent's.
 	subCopy io.Writer
 	runs    int // runs without a session id, for their thread ids
@@ -38,9 +41,11 @@ type rolloutWriter struct {
 	stamps formats.Stamps
 }
 
-// rolloutFile is one session's rollout.
+// rolloutFile is one session's rollout. With -o DIR, path is its file's;
+// c is nil once it is closed, until the session is written again.
 type rolloutFile struct {
 	id    string
+	path  string
 	w     io.Writer
 	c     io.Closer
 	total tokenTotals // the session's running token counts
@@ -90,21 +95,22 @@ func (w *rolloutWriter) Observe(e *formats.Event, _ *formats.RunView) {
 // to a stream, where it would end its parent's session (reported lost).
 func (w *rolloutWriter) subagentFile(e *formats.Event) (io.Writer, error) {
 	if f := w.files[e.Agent]; f != nil {
-		return f.w, nil
+		return f.w, w.reopen(f)
 	}
 	if w.opts.Create == nil {
 		if e.Kind == formats.AgentStart && w.opts.Report != nil {
-			w.opts.Report.Lose(lossSubagentRollout)
+			w.opts.Report.Quirk(lossSubagentRollout)
 		}
 		return io.Discard, nil
 	}
-	c, err := w.opts.Create(rolloutPath(e.TimeOf(), e.Agent))
+	p := rolloutPath(e.TimeOf(), e.Agent)
+	c, err := w.opts.Create(p)
 	if err != nil {
 		return nil, err
 	}
-	f := &rolloutFile{id: e.Agent, w: c, c: c}
+	f := &rolloutFile{id: e.Agent, path: p, w: c, c: c}
 	w.files[e.Agent] = f
-	w.order = append(w.order, f)
+	w.open = append(w.open, f)
 	return f.w, nil
 }
 
@@ -133,17 +139,23 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 	}
 	id := sessionUUID(sid)
 	f := w.files[id]
+	if err := w.closeOthers(f); err != nil {
+		return nil, err
+	}
 	if f == nil {
 		f = &rolloutFile{id: id, w: w.stream}
 		if w.opts.Create != nil {
-			c, err := w.opts.Create(rolloutPath(at, id))
+			f.path = rolloutPath(at, id)
+			c, err := w.opts.Create(f.path)
 			if err != nil {
 				return nil, err
 			}
 			f.w, f.c = c, c
+			w.open = append(w.open, f)
 		}
 		w.files[id] = f
-		w.order = append(w.order, f)
+	} else if err := w.reopen(f); err != nil {
+		return nil, err
 	}
 	if meta {
 		// Each run of the session opens with its meta (Codex takes the
@@ -166,6 +178,53 @@ func (w *rolloutWriter) file(e *formats.Event, meta bool) (*rolloutFile, error) 
 		}
 	}
 	return f, nil
+}
+
+// closeOthers closes the files open but f's when the run of another
+// session begins (with -o DIR, where the conversion can reopen them): they
+// are put in place as the conversion goes, and a conversion of many
+// sessions holds few files open.
+func (w *rolloutWriter) closeOthers(f *rolloutFile) error {
+	if w.opts.Reopen == nil {
+		return nil
+	}
+	var first error
+	kept := w.open[:0]
+	for _, g := range w.open {
+		if g == f {
+			kept = append(kept, g)
+			continue
+		}
+		if err := g.c.Close(); err != nil && first == nil {
+			first = err
+		}
+		g.w, g.c = closedFile{}, nil
+	}
+	clear(w.open[len(kept):])
+	w.open = kept
+	return first
+}
+
+// closedFile is the writer of a file closeOthers closed, until reopen.
+type closedFile struct{}
+
+func (closedFile) Write([]byte) (int, error) {
+	return 0, errors.New("codex-rollout: written to a session's file after it was closed")
+}
+
+// reopen continues the file of a session (or subagent) closed by
+// closeOthers.
+func (w *rolloutWriter) reopen(f *rolloutFile) error {
+	if f.c != nil || f.path == "" {
+		return nil
+	}
+	c, err := w.opts.Reopen(f.path)
+	if err != nil {
+		return err
+	}
+	f.w, f.c = c, c
+	w.open = append(w.open, f)
+	return nil
 }
 
 // modelProvider is the provider Codex continues the session with (Codex
@@ -215,7 +274,7 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if !e.Time.IsZero() || !e.Arrived.IsZero() {
 		w.last = formats.Event{Time: e.Time, Arrived: e.Arrived}
 	}
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		// Made by this dialect's reader without a record: nothing to write.
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e, false)
@@ -546,7 +605,7 @@ func (w *rolloutWriter) tokenCount(e *formats.Event, u formats.UsageInfo) error 
 		t.reasoning+last.reasoning, t.total+last.total
 	if u.CacheWriteTokens.OK || !u.InputTokens.OK || !u.OutputTokens.OK {
 		if !u.InputTokens.OK || !u.OutputTokens.OK {
-			w.opts.Report.Lose("token counts the source did not give (written as 0)")
+			w.opts.Report.Quirk(formats.ZeroTokenCounts)
 		}
 	}
 	return w.event(e, map[string]any{"type": "token_count", "info": map[string]any{
@@ -585,13 +644,13 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 	}
 	if s, u := w.run.sum, v.Usage; s.InputTokens.V != u.InputTokens.V || s.OutputTokens.V != u.OutputTokens.V ||
 		s.CacheReadTokens.V != u.CacheReadTokens.V {
-		w.opts.Report.Lose("token usage of runs beyond the sum of their requests")
+		w.opts.Report.Quirk(formats.UnsummedRunUsage)
 	}
 	if v.ExitCode != 0 && v.ExitCode != 1 {
-		w.opts.Report.Lose("exit codes other than 0 and 1")
+		w.opts.Report.Quirk(formats.ExitCodesBeyond01)
 	}
 	if v.Prompts == 0 {
-		w.opts.Report.Lose(lossNoPrompt)
+		w.opts.Report.Quirk(formats.PromptsNeverGiven)
 	}
 	switch v.Status {
 	case formats.Completed:
@@ -637,7 +696,7 @@ func (w *rolloutWriter) endRun(e *formats.Event, v *formats.RunView) error {
 
 // lossAborted: a call the source never gave a result, written as Codex
 // writes a call its interrupted turn cut.
-const lossAborted = "tool calls without a result (written with Codex's \"aborted\" output)"
+var lossAborted = formats.NewQuirk("tool calls without a result (written with Codex's \"aborted\" output)")
 
 // abortPending ends the run's calls that had no result as Codex ends the
 // calls of an interrupted turn: a function_call_output of "aborted".
@@ -646,7 +705,7 @@ const lossAborted = "tool calls without a result (written with Codex's \"aborted
 // call, with an error).
 func (w *rolloutWriter) abortPending(e *formats.Event) error {
 	for _, id := range w.run.pending {
-		w.opts.Report.Lose(lossAborted)
+		w.opts.Report.Quirk(lossAborted)
 		if err := w.item(e, map[string]any{"type": "function_call_output", "call_id": id, "output": "aborted"}); err != nil {
 			return err
 		}
@@ -665,13 +724,11 @@ func (w *rolloutWriter) Close() error {
 			first = err
 		}
 	}
-	for _, f := range w.order {
-		if f.c != nil {
-			if err := f.c.Close(); err != nil && first == nil {
-				first = err
-			}
+	for _, f := range w.open {
+		if err := f.c.Close(); err != nil && first == nil {
+			first = err
 		}
 	}
-	w.files, w.order, w.cur = nil, nil, nil
+	w.files, w.open, w.cur = nil, nil, nil
 	return first
 }

@@ -190,27 +190,14 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	}
 	if e.Agent != "" {
 		// A flat thread holds a subagent's tool calls, notices and token
-		// usage; the vocabulary reports the rest, but for what codex
-		// carries of the main agent alone.
+		// usage; the vocabulary reports the rest (SubagentThinking,
+		// SubagentTodos and SubagentTurns, which codex carries of the main
+		// agent alone).
 		switch e.Kind {
 		case formats.ToolCall, formats.ToolResult, formats.Notice, formats.Usage:
 			ev := *e
 			ev.Agent = ""
 			e = &ev
-		case formats.Todos:
-			w.lose("subagent todo lists")
-			return nil
-		case formats.TurnEnd:
-			w.lose("subagent turn boundaries")
-			return nil
-		case formats.ThinkingDelta:
-			w.lose("subagent thinking text")
-			return nil
-		case formats.Message:
-			if e.Thinking != "" {
-				w.lose("subagent thinking text")
-			}
-			return nil
 		default:
 			return nil
 		}
@@ -289,7 +276,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 				return w.writeItem("item.completed", w.toolItem(&call, ""))
 			}
 			// Its item is complete already: a thread item ends once.
-			w.lose("later results of tool calls that had already ended")
+			w.opts.Report.Quirk(lossLateResults)
 			return nil
 		}
 		it.completed = true
@@ -302,7 +289,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		for i, t := range e.Todos {
 			items[i] = todoItem{Text: t.Content, Completed: t.Status == "completed"}
 			if t.Status != "completed" && t.Status != "pending" {
-				w.lose("todo statuses besides pending and completed")
+				w.opts.Report.Quirk(lossTodoStatuses)
 			}
 		}
 		typ := "item.updated"
@@ -515,7 +502,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 			}
 			if c.Error != "" {
 				it.AggregatedOutput = joinLines(c.Output.Text(), c.Error)
-				w.lose("tool error texts (merged into the output)")
+				w.opts.Report.Quirk(formats.MergedToolErrors)
 			}
 		}
 		return it
@@ -572,7 +559,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 // loseError reports the error text of an item type that has no field for it.
 func (w *writer) loseError(c *formats.Call) {
 	if c.Error != "" && done(c.Status) {
-		w.lose("tool error texts")
+		w.opts.Report.Quirk(lossErrorTexts)
 	}
 }
 
@@ -599,7 +586,7 @@ func itemStatus(s formats.Status) string {
 func (w *writer) endRun(e *formats.Event, v *formats.RunView) error {
 	defer w.reset()
 	if v.ExitCode != 0 && v.ExitCode != 1 {
-		w.lose("exit codes other than 0 and 1")
+		w.opts.Report.Quirk(formats.ExitCodesBeyond01)
 	}
 	ok := v.Success()
 	msg := ""
@@ -636,14 +623,14 @@ func (w *writer) endRun(e *formats.Event, v *formats.RunView) error {
 	default:
 		if counts(rest) {
 			// Codex counts tokens in turn.completed alone.
-			w.lose("token usage given after the last turn ended")
+			w.opts.Report.Quirk(lossLateUsage)
 		}
 		if !ok && !w.run.turnFail && !(w.run.errored && w.run.lastError == msg) {
 			err = w.line(errorLine{"error", msg})
 		}
 	}
 	if s := v.Info.SessionID; s != "" && s != w.run.sessionID {
-		w.lose("session ids given only at the run's end")
+		w.opts.Report.Quirk(formats.LateSessionIDs)
 	}
 	return err
 }
@@ -661,8 +648,6 @@ func (w *writer) Close() error {
 	}
 	return nil
 }
-
-func (w *writer) lose(what string) { w.opts.Report.Lose(what) }
 
 // hasTokens reports whether a usage counts the tokens a turn.completed
 // carries.

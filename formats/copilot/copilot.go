@@ -51,7 +51,7 @@ var Events = formats.Dialect{
 	NewWriter:   newEventsWriter,
 	Files:       true,
 	Carries:     eventsCarries,
-	Quirks:      []string{lossUnanswered, lossCancelled, lossExitCodes, lossRunUsage},
+	Quirks:      []formats.Quirk{formats.UnansweredCallsFailed, lossCancelled, lossExitCodes, formats.UnsummedRunUsage},
 	Detect:      detectEvents,
 	Bookkeeping: bookkeeping,
 	DirFiles:    "events.jsonl",

@@ -11,12 +11,9 @@ import (
 )
 
 // The losses of the events writer's own encoding.
-const (
-	lossUnanswered = "tool calls without a result (written as failed calls)"
-	lossCancelled  = "cancelled tool calls (written as failed calls)"
-	lossExitCodes  = "exit codes other than 0 and 1 (the CLI exits 1 after a session's error)"
-	// lossRunUsage: the file counts a run's tokens by its requests only.
-	lossRunUsage = "token usage of runs beyond the sum of their requests"
+var (
+	lossCancelled = formats.NewQuirk("cancelled tool calls (written as failed calls)")
+	lossExitCodes = formats.NewQuirk("exit codes other than 0 and 1 (the CLI exits 1 after a session's error)")
 )
 
 // eventsCarries: a session file keeps the main agent's conversation (its
@@ -36,6 +33,7 @@ type eventsWriter struct {
 	stamps formats.Stamps
 	files  map[string]*eventsFile
 	order  []*eventsFile
+	out    *formats.SessionFiles // with -o DIR
 	cur    *eventsFile
 	runs   int
 	err    error
@@ -79,7 +77,11 @@ type toolRequest struct {
 }
 
 func newEventsWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &eventsWriter{stream: w, opts: o, files: map[string]*eventsFile{}}
+	ew := &eventsWriter{stream: w, opts: o, files: map[string]*eventsFile{}}
+	if o.Create != nil {
+		ew.out = formats.NewSessionFiles(o)
+	}
+	return ew
 }
 
 // Observe follows a record that the pipeline copies: the file of its
@@ -119,12 +121,24 @@ func (w *eventsWriter) file(e *formats.Event) (*eventsFile, error) {
 		sid = "agentconv:run-" + strconv.Itoa(w.runs)
 	}
 	id := sessionUUID(sid)
-	if f := w.files[id]; f != nil {
+	f := w.files[id]
+	if w.out != nil {
+		// The files of the sessions before are put in place (reopened
+		// if they are written again).
+		var keep *formats.SessionFile
+		if f != nil {
+			keep, _ = f.c.(*formats.SessionFile)
+		}
+		if err := w.out.Park(keep); err != nil {
+			return nil, err
+		}
+	}
+	if f != nil {
 		return f, nil
 	}
-	f := &eventsFile{id: id, w: w.stream}
-	if w.opts.Create != nil {
-		c, err := w.opts.Create(id + "/events.jsonl")
+	f = &eventsFile{id: id, w: w.stream}
+	if w.out != nil {
+		c, err := w.out.Create(id + "/events.jsonl")
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +190,7 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.err
 	}
 	w.view = v
-	if e.Source.Dialect == w.opts.Dialect && e.Source.Continued {
+	if e.Source.Dialect == w.opts.Dialect && e.Source.NothingToCopy() {
 		if e.Kind == formats.RunStart {
 			w.cur, w.err = w.file(e)
 		}
@@ -334,7 +348,7 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 		d["result"] = map[string]any{"content": c.Output.Text()}
 	default:
 		if c.Status == formats.Cancelled {
-			w.opts.Report.Lose(lossCancelled)
+			w.opts.Report.Quirk(lossCancelled)
 		}
 		code := "failure"
 		if c.Status == formats.Denied {
@@ -430,7 +444,7 @@ func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
 	}
 	for _, id := range w.callIDs {
 		if w.calls[id] {
-			w.opts.Report.Lose(lossUnanswered)
+			w.opts.Report.Quirk(formats.UnansweredCallsFailed)
 			if err := w.result(at, formats.Call{ID: id, Status: formats.Failed, Error: "the call has no result"}); err != nil {
 				return err
 			}
@@ -443,13 +457,13 @@ func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
 		}
 	}
 	if c := v.ExitCode; c != 0 && c != 1 {
-		w.opts.Report.Lose(lossExitCodes)
+		w.opts.Report.Quirk(lossExitCodes)
 	}
 	if u, req := v.Usage, v.RequestUsage(); u.InputTokens.V > req.InputTokens.V || u.OutputTokens.V > req.OutputTokens.V ||
 		u.CacheReadTokens.V > req.CacheReadTokens.V || u.CacheWriteTokens.V > req.CacheWriteTokens.V {
 		// The run's totals say more than its requests (a source that gives
 		// totals only, or a request it does not print).
-		w.opts.Report.Lose(lossRunUsage)
+		w.opts.Report.Quirk(formats.UnsummedRunUsage)
 	}
 	// The fields the CLI wants of a shutdown, as it writes them for a
 	// session that failed before its first answer.

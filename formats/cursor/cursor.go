@@ -31,21 +31,16 @@ var Stream = formats.Dialect{
 		formats.SubagentReports | formats.SubagentAnswers | formats.SubagentNotices |
 		formats.PermissionRequests | formats.PermissionAnswers | formats.TodoLists | formats.Compactions |
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |
-		formats.PerRequestUsage | formats.ReasoningTokens | formats.RawEvents),
-	Quirks: []string{lostTimes, lostErrors, lostFailedAnswers, lostCodes, lostCancelled, lostSubPrompts, lostSubThinking, lostSubInfo},
+		formats.PerRequestUsage | formats.ReasoningTokens | formats.RawEvents | formats.SubagentPrompts | formats.SubagentThinking),
+	Quirks: []formats.Quirk{lostTimes, lostErrors, formats.FailedRunAnswers, formats.ExitCodesBeyondRefusal, formats.CancelledRunsAsErrors, lostSubInfo},
 }
 
 // The losses the writer reports itself: what its encoding cannot keep of
 // features it carries.
-const (
-	lostTimes         = "event timestamps of init, prompt and result lines"
-	lostErrors        = "error notices (only a failed run's result says its error)"
-	lostFailedAnswers = "answers of failed runs"
-	lostCodes         = "exit codes other than 0, 1, and 2 after a refused call"
-	lostCancelled     = "cancelled run statuses (written as failures)"
-	lostSubPrompts    = "subagent prompts"
-	lostSubThinking   = "subagent thinking text"
-	lostSubInfo       = "subagents' models and working directories"
+var (
+	lostTimes   = formats.NewQuirk("event timestamps of init, prompt and result lines")
+	lostErrors  = formats.NewQuirk("error notices (only a failed run's result says its error)")
+	lostSubInfo = formats.NewQuirk("subagents' models and working directories")
 )
 
 // probe is what detection looks at in a line.

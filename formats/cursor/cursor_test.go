@@ -216,7 +216,7 @@ func TestWrite(t *testing.T) {
 	}
 	// Outside a pipeline nothing reports the features it lacks; the
 	// writer reports its own losses only.
-	for _, l := range []string{"1 × " + lostSubThinking, "1 × " + lostErrors, "1 × " + lostSubInfo} {
+	for _, l := range []string{"1 × " + lostErrors.Name(), "1 × " + lostSubInfo.Name()} {
 		if !strings.Contains(rep, l) {
 			t.Errorf("report lacks %q:\n%s", l, rep)
 		}
@@ -301,7 +301,7 @@ func TestWriteFailedRuns(t *testing.T) {
 	if len(ends) != 2 || len(codes) != 2 || codes[0] != 2 || codes[1] != 1 {
 		t.Errorf("read back: exit codes %v", codes)
 	}
-	for _, l := range []string{"1 × " + lostCodes, "1 × " + lostCancelled, "1 × " + lostFailedAnswers} {
+	for _, l := range []string{"1 × " + formats.ExitCodesBeyondRefusal.Name(), "1 × " + formats.CancelledRunsAsErrors.Name(), "1 × " + formats.FailedRunAnswers.Name()} {
 		if !strings.Contains(rep, l) {
 			t.Errorf("report lacks %q:\n%s", l, rep)
 		}

@@ -87,7 +87,7 @@ func TestThroughCursor(t *testing.T) {
 		}
 	}
 	for _, q := range d.Quirks {
-		named[q] = true
+		named[q.Name()] = true
 	}
 	for _, fixture := range []string{"adal/refused-stream.ndjson", "malac/subagents.jsonl", "claude/failures-stream.jsonl"} {
 		data := string(formatstest.Fixture(t, strings.Split(fixture, "/")[0], strings.Split(fixture, "/")[1]))

@@ -142,8 +142,9 @@ func (r *reader) finish() {
 		return
 	}
 	if m != nil {
-		// The delta lines before it carried its text.
-		m.Source = formats.Source{Dialect: r.opts.Dialect, Type: "assistant", LineNo: r.lines.Line(), Continued: true}
+		// Gathered from the delta lines before it, which carried their
+		// records: Cursor printed no whole message.
+		m.Source = formats.Source{Dialect: r.opts.Dialect, Type: "assistant", LineNo: r.lines.Line(), Made: true}
 		r.queue.Push(m)
 	}
 }

@@ -130,8 +130,6 @@ func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	return c
 }
 
-func (c *writer) lose(what string) { c.opts.Report.Lose(what) }
-
 func (c *writer) line(v any) {
 	if c.err == nil {
 		c.err = formats.WriteJSONLine(c.w, v)
@@ -193,7 +191,7 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		c.reset()
 		c.runs++
 		if stamped {
-			c.lose(lostTimes)
+			c.opts.Report.Quirk(lostTimes)
 		}
 		c.line(initOut{Type: "system", Subtype: "init", APIKeySource: "login", Cwd: e.Run.Cwd, SessionID: c.session(),
 			Model: e.Run.Model, PermissionMode: "default"})
@@ -201,7 +199,7 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		c.moveOn(e)
 		c.response, c.flushed = "", ""
 		if stamped {
-			c.lose(lostTimes)
+			c.opts.Report.Quirk(lostTimes)
 		}
 		c.line(userOut{Type: "user", Message: message("user", e.Prompt()), SessionID: c.session()})
 	case formats.ThinkingDelta:
@@ -248,7 +246,7 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.RunEnd:
 		c.moveOn(e)
 		if stamped {
-			c.lose(lostTimes)
+			c.opts.Report.Quirk(lostTimes)
 		}
 		c.result(e, v)
 	}
@@ -256,14 +254,13 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 }
 
 // subagent writes what a flat stream keeps of a subagent's event: its tool
-// calls, as the run's. The pipeline reports the rest, but for prompts,
-// thinking, models and working directories, which the stream has only for
-// the main agent.
+// calls, as the run's. The pipeline reports the rest, but for models and
+// working directories, which the stream has only for the main agent.
 func (c *writer) subagent(e *formats.Event) {
 	switch e.Kind {
 	case formats.AgentStart:
 		if e.AgentInfo.Model != "" || e.AgentInfo.Cwd != "" {
-			c.lose(lostSubInfo)
+			c.opts.Report.Quirk(lostSubInfo)
 		}
 	case formats.ToolCall:
 		c.started[e.Call.ID] = true
@@ -271,14 +268,6 @@ func (c *writer) subagent(e *formats.Event) {
 	case formats.ToolResult:
 		c.toolResult(e, c.run)
 		c.response = ""
-	case formats.UserMessage:
-		c.lose(lostSubPrompts)
-	case formats.ThinkingDelta:
-		c.lose(lostSubThinking)
-	case formats.Message:
-		if e.Thinking != "" {
-			c.lose(lostSubThinking)
-		}
 	}
 }
 
@@ -411,7 +400,7 @@ func (c *writer) result(e *formats.Event, v *formats.RunView) {
 	if !v.Success() {
 		o.Subtype, o.IsError, o.Result = "error", true, v.Failure
 		if v.Answered() && v.Answer() != "" {
-			c.lose(lostFailedAnswers)
+			c.opts.Report.Quirk(formats.FailedRunAnswers)
 		}
 	}
 	want := 0
@@ -423,14 +412,14 @@ func (c *writer) result(e *formats.Event, v *formats.RunView) {
 		want = 1
 	}
 	if v.ExitCode != want {
-		c.lose(lostCodes)
+		c.opts.Report.Quirk(formats.ExitCodesBeyondRefusal)
 	}
 	if v.Status == formats.Cancelled {
-		c.lose(lostCancelled)
+		c.opts.Report.Quirk(formats.CancelledRunsAsErrors)
 	}
 	for _, t := range c.errors {
 		if v.Success() || t != v.Failure {
-			c.lose(lostErrors)
+			c.opts.Report.Quirk(lostErrors)
 		}
 	}
 	dur := e.Duration

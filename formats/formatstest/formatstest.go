@@ -1,5 +1,6 @@
 // Package formatstest has checks that every dialect package's tests share:
-// reading fixtures and whole inputs, and the round trip of fuzz targets.
+// reading fixtures and whole inputs, the round trip of fuzz targets, and
+// the check of the contract of readers and writers (Conformance).
 package formatstest
 
 import (

@@ -144,7 +144,9 @@ type chatReader struct {
 	lines *formats.LineReader
 	vals  *formats.ValueReader
 	queue formats.EventQueue
-	cur   session
+	// carried: an event carried a record of the input.
+	carried bool
+	cur     session
 	// next is the session whose metadata ended the one before.
 	next *session
 	// A malformed record is held until the next one: the last record of
@@ -195,7 +197,16 @@ func document(br *bufio.Reader) bool {
 func (r *chatReader) Next() (*formats.Event, error) {
 	for {
 		if r.queue.Len() > 0 {
-			return r.queue.Pop(), nil
+			e := r.queue.Pop()
+			switch src := &e.Source; {
+			case src.Line != nil:
+				r.carried = true
+			case !src.Continued || !r.carried:
+				// A session's start and end, a subagent's: no record of
+				// the file is theirs.
+				src.Continued, src.Made = false, true
+			}
+			return e, nil
 		}
 		if r.done {
 			return nil, io.EOF

@@ -24,9 +24,14 @@ var JSON = formats.Dialect{
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
 		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RunDurations |
 		formats.RawEvents),
-	Quirks: []string{"assistant messages besides the answer", "error notices besides the run's error",
-		"model names of runs without token counts"},
+	Quirks: []formats.Quirk{formats.ExtraMessages, lossErrors, lossUnmeteredModels},
 }
+
+// The losses of the JSON object's own encoding.
+var (
+	lossErrors          = formats.NewQuirk("error notices besides the run's error")
+	lossUnmeteredModels = formats.NewQuirk("model names of runs without token counts")
+)
 
 // jsonObject is the fields of the object that this package reads.
 type jsonObject struct {
@@ -242,7 +247,7 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 		if answer != "" && answer == v.LastText {
 			n-- // the last message is the response
 		}
-		rep.LoseN("assistant messages besides the answer", n)
+		rep.QuirkN(formats.ExtraMessages, n)
 	}
 	if v.Success() || answer != "" {
 		o.Response = &answer
@@ -257,12 +262,12 @@ func (j *jsonWriter) end(v *formats.RunView) error {
 	}
 	for _, t := range v.Errors {
 		if t != msg {
-			rep.Lose("error notices besides the run's error")
+			rep.Quirk(lossErrors)
 		}
 	}
 	u := v.Usage
 	if u.Empty() && v.Info.Model != "" {
-		rep.Lose("model names of runs without token counts")
+		rep.Quirk(lossUnmeteredModels)
 	}
 	if !u.Empty() {
 		name := v.Info.Model

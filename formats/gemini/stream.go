@@ -24,10 +24,15 @@ var Stream = formats.Dialect{
 		formats.ToolDurations | formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentReports |
 		formats.SubagentAnswers | formats.SubagentNotices | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.Compactions | formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices |
-		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RawEvents),
-	Quirks: []string{"subagent prompts", "session ids given only at the run's end", "model names given only at the run's end",
-		"exit codes Gemini CLI does not use"},
+		formats.PerRequestUsage | formats.CacheWrites | formats.Costs | formats.RawEvents | formats.SubagentPrompts),
+	Quirks: []formats.Quirk{formats.LateSessionIDs, lossLateModels, lossExitCodes},
 }
+
+// The losses of the stream's own encoding.
+var (
+	lossLateModels = formats.NewQuirk("model names given only at the run's end")
+	lossExitCodes  = formats.NewQuirk("exit codes Gemini CLI does not use")
+)
 
 // Provider and agent name of the runs Gemini CLI prints.
 const (

@@ -111,8 +111,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 	switch e.Kind {
 	case formats.UserMessage:
 		if !main {
-			rep.Lose("subagent prompts")
-			return nil
+			return nil // the pipeline reports it (SubagentPrompts)
 		}
 		s.answer.other()
 		return formats.WriteJSONLine(s.w, messageLine{"message", ts, "user", e.Prompt(), false})
@@ -160,14 +159,14 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.RunEnd:
 		defer s.reset()
 		if e.Run.SessionID != "" && s.session == "" {
-			rep.Lose("session ids given only at the run's end")
+			rep.Quirk(formats.LateSessionIDs)
 		}
 		if e.Run.Model != "" && s.model == "" {
-			rep.Lose("model names given only at the run's end")
+			rep.Quirk(lossLateModels)
 		}
 		l := result(ts, e, v, s.srcToolCalls)
 		if !v.Success() && readExitCode(l.Error, v) != v.ExitCode {
-			rep.Lose("exit codes Gemini CLI does not use")
+			rep.Quirk(lossExitCodes)
 		}
 		return formats.WriteJSONLine(s.w, l)
 	}

@@ -87,7 +87,7 @@ func TestEveryType(t *testing.T) {
 		t.Errorf("todos %+v", e.Todos)
 	}
 	end := byKind[formats.RunEnd]
-	if end.Status != formats.Completed || end.Usage.CostUSD.V != 0.5 || end.Run.SessionID != "m" || !end.Source.Continued {
+	if end.Status != formats.Completed || end.Usage.CostUSD.V != 0.5 || end.Run.SessionID != "m" || !end.Source.Made || end.Source.Continued {
 		t.Errorf("run end %+v", end)
 	}
 	if byKind[formats.Answer].Text != "done" {

@@ -56,7 +56,7 @@ type reader struct {
 	queue formats.EventQueue
 	// held are agent-less records met before any run, with their events.
 	held []heldRecord
-	eof  bool
+	end  formats.EndAtEOF
 
 	run     runState
 	lastSeq int64
@@ -105,23 +105,16 @@ func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 
 func (r *reader) Next() (*formats.Event, error) {
 	for r.queue.Len() == 0 {
-		if r.eof {
+		if r.end.Done() {
 			return nil, io.EOF
 		}
 		if err := r.readRecord(); err != nil {
 			if err != io.EOF {
 				return nil, err
 			}
-			r.eof = true
 			r.releaseHeld()
-			if r.run.open {
-				// The input ended: so does the run. Its events carry no
-				// record of their own.
-				for _, e := range r.endRun(nil) {
-					e.Source.Dialect, e.Source.Continued = r.opts.Dialect, true
-					r.queue.Push(e)
-				}
-			}
+			// The input ended: so does the run.
+			r.queue.Push(r.end.End(r.opts.Dialect, r.lines.Line(), r.run.open, func() []*formats.Event { return r.endRun(nil) })...)
 		}
 	}
 	return r.queue.Pop(), nil

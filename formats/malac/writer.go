@@ -169,17 +169,13 @@ func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	return &writer{w: w, opts: o}
 }
 
-func (m *writer) quirk(what string) { m.opts.Report.Lose(what) }
-
 // Quirks are the losses of malac's own encoding, which the writer reports
 // itself.
-var Quirks = []string{lostReasons, lostErrorTexts, lostLateSessions, lostTotals}
+var Quirks = []formats.Quirk{lostReasons, formats.MergedToolErrors, formats.LateSessionIDs, lostTotals}
 
-const (
-	lostReasons      = "permission answer reasons"
-	lostErrorTexts   = "tool error texts (merged into the output)"
-	lostLateSessions = "session ids given only at the run's end"
-	lostTotals       = "run usage totals that differ from the per-request sums"
+var (
+	lostReasons = formats.NewQuirk("permission answer reasons")
+	lostTotals  = formats.NewQuirk("run usage totals that differ from the per-request sums")
 )
 
 // Observe follows a record the pipeline copies verbatim: the lines the
@@ -258,7 +254,7 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 		return m.line(permissionRequestedLine{m.env(e, "permission_requested"), e.Permission.RequestID, e.Call.ID, e.Call.Name, e.Call.Summary, args(e.Call.Args)})
 	case formats.PermissionAnswer:
 		if e.Permission.Reason != "" {
-			m.quirk(lostReasons)
+			m.opts.Report.Quirk(lostReasons)
 		}
 		if e.Call.ID != "" {
 			m.perm(e.Call.ID).resolved = true
@@ -436,7 +432,7 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	}
 	m.run.refusedLast = e.Call.Status == formats.Denied
 	if e.Call.Status != formats.Denied && e.Call.Error != "" && e.Call.Output.Text() != "" {
-		m.quirk(lostErrorTexts)
+		m.opts.Report.Quirk(formats.MergedToolErrors)
 	}
 	out := joinText(e.Call.Output.Text(), e.Call.Error)
 	name := e.Call.Name
@@ -491,7 +487,7 @@ func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 		}
 	}
 	if e.Run.SessionID != "" && e.Run.SessionID != r.main {
-		m.quirk(lostLateSessions)
+		m.opts.Report.Quirk(formats.LateSessionIDs)
 	}
 	if !v.Usage.Empty() && !sameUsage(v.Usage, r.totals) {
 		// The run's totals are the sum of each agent's last total: the
@@ -501,7 +497,7 @@ func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 				return err
 			}
 		} else {
-			m.quirk(lostTotals)
+			m.opts.Report.Quirk(lostTotals)
 		}
 	}
 	status := v.Status

@@ -44,18 +44,15 @@ type exportWriter struct {
 	stamps formats.Stamps
 	ids    idClock
 	// copied: the document a same-dialect copy goes to (-o DIR).
-	copied io.Writer
+	copied io.WriteCloser
 	err    error
 }
 
 // The losses of the export writer's own encoding.
-const (
-	lossUnanswered = "tool calls without a result (written as failed calls)"
-	lossNoPrompt   = "user prompts the source never gave (a resumed agent does not see its task)"
-	lossRunUsage   = "token usage of runs beyond the sum of their requests"
-	lossOutcomes   = "exit codes other than 0 and 1, and outcomes other than a failure (OpenCode keeps a message's error: read back as a failed run, exit 1)"
-	lossErrors     = "error notices of runs that succeeded (an error on a message fails its run)"
-	lossArgs       = "tool call arguments that are not a JSON object (written as {\"input\": …})"
+var (
+	lossOutcomes = formats.NewQuirk("exit codes other than 0 and 1, and outcomes other than a failure (OpenCode keeps a message's error: read back as a failed run, exit 1)")
+	lossErrors   = formats.NewQuirk("error notices of runs that succeeded (an error on a message fails its run)")
+	lossArgs     = formats.NewQuirk("tool call arguments that are not a JSON object (written as {\"input\": …})")
 )
 
 // exportDoc is one session's document.
@@ -221,12 +218,27 @@ func (w *exportWriter) Observe(e *formats.Event, _ *formats.RunView) {
 		w.runs++
 		id = "run-" + strconv.Itoa(w.runs)
 	}
+	if err := w.closeCopied(); err != nil {
+		w.err = err
+		return
+	}
 	c, err := w.opts.Create(id + ".json")
 	if err != nil {
 		w.err = err
 		return
 	}
 	w.copied = c
+}
+
+// closeCopied closes the file of the document copied last: it is whole,
+// and goes in place.
+func (w *exportWriter) closeCopied() error {
+	if w.copied == nil {
+		return nil
+	}
+	err := w.copied.Close()
+	w.copied = nil
+	return err
 }
 
 // CopyTo is the file of the document being copied, with -o DIR.
@@ -371,6 +383,9 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 func (w *exportWriter) Close() error {
 	if w.err != nil {
 		return w.err
+	}
+	if err := w.closeCopied(); err != nil {
+		return err
 	}
 	for _, d := range w.docs {
 		if err := w.writeDoc(d); err != nil {
@@ -588,7 +603,7 @@ func (w *exportWriter) open(a *agentDoc, at time.Time) *docMsg {
 	if a.user == "" {
 		// An answer without its prompt: OpenCode's assistant message
 		// names the user message it answers, which the source never gave.
-		w.opts.Report.Lose(lossNoPrompt)
+		w.opts.Report.Quirk(formats.PromptsNeverGiven)
 		w.userMsg(a, "", false, at)
 	}
 	m := &docMsg{Info: msgInfo{ParentID: a.user, Role: "assistant", Mode: "build", Agent: "build",
@@ -666,7 +681,7 @@ func (w *exportWriter) call(a *agentDoc, e *formats.Event, at time.Time) {
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	} else if t := strings.TrimSpace(string(input)); !strings.HasPrefix(t, "{") {
-		w.opts.Report.Lose(lossArgs)
+		w.opts.Report.Quirk(lossArgs)
 		input = json.RawMessage(`{"input":` + t + `}`)
 	}
 	p := &docPart{Type: "tool", Tool: e.Call.Name, CallID: e.Call.ID,
@@ -743,7 +758,7 @@ func (w *exportWriter) unanswered(a *agentDoc, at time.Time) {
 	for _, m := range a.doc.Messages {
 		for _, p := range m.Parts {
 			if p.State != nil && !p.State.done {
-				w.opts.Report.Lose(lossUnanswered)
+				w.opts.Report.Quirk(formats.UnansweredCallsFailed)
 				msg := "Tool execution aborted"
 				end := max(ms64(at), p.State.Time.Start)
 				p.State.Status, p.State.Error, p.State.Time.End, p.State.done = "error", &msg, &end, true
@@ -769,7 +784,7 @@ func (w *exportWriter) end(e *formats.Event, v *formats.RunView, at time.Time) {
 		w.unanswered(a, at)
 	}
 	if v.Prompts == 0 && main.user == "" {
-		w.opts.Report.Lose(lossNoPrompt)
+		w.opts.Report.Quirk(formats.PromptsNeverGiven)
 	}
 	if v.Requests == 0 && !v.Usage.Empty() && main.last != nil {
 		// Run totals from a source without per-request usage: the last
@@ -783,7 +798,7 @@ func (w *exportWriter) end(e *formats.Event, v *formats.RunView, at time.Time) {
 		w.part(main, m, &docPart{Type: "step-finish", Reason: m.Info.Finish, Tokens: tok, Cost: &c}, at)
 	} else if s, u := v.RequestUsage(), v.Usage; s.InputTokens.V != u.InputTokens.V || s.OutputTokens.V != u.OutputTokens.V ||
 		s.CacheReadTokens.V != u.CacheReadTokens.V || s.CostUSD.V != u.CostUSD.V {
-		w.opts.Report.Lose(lossRunUsage)
+		w.opts.Report.Quirk(formats.UnsummedRunUsage)
 	}
 	// Errors: OpenCode keeps one on a message, and reads a run with one as
 	// failed.
@@ -793,7 +808,7 @@ func (w *exportWriter) end(e *formats.Event, v *formats.RunView, at time.Time) {
 				continue
 			}
 			if v.Success() {
-				w.opts.Report.Lose(lossErrors)
+				w.opts.Report.Quirk(lossErrors)
 				m.errText = ""
 				continue
 			}
@@ -803,7 +818,7 @@ func (w *exportWriter) end(e *formats.Event, v *formats.RunView, at time.Time) {
 	}
 	if !v.Success() {
 		if v.Status != formats.Failed || v.ExitCode != 1 {
-			w.opts.Report.Lose(lossOutcomes)
+			w.opts.Report.Quirk(lossOutcomes)
 		}
 		if m := main.last; m != nil && m.Info.Error == nil {
 			m.Info.Error = &msgError{Name: "UnknownError"}

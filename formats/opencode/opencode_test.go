@@ -128,6 +128,30 @@ func TestStream(t *testing.T) {
 	}
 }
 
+// TestStreamUsageBeforeResults: a step's tokens (step_finish) come after
+// the line that gives a call with its result; the Usage goes before the
+// result, which is the next request's input, and the step's record is
+// still printed once by a copy.
+func TestStreamUsageBeforeResults(t *testing.T) {
+	evs := formatstest.Read(t, opencode.Stream, readFile(t, filepath.Join(capture("edit"), "stdout.jsonl")))
+	if got, want := formatstest.Kinds(evs), "run_start turn_start message tool_call usage tool_result turn_end"; !strings.HasPrefix(got, want) {
+		t.Errorf("events %s, want them to start %s", got, want)
+	}
+	res := formatstest.OfKind(evs, formats.ToolResult)[0]
+	if res.Source.Line != nil || !res.Source.Continued || res.Source.Type != "tool_use" || res.Source.LineNo != 3 {
+		t.Errorf("the result's source %+v: want a part of line 3, the tool_use that printed it", res.Source)
+	}
+	lines := 0
+	for _, e := range evs {
+		if e.Source.Line != nil {
+			lines++
+		}
+	}
+	if want := bytes.Count(readFile(t, filepath.Join(capture("edit"), "stdout.jsonl")), []byte{'\n'}); lines != want {
+		t.Errorf("%d events carry a line, of %d lines", lines, want)
+	}
+}
+
 // TestStreamFailure: the one error line of a failed run is its failure,
 // with OpenCode's error name as the code.
 func TestStreamFailure(t *testing.T) {

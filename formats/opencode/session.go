@@ -33,8 +33,9 @@ var Export = formats.Dialect{
 	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts | formats.AssistantText |
 		formats.Thinking | formats.ToolCalls | formats.ToolDurations | formats.Refusals | formats.Subagents | formats.SubagentCalls |
 		formats.SubagentText | formats.SubagentReports | formats.SubagentToolCalls | formats.TokenUsage | formats.PerRequestUsage |
-		formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunOutcomes,
-	Quirks: []string{lossUnanswered, lossNoPrompt, lossRunUsage, lossOutcomes, lossErrors, lossArgs},
+		formats.CacheWrites | formats.ReasoningTokens | formats.Costs | formats.RunOutcomes | formats.SubagentPrompts |
+		formats.SubagentThinking,
+	Quirks: []formats.Quirk{formats.UnansweredCallsFailed, formats.PromptsNeverGiven, formats.UnsummedRunUsage, lossOutcomes, lossErrors, lossArgs},
 }
 
 // sessionInfo is a session's info (the export's info, a session row).
@@ -102,8 +103,11 @@ func (b *builder) carry(s *session, evs []*formats.Event) {
 	}
 }
 
+// src is the source of an event of a session: a part of its document
+// (Continued), when the first event carries the document; a database's
+// events carry no record, and say nothing of one.
 func (b *builder) src(typ string) formats.Source {
-	return formats.Source{Dialect: b.dialect, Type: typ, Continued: true}
+	return formats.Source{Dialect: b.dialect, Type: typ, Continued: b.raw != nil}
 }
 
 // runs gives the events of a main session.

@@ -77,10 +77,13 @@ func detectStream(head []byte) int {
 }
 
 type streamReader struct {
-	lines   *formats.LineReader
-	opts    formats.ReadOptions
-	queue   formats.EventQueue
-	eof     bool
+	lines *formats.LineReader
+	opts  formats.ReadOptions
+	queue formats.EventQueue
+	end   formats.EndAtEOF
+	// results are the results of the open step's calls, held until the
+	// step's usage (placeResults).
+	results []*formats.Event
 	started bool
 	session string
 	failure string // the last error line's message
@@ -94,13 +97,14 @@ func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 
 func (r *streamReader) Next() (*formats.Event, error) {
 	for r.queue.Len() == 0 {
-		if r.eof {
+		if r.end.Done() {
 			return nil, io.EOF
 		}
 		b, err := r.lines.Next()
 		if err == io.EOF {
-			r.eof = true
-			r.end()
+			r.queue.Push(r.takeResults()...)
+			// OpenCode prints no closing line: a run ends with its input.
+			r.queue.Push(r.end.End(r.opts.Dialect, r.lines.Line(), r.started, r.endEvents)...)
 			continue
 		}
 		if err != nil {
@@ -127,8 +131,9 @@ func (r *streamReader) record(b []byte) error {
 	}
 	if !r.started {
 		r.started, r.session = true, l.SessionID
-		r.queue.Push(&formats.Event{Kind: formats.RunStart, Time: ms(t), Synthetic: false,
-			Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, LineNo: n, Continued: true},
+		// OpenCode prints no opening line: the run starts with the first.
+		r.queue.Push(&formats.Event{Kind: formats.RunStart, Time: ms(t),
+			Source: formats.Source{Dialect: r.opts.Dialect, Type: l.Type, LineNo: n, Made: true},
 			Run:    formats.RunInfo{SessionID: l.SessionID, AgentName: AgentName}})
 	}
 	var evs []*formats.Event
@@ -139,12 +144,13 @@ func (r *streamReader) record(b []byte) error {
 			return formats.Errorf(n, "the error is not OpenCode's error object: %v", err)
 		}
 		r.failure, r.code = e.message(), e.Name
-		evs = append(evs, &formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e.message(), Code: e.Name, Time: ms(t)})
+		evs = append(r.takeResults(), &formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e.message(), Code: e.Name, Time: ms(t)})
 	case partTypes[l.Type] != "" && l.Part != nil:
 		evs = partEvents(l.Part, "", ms(t), nil)
 		if len(evs) == 0 {
 			evs = []*formats.Event{{Kind: formats.Raw, Source: formats.Source{Known: true}}}
 		}
+		evs = r.placeResults(l.Part.Type, l.Type, n, evs)
 	default:
 		evs = []*formats.Event{{Kind: formats.Raw}}
 		r.opts.Report.Warn(n, "an OpenCode line of type %q, which agentconv does not know; kept for its own dialect only", l.Type)
@@ -153,18 +159,49 @@ func (r *streamReader) record(b []byte) error {
 	return nil
 }
 
-// end closes the run at the end of the input: OpenCode prints no closing
-// line; a run with an error line failed (OpenCode exits 1).
-func (r *streamReader) end() {
-	if !r.started {
-		return
+// placeResults puts the results of a step's calls after the step's
+// usage. OpenCode prints a call when it has run, its result with it, and
+// the step's tokens (step_finish) after its calls; but the results are
+// the next request's input, and a Usage goes with its own request's
+// output, before them (the formats package's contract). So a result is
+// held until the step finishes (or another begins, or the input ends),
+// and goes out after its Usage, before the step's TurnEnd, as a part of
+// its own record (Continued).
+func (r *streamReader) placeResults(part, lineType string, n int, evs []*formats.Event) []*formats.Event {
+	switch part {
+	case "tool":
+		if k := len(evs) - 1; k > 0 && evs[k].Kind == formats.ToolResult {
+			res := evs[k]
+			res.Source.Type, res.Source.LineNo = lineType, n
+			r.results = append(r.results, res)
+			evs = evs[:k]
+		}
+	case "step-finish":
+		if len(evs) > 0 && evs[0].Kind == formats.Usage {
+			return append(append([]*formats.Event{evs[0]}, r.takeResults()...), evs[1:]...)
+		}
+	case "step-start":
+		return append(r.takeResults(), evs...)
 	}
+	return evs
+}
+
+// takeResults gives the held results of calls, in order.
+func (r *streamReader) takeResults() []*formats.Event {
+	res := r.results
+	r.results = nil
+	return res
+}
+
+// endEvents is the RunEnd of the run at the end of the input: OpenCode
+// prints no closing line; a run with an error line failed (OpenCode exits
+// 1).
+func (r *streamReader) endEvents() []*formats.Event {
 	e := &formats.Event{Kind: formats.RunEnd, Time: ms(r.last), Status: formats.Completed,
-		Source: formats.Source{Dialect: r.opts.Dialect, Type: "end", LineNo: r.lines.Line(), Continued: true},
-		Run:    formats.RunInfo{SessionID: r.session, AgentName: AgentName}}
+		Run: formats.RunInfo{SessionID: r.session, AgentName: AgentName}}
 	if r.failure != "" {
 		e.Status, e.Text, e.Code = formats.Failed, r.failure, r.code
 		e.Run.ExitCode = formats.Some(1)
 	}
-	r.queue.Push(e)
+	return []*formats.Event{e}
 }

@@ -36,7 +36,7 @@ var Session = formats.Dialect{
 	Carries: formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
 		formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.TokenUsage | formats.PerRequestUsage |
 		formats.CacheWrites | formats.Costs | formats.RunOutcomes | formats.ModelChanges,
-	Quirks: []string{lossUnanswered, lossLooseUsage, lossSubagentUsage, lossExitCodes, lossRunUsage},
+	Quirks: []formats.Quirk{lossUnanswered, lossLooseUsage, lossSubagentUsage, formats.ExitCodesBeyond01, formats.UnsummedRunUsage},
 	Params: []formats.Param{{Key: ParamCwd, Flag: "pi-cwd",
 		Usage: "pi-session names `DIR` as the session's working folder, where pi resumes it (pi refuses a session whose folder does not exist); a pi-session source is then rewritten, not copied"}},
 }
@@ -122,9 +122,8 @@ func (s *sessionReader) push(e *formats.Event) {
 			e.Source.Continued = true
 		}
 	} else if len(s.queue) > 0 || s.last != (time.Time{}) {
-		// The end of a run, which no record of its own gives: a part of
-		// the record before.
-		e.Source.Continued = true
+		// The end of a run, which no record of its own gives.
+		e.Source.Made = true
 	}
 	if !e.Time.IsZero() {
 		s.last = e.Time

@@ -28,6 +28,7 @@ type sessionWriter struct {
 	opts   formats.WriteOptions
 	files  map[string]*piFile
 	order  []*piFile
+	out    *formats.SessionFiles // with -o DIR
 	cur    *piFile
 	runs   int
 	cwd    string // --pi-cwd
@@ -36,12 +37,10 @@ type sessionWriter struct {
 }
 
 // The losses of the session writer's own encoding.
-const (
-	lossUnanswered    = "tool calls without a result (written as failed calls, as pi needs a result for each)"
-	lossLooseUsage    = "token usage not given with a model response (a turn's or a run's totals)"
-	lossSubagentUsage = "token usage of subagents (pi has none: a subagent's requests are not the session's)"
-	lossExitCodes     = "exit codes other than 0 and 1"
-	lossRunUsage      = "token usage of runs beyond the sum of their requests"
+var (
+	lossUnanswered    = formats.NewQuirk("tool calls without a result (written as failed calls, as pi needs a result for each)")
+	lossLooseUsage    = formats.NewQuirk("token usage not given with a model response (a turn's or a run's totals)")
+	lossSubagentUsage = formats.NewQuirk("token usage of subagents (pi has none: a subagent's requests are not the session's)")
 )
 
 // piFile is one session file being written.
@@ -85,6 +84,9 @@ type piEntry struct {
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
 	sw := &sessionWriter{stream: w, opts: o, files: map[string]*piFile{}, cwd: o.Params[ParamCwd]}
+	if o.Create != nil {
+		sw.out = formats.NewSessionFiles(o)
+	}
 	if sw.cwd != "" {
 		// A session of pi's own gets the new folder too: it is rewritten,
 		// not copied.
@@ -123,16 +125,20 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 		sid = "agentconv:run-" + strconv.Itoa(w.runs)
 	}
 	id := sessionUUID(sid)
-	if f := w.files[id]; f != nil {
+	f := w.files[id]
+	if err := w.park(f); err != nil {
+		return nil, err
+	}
+	if f != nil {
 		return f, nil
 	}
-	f := &piFile{id: id, sid: sid, w: w.stream, open: map[string]string{}, called: map[string]bool{}}
+	f = &piFile{id: id, sid: sid, w: w.stream, open: map[string]string{}, called: map[string]bool{}}
 	at := e.TimeOf()
 	if header {
 		at = w.stamps.Next(e)
 	}
-	if w.opts.Create != nil {
-		c, err := w.opts.Create(fileName(at, id))
+	if w.out != nil {
+		c, err := w.out.Create(fileName(at, id))
 		if err != nil {
 			return nil, err
 		}
@@ -152,6 +158,24 @@ func (w *sessionWriter) file(e *formats.Event, header bool) (*piFile, error) {
 		}
 	}
 	return f, nil
+}
+
+// park, when the run of another session than the last one's begins under
+// -o DIR, writes what the last one holds and lets its file go (put in
+// place; reopened if the session is written again).
+func (w *sessionWriter) park(next *piFile) error {
+	prev := w.cur
+	if w.out == nil || prev == nil || prev == next {
+		return nil
+	}
+	if err := w.flush(prev, &formats.Event{}); err != nil {
+		return err
+	}
+	var keep *formats.SessionFile
+	if next != nil {
+		keep, _ = next.c.(*formats.SessionFile)
+	}
+	return w.out.Park(keep)
 }
 
 // orderedHeader keeps pi's order of the header's keys.
@@ -220,7 +244,7 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		// A subagent's work is not the main model's conversation; the
 		// pipeline reports what is not carried.
 		if e.Kind == formats.Usage && !e.Usage.Empty() {
-			w.opts.Report.Lose(lossSubagentUsage)
+			w.opts.Report.Quirk(lossSubagentUsage)
 		}
 		return nil
 	}
@@ -327,7 +351,7 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		w.result(f, e, e.Call, false)
 	case formats.Usage:
 		if e.Aggregate {
-			w.opts.Report.Lose(lossLooseUsage)
+			w.opts.Report.Quirk(lossLooseUsage)
 			return nil
 		}
 		// The response without usage yet: the one being written, else the
@@ -375,13 +399,13 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 	case formats.RunEnd:
 		if c := e.Run.ExitCode; c.OK && c.V != 0 && c.V != 1 {
-			w.opts.Report.Lose(lossExitCodes)
+			w.opts.Report.Quirk(formats.ExitCodesBeyond01)
 		}
 		if u := e.Usage; u.InputTokens.V > f.sum.InputTokens.V || u.OutputTokens.V > f.sum.OutputTokens.V ||
 			u.CacheReadTokens.V > f.sum.CacheReadTokens.V || u.CacheWriteTokens.V > f.sum.CacheWriteTokens.V || u.CostUSD.V > f.sum.CostUSD.V+1e-9 {
 			// Totals the requests written do not give: pi keeps usage
 			// per response only.
-			w.opts.Report.Lose(lossRunUsage)
+			w.opts.Report.Quirk(formats.UnsummedRunUsage)
 		}
 		f.sum = formats.UsageInfo{}
 		if e.Status != formats.Completed && e.Status != formats.StatusUnknown {
@@ -519,7 +543,7 @@ func (w *sessionWriter) result(f *piFile, e *formats.Event, c formats.Call, unan
 		out = strings.TrimSpace(out + "\n" + c.Error)
 	}
 	if unanswered {
-		w.opts.Report.Lose(lossUnanswered)
+		w.opts.Report.Quirk(lossUnanswered)
 		out, isErr = "no result: the source ended the call without one", true
 	}
 	w.add(f, e, map[string]any{"role": "toolResult", "toolCallId": c.ID, "toolName": name, "content": []any{textBlock(out)}, "isError": isErr})

@@ -79,7 +79,7 @@ type streamReader struct {
 	// ended: the last event of the agent was agent_end (or the end of
 	// its retries): the stream may end there.
 	ended bool
-	done  bool
+	end   formats.EndAtEOF
 }
 
 func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -107,14 +107,13 @@ func (s *streamReader) push(e *formats.Event) {
 
 func (s *streamReader) Next() (*formats.Event, error) {
 	for len(s.queue) == 0 {
-		if s.done {
+		if s.end.Done() {
 			return nil, io.EOF
 		}
 		b, err := s.lines.Next()
 		if err == io.EOF {
-			s.done = true
 			s.line, s.first = nil, false
-			s.endRun()
+			s.queue = append(s.queue, s.end.End(s.opts.Dialect, s.lineNo, s.open && s.ended, s.endEvents)...)
 			continue
 		}
 		if err != nil {
@@ -218,16 +217,31 @@ func (s *streamReader) record() *formats.LineError {
 	return nil
 }
 
-// endRun ends the open run at the end of the stream (or at the next
-// session header), when pi's agent ended; a stream cut before that is
-// left for the pipeline to close as cut.
+// endRun ends the open run at the next session header, when pi's agent
+// ended; a stream cut before that is left for the pipeline to close as
+// cut.
 func (s *streamReader) endRun() {
-	if !s.open || !s.ended {
-		s.open = false
-		return
+	if s.open && s.ended {
+		s.x.end(s.last, s.run)
+		s.failed()
 	}
 	s.open = false
+}
+
+// endEvents are the events that end the run at the end of the input, pi's
+// agent having ended.
+func (s *streamReader) endEvents() []*formats.Event {
+	var evs []*formats.Event
+	s.x.emit = func(e *formats.Event) { evs = append(evs, e) }
 	s.x.end(s.last, s.run)
+	s.x.emit = s.push
+	s.open = false
+	s.failed()
+	return evs
+}
+
+// failed warns of a run that failed, which pi's exit code does not say.
+func (s *streamReader) failed() {
 	if s.x.stop == "error" && s.opts.Report != nil {
 		s.opts.Report.Warn(s.lineNo, "pi's run failed (its last answer stopped with an error: %s), though pi exits 0 in json mode: the run's outcome is the failure", firstLine(s.x.errMsg))
 	}

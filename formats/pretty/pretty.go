@@ -29,7 +29,7 @@ var Dialect = formats.Dialect{
 	// each request's usage (its closing line has the run's totals), and
 	// leaves out tool outputs (Quirks).
 	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.RawEvents | formats.PerRequestUsage),
-	Quirks:  []string{lostOutputs},
+	Quirks:  []formats.Quirk{lostOutputs},
 	Params: []formats.Param{{Key: ParamColor, Flag: "color", Default: "auto", Choices: []string{"auto", "always", "never"},
 		Usage: "colour the pretty view: auto (only on a terminal, never with NO_COLOR set), always or never"}},
 }
@@ -50,9 +50,7 @@ func colorOn(o formats.WriteOptions) bool {
 }
 
 // Loss phrases: what the view does not show at all.
-const (
-	lostOutputs = "tool outputs"
-)
+var lostOutputs = formats.NewQuirk("tool outputs")
 
 type writer struct {
 	w    io.Writer
@@ -701,7 +699,7 @@ func (w *writer) callEnd(e *formats.Event, v *formats.RunView) {
 		w.details(a, red, why)
 	}
 	if output != "" {
-		w.opts.Report.Lose(lostOutputs)
+		w.opts.Report.Quirk(lostOutputs)
 	}
 }
 

@@ -78,7 +78,7 @@ func TestRun(t *testing.T) {
 Fixed it.
 ■ ✓ completed · 1 call · 2,550 tokens (2,500 in, 50 out) · $0.7500 · 8ms
 `)
-	if lost[lostOutputs] != 1 || len(lost) != 1 {
+	if lost[lostOutputs.Name()] != 1 || len(lost) != 1 {
 		t.Errorf("losses %v, want 1 × %s", lost, lostOutputs)
 	}
 }
@@ -187,7 +187,7 @@ func TestDeniedAndFailed(t *testing.T) {
 ✗ stopped on a refused call
 ■ ✗ denied · exit 2 · 3 calls, 2 failed, 1 denied · 7ms
 `)
-	if lost[lostOutputs] != 1 {
+	if lost[lostOutputs.Name()] != 1 {
 		t.Errorf("losses %v: the output of go vet is not shown", lost)
 	}
 }

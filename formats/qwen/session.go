@@ -370,6 +370,8 @@ func (s *sessionReader) emit(r *record, e *formats.Event) {
 			e.Source.Line = r.line
 			s.src = r
 		}
+	} else {
+		e.Source.Made = true
 	}
 	s.queue = append(s.queue, e)
 }

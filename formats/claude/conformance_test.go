@@ -1,0 +1,69 @@
+package claude_test
+
+import (
+	"testing"
+
+	"github.com/agentconv/agentconv/formats/claude"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+// TestConformance checks every row of the package against the
+// contract of readers and writers (the formats package documentation).
+func TestConformance(t *testing.T) {
+	t.Run(claude.Stream.Name, func(t *testing.T) {
+		formatstest.ConformanceOpen(t, claude.Stream, []formatstest.Open{
+			{Rule: "agents", Why: "the result's permission denials of a subagent are read after the subagent ended (orchestrator-task-tool-output.jsonl)"},
+			{Rule: "usage", Why: "agent-stream-fmt-stream.jsonl gives two requests one message id (msg_test), and usage is counted once per message id: the second request has none"},
+			{Rule: "read back: usage", Why: "the same fixture, written and read back: its second request has no usage to write"},
+		},
+			"claude/agent-stream-fmt-stream.jsonl",
+			"claude/failures-stream.jsonl",
+			"claude/gleam-basic-query.ndjson",
+			"claude/orchestrator-task-tool-output.jsonl",
+			"claude/partial-messages-stream.jsonl",
+			"claude/split-messages-stream.jsonl",
+			"claude/subagent-stream.jsonl",
+			"claude/takopi-all-events.jsonl",
+			"claude/takopi-session.jsonl",
+			"claude/unknown-types-stream.jsonl",
+			"claude/untether-autocompact-2.1.285.jsonl",
+			"agents/claude-code/1.0.128/api-error/stream-json/stdout.jsonl",
+			"agents/claude-code/1.0.128/parallel/stream-json/stdout.jsonl",
+			"agents/claude-code/1.0.128/refused/stream-json/stdout.jsonl",
+			"agents/claude-code/1.0.128/subagent/stream-json/stdout.jsonl",
+		)
+	})
+	t.Run(claude.JSON.Name, func(t *testing.T) {
+		formatstest.Conformance(t, claude.JSON,
+			"claude/gleam-result-success.json",
+			"claude/result-pretty.json",
+			"claude/verbose-array.json",
+			"agents/claude-code/1.0.128/api-error/json/stdout.json",
+			"agents/claude-code/1.0.128/parallel/json/stdout.json",
+			"agents/claude-code/1.0.128/refused/json/stdout.json",
+			"agents/claude-code/1.0.128/subagent/json/stdout.json",
+		)
+	})
+	t.Run(claude.Session.Name, func(t *testing.T) {
+		formatstest.ConformanceOpen(t, claude.Session, []formatstest.Open{
+			{Rule: "calls", Why: "a sidechain's result is read in the main run without the call that started it (claude-code-log-sidechain-integrated.jsonl)"},
+			{Rule: "read back: calls", Why: "the same sidechain, written and read back"},
+			{Rule: "read back: usage", Why: "the claude-session writer's message usage, read back, does not sit with every request's output"},
+		},
+			"claude/sessions/agentcmd-claude-session-2.0.14.jsonl",
+			"claude/sessions/claude-code-log-showcase-55550000-0000-4000-8000-000000000001.jsonl",
+			"claude/sessions/claude-code-log-sidechain-integrated.jsonl",
+			"claude/sessions/trajectory-subagent-input.jsonl",
+			"agents/claude-code/1.0.128/api-error/json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128jsonapi-error374827422-002-work/a8c1208b-e646-43b2-9364-a728ceed93b5.jsonl",
+			"agents/claude-code/1.0.128/api-error/stream-json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128stream-jsonapi-error3878078660-002-work/a4ab8c8d-3148-4138-bd1f-83428f4d343a.jsonl",
+			"agents/claude-code/1.0.128/parallel/json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128jsonparallel2549045506-002-work/35d0f89a-d53c-4cd9-8913-78e24bcd80bb.jsonl",
+			"agents/claude-code/1.0.128/parallel/stream-json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128stream-jsonparallel3540006413-002-work/6371d093-72d4-4e92-91be-b97c0e3cbd7b.jsonl",
+		)
+	})
+	t.Run(claude.Amp.Name, func(t *testing.T) {
+		formatstest.Conformance(t, claude.Amp,
+			"claude/failures-stream.jsonl",
+			"claude/subagent-stream.jsonl",
+		)
+	})
+}

@@ -1,0 +1,20 @@
+package cursor_test
+
+import (
+	"testing"
+
+	"github.com/agentconv/agentconv/formats/cursor"
+	"github.com/agentconv/agentconv/formats/formatstest"
+)
+
+// TestConformance checks every row of the package against the
+// contract of readers and writers (the formats package documentation).
+func TestConformance(t *testing.T) {
+	t.Run(cursor.Stream.Name, func(t *testing.T) {
+		formatstest.ConformanceOpen(t, cursor.Stream, []formatstest.Open{
+			{Rule: "read back: times", Why: "the cursor-stream writer stamps its records so that, read back, an agent's times go back"},
+		},
+			"cursor/takopi-stream-success.jsonl",
+		)
+	})
+}

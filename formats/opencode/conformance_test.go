@@ -1,0 +1,44 @@
+package opencode_test
+
+import (
+	"testing"
+
+	"github.com/agentconv/agentconv/formats/formatstest"
+	"github.com/agentconv/agentconv/formats/opencode"
+)
+
+// TestConformance checks every row of the package against the
+// contract of readers and writers (the formats package documentation).
+func TestConformance(t *testing.T) {
+	t.Run(opencode.Stream.Name, func(t *testing.T) {
+		formatstest.ConformanceOpen(t, opencode.Stream, []formatstest.Open{
+			{Rule: "times", Why: "text is given the time its line was printed, a tool call and its result their part's start and end (a result after the step's usage keeps its end): an agent's times go back"},
+		},
+			"agents/opencode/1.18.33/api-error/json/stdout.jsonl",
+			"agents/opencode/1.18.33/parallel/json/stdout.jsonl",
+			"agents/opencode/1.18.33/refused/json/stdout.jsonl",
+			"agents/opencode/1.18.33/subagent/json/stdout.jsonl",
+		)
+	})
+	t.Run(opencode.DB.Name, func(t *testing.T) {
+		formatstest.ConformanceOpen(t, opencode.DB, []formatstest.Open{
+			{Rule: "times", Why: "each part's own start time is given, so an agent's times go back where parts overlapped"},
+			{Rule: "usage", Why: "a step's tokens come after the results of its calls, as the parts are stored"},
+		},
+			"agents/opencode/1.18.33/api-error/json/home/.local/share/opencode/opencode.db",
+			"agents/opencode/1.18.33/parallel/json/home/.local/share/opencode/opencode.db",
+			"agents/opencode/1.18.33/refused/json/home/.local/share/opencode/opencode.db",
+			"agents/opencode/1.18.33/subagent/json/home/.local/share/opencode/opencode.db",
+		)
+	})
+	t.Run(opencode.Export.Name, func(t *testing.T) {
+		formatstest.ConformanceOpen(t, opencode.Export, []formatstest.Open{
+			{Rule: "times", Why: "each part's own start time is given, so an agent's times go back where parts overlapped"},
+			{Rule: "usage", Why: "a step's tokens come after the results of its calls, as the parts are stored"},
+			{Rule: "read back: times", Why: "the same, of what the opencode-export writer writes"},
+			{Rule: "read back: usage", Why: "the same, of what the opencode-export writer writes"},
+		},
+			"testdata/subagent-export.json",
+		)
+	})
+}
