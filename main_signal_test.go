@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,11 +27,18 @@ import (
 // answer each request; a request whose client gave up is not accepted.
 type slowCollector struct {
 	collpb.UnimplementedTraceServiceServer
-	delay    time.Duration
+	delay time.Duration
+	// answers, when not negative, is how many requests it answers: those
+	// after them it holds until the client gives up, so that a request
+	// cancelled by agentconv is never one the collector was just
+	// accepting (which it would both deliver and spool).
+	answers  int
 	endpoint string
 	mu       sync.Mutex
 	spans    map[string]int
 	requests int
+	// answering counts the requests it is answering (not held).
+	answering int
 }
 
 func newSlowCollector(t *testing.T, delay time.Duration) *slowCollector {
@@ -38,7 +46,7 @@ func newSlowCollector(t *testing.T, delay time.Duration) *slowCollector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &slowCollector{delay: delay, endpoint: "http://" + ln.Addr().String(), spans: map[string]int{}}
+	c := &slowCollector{delay: delay, answers: -1, endpoint: "http://" + ln.Addr().String(), spans: map[string]int{}}
 	srv := grpc.NewServer()
 	collpb.RegisterTraceServiceServer(srv, c)
 	go srv.Serve(ln)
@@ -49,7 +57,20 @@ func newSlowCollector(t *testing.T, delay time.Duration) *slowCollector {
 func (c *slowCollector) Export(ctx context.Context, req *collpb.ExportTraceServiceRequest) (*collpb.ExportTraceServiceResponse, error) {
 	c.mu.Lock()
 	c.requests++
+	hold := c.answers >= 0 && c.requests > c.answers
+	if !hold {
+		c.answering++
+	}
 	c.mu.Unlock()
+	if hold {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	defer func() {
+		c.mu.Lock()
+		c.answering--
+		c.mu.Unlock()
+	}()
 	select {
 	case <-time.After(c.delay):
 	case <-ctx.Done():
@@ -71,6 +92,23 @@ func (c *slowCollector) Export(ctx context.Context, req *collpb.ExportTraceServi
 		}
 	}
 	return &collpb.ExportTraceServiceResponse{}, nil
+}
+
+// holdNow makes the collector hold every request from now on; it returns
+// how many it took before.
+func (c *slowCollector) holdNow() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.answers = c.requests
+	return c.requests
+}
+
+// settled: a request past the first answered ones (held) is under way,
+// and none is being answered.
+func (c *slowCollector) settled(answered int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answering == 0 && c.requests > answered
 }
 
 func (c *slowCollector) started() int {
@@ -159,28 +197,42 @@ func accounts(t *testing.T, read []string, c *slowCollector, spooled []string) {
 	}
 }
 
-// TestSignalsEndTheDelivery: with a collector that takes 3 s a request,
-// the first signal flushes within the delivery timeout and spools the
-// rest; a second signal, SIGINT or SIGTERM, ends it at once. Either way
-// every span read is delivered or spooled, once.
+// TestSignalsEndTheDelivery: with a collector that answers some requests
+// and holds the rest, the first signal flushes within the delivery timeout
+// and spools the rest; a second signal, SIGINT or SIGTERM, ends it at
+// once, long before the timeout of two minutes would. Either way every span read is delivered or spooled,
+// once. The cores are kept busy meanwhile, and the signals come when the
+// process is in the state each case is about (its input read, no
+// request being answered, a held one under way), not after a sleep.
 func TestSignalsEndTheDelivery(t *testing.T) {
 	in, read := otlpInput(t, "12MB")
 	if len(read) < 12*1024 {
 		t.Fatalf("only %d spans", len(read))
 	}
+	burnCores(t)
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
 		signals []syscall.Signal
-		bound   time.Duration // from the last signal to the exit
-		code    int
 	}{
-		{"one SIGINT", 4 * time.Second, []syscall.Signal{syscall.SIGINT}, 4*time.Second + 5*time.Second, 4},
-		{"two SIGINTs", time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}, 5 * time.Second, 4},
-		{"SIGINT then SIGTERM", time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}, 5 * time.Second, 4},
+		{"one SIGINT", 20 * time.Second, []syscall.Signal{syscall.SIGINT}},
+		{"two SIGINTs", 2 * time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGINT}},
+		{"SIGINT then SIGTERM", 2 * time.Minute, []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// No request may be cancelled as the collector accepts it (its
+			// spans would be delivered and spooled). One signal: requests
+			// answered in 3 s until the input was read, held from then on;
+			// the signal comes once none is being answered, and the
+			// timeout (20 s: a request answered in 3 s must not miss it
+			// with the cores busy) cancels only held ones. Two signals, whose
+			// second cancels what is under way at once: three requests
+			// answered at the start, long before, and the rest held.
 			c := newSlowCollector(t, 3*time.Second)
+			if len(tc.signals) > 1 {
+				c = newSlowCollector(t, 0)
+				c.answers = 3
+			}
 			spool := filepath.Join(t.TempDir(), "spool.jsonl")
 			cmd := exec.Command(binary, "--from", "otlp-json", "--to", "otlp", "--otlp-endpoint", c.endpoint,
 				"--otlp-timeout", tc.timeout.String(), "--otlp-spool", spool)
@@ -195,30 +247,53 @@ func TestSignalsEndTheDelivery(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			// Signal once the input was read: every span of it is then
-			// delivered or spooled.
+			done, exited := make(chan error, 1), make(chan struct{})
+			go func() {
+				err := cmd.Wait()
+				close(exited)
+				done <- err
+			}()
+			// Signal once the input was read and a request is under way:
+			// every span read is then delivered or spooled.
 			waitRead(t, cmd.Process.Pid, in)
-			for i, sig := range tc.signals {
-				if i > 0 {
-					time.Sleep(200 * time.Millisecond)
-				}
-				cmd.Process.Signal(sig)
+			held := c.answers
+			if len(tc.signals) == 1 {
+				held = c.holdNow()
+			}
+			for deadline := time.Now().Add(time.Minute); !c.settled(held) && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			cmd.Process.Signal(tc.signals[0])
+			if len(tc.signals) > 1 {
+				// Two of a signal sent at once may arrive as one: the
+				// second is sent again until it ends the process, as a user
+				// presses Ctrl-C again.
+				go func() {
+					for {
+						select {
+						case <-exited:
+							return
+						case <-time.After(50 * time.Millisecond):
+							cmd.Process.Signal(tc.signals[1])
+						}
+					}
+				}()
 			}
 			last := time.Now()
+			// A hang, not a speed: the delivery timeout ends the one-signal
+			// case; the two-signal cases end long before their timeout.
 			select {
 			case err = <-done:
-			case <-time.After(tc.bound + 30*time.Second):
+			case <-time.After(tc.timeout + 30*time.Second):
 				cmd.Process.Kill()
 				t.Fatalf("still running %v after the last signal; stderr:\n%s", time.Since(last), stderr.String())
 			}
-			if took := time.Since(last); took > tc.bound {
-				t.Errorf("exited %v after the last signal, want within %v", took, tc.bound)
+			if took := time.Since(last); len(tc.signals) > 1 && took >= tc.timeout {
+				t.Errorf("exited %v after the second signal: it waited out the delivery timeout of %v", took, tc.timeout)
 			}
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != tc.code {
-				t.Errorf("exit %v, want %d; stderr:\n%s", err, tc.code, stderr.String())
+			if !errors.As(err, &ee) || ee.ExitCode() != 4 {
+				t.Errorf("exit %v, want 4; stderr:\n%s", err, stderr.String())
 			}
 			if !bytes.Contains(stderr.Bytes(), []byte(spool)) {
 				t.Errorf("the spool is not named; stderr:\n%s", stderr.String())
@@ -248,8 +323,10 @@ func TestSignalAfterTheInputWasRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRead(t, cmd.Process.Pid, in)
-	if c.started() == 0 {
-		t.Fatal("no request under way after the input was read")
+	for deadline := time.Now().Add(time.Minute); c.started() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no request under way a minute after the input was read")
+		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	err = cmd.Wait()
@@ -264,7 +341,7 @@ func TestSignalAfterTheInputWasRead(t *testing.T) {
 }
 
 // waitRead waits until process pid has read its standard input, the file
-// in, to the end, and has had a moment to convert what it buffered.
+// in, to the end.
 func waitRead(t *testing.T, pid int, in string) {
 	t.Helper()
 	st, err := os.Stat(in)
@@ -274,13 +351,17 @@ func waitRead(t *testing.T, pid int, in string) {
 	fdinfo := fmt.Sprintf("/proc/%d/fdinfo/0", pid)
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		b, err := os.ReadFile(fdinfo)
+		if _, serr := os.Stat("/proc/self/fdinfo"); err != nil && serr == nil {
+			t.Fatalf("agentconv exited before it had read its input: %v", err)
+		}
 		if err != nil {
 			t.Skipf("cannot tell how much of its input agentconv read: %v", err)
 		}
 		var pos int64
 		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "pos:\t%d", &pos)
 		if pos >= st.Size() {
-			time.Sleep(time.Second) // the last 64 KiB read ahead, converted
+			// What it read and has not converted yet is converted at a
+			// signal all the same.
 			return
 		}
 	}
@@ -337,5 +418,103 @@ func TestSignalOnALivePipe(t *testing.T) {
 	}
 	if len(spooled) == 0 {
 		t.Errorf("%d delivered, none spooled", len(c.spans))
+	}
+}
+
+// burnCores keeps every core busy in this process until the test ends:
+// the machine under load, where the conversion and its delivery lag.
+func burnCores(t *testing.T) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for x := 0; ; x++ {
+				if x%1024 == 0 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { close(stop); wg.Wait() })
+}
+
+// waitFileRead waits until process pid has read the file in (named as an
+// argument) to its end, or closed it.
+func waitFileRead(t *testing.T, pid int, in string) {
+	t.Helper()
+	st, err := os.Stat(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if _, serr := os.Stat("/proc/self/fd"); err != nil && serr == nil {
+			return // it ended: it read all of it
+		}
+		if err != nil {
+			t.Skipf("cannot tell how much of its input agentconv read: %v", err)
+		}
+		open := false
+		for _, fd := range fds {
+			target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			if target != in {
+				continue
+			}
+			open = true
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+			if err != nil {
+				continue
+			}
+			var pos int64
+			fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "pos:\t%d", &pos)
+			if pos >= st.Size() {
+				return
+			}
+		}
+		if !open && time.Since(deadline.Add(-60*time.Second)) > time.Second {
+			return // read and closed
+		}
+	}
+	t.Fatal("agentconv did not read its input within a minute")
+}
+
+// TestSignalAfterAFileWasReadUnderLoad: the cores busy, a collector that
+// answers no request, a SIGINT once agentconv has read its input file to
+// the end, while it still converts what it read: every span of the file is
+// delivered or spooled, once. What the reader had taken from the file and
+// not yet parsed when the signal came was dropped (1,292 spans of 4,122,
+// once in two runs).
+func TestSignalAfterAFileWasReadUnderLoad(t *testing.T) {
+	in, read := otlpInput(t, "4MB")
+	burnCores(t)
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			// A collector that answers nothing: what is not spooled was
+			// dropped.
+			c := newSlowCollector(t, 0)
+			c.answers = 0
+			spool := filepath.Join(t.TempDir(), "spool.jsonl")
+			cmd := exec.Command(binary, "--from", "otlp-json", "--to", "otlp", "--otlp-endpoint", c.endpoint,
+				"--otlp-timeout", "2s", "--otlp-spool", spool, in)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFileRead(t, cmd.Process.Pid, in)
+			cmd.Process.Signal(syscall.SIGINT)
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 4 && ee.ExitCode() != 130 {
+				t.Errorf("exit %v, want 4 or 130; stderr:\n%s", err, stderr.String())
+			}
+			accounts(t, read, c, spanIDs(t, spool))
+		})
 	}
 }

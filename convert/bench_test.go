@@ -178,3 +178,81 @@ func BenchmarkManyFiles(b *testing.B) {
 		})
 	}
 }
+
+// manySessions writes n small session files of four dialects (Claude Code
+// sessions, Codex rollouts, ATIF trajectories, pi sessions; each with a
+// session id of its own, a thousand to a directory) under dir, as
+// testdata/bench/sessions-many.sh does with the binary.
+func manySessionFiles(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	id := []byte("00000000-0000-4000-8000-000000000001")
+	type kind struct {
+		dialect string
+		name    func(sid string) string
+		tpl     [][]byte
+	}
+	kinds := []*kind{
+		{dialect: "claude-session", name: func(sid string) string { return sid + ".jsonl" }},
+		{dialect: "codex-rollout", name: func(sid string) string { return "rollout-2026-01-01T00-00-00-" + sid + ".jsonl" }},
+		{dialect: "atif", name: func(sid string) string { return sid + ".json" }},
+		{dialect: "pi-session", name: func(sid string) string { return sid + ".jsonl" }},
+	}
+	for _, k := range kinds {
+		d, ok := Lookup(k.dialect)
+		if !ok {
+			tb.Fatalf("no dialect %s", k.dialect)
+		}
+		for seed := range uint64(8) {
+			var b bytes.Buffer
+			if err := Generate(&b, d, 1000, seed+1, 300); err != nil {
+				tb.Fatal(err)
+			}
+			if !bytes.Contains(b.Bytes(), id) {
+				tb.Fatalf("%s: the generated session id changed", k.dialect)
+			}
+			k.tpl = append(k.tpl, b.Bytes())
+		}
+	}
+	for i := range n {
+		k := kinds[i%len(kinds)]
+		sid := fmt.Sprintf("%08x-%04x-4000-8000-%012x", i, i%4, i)
+		sub := filepath.Join(dir, fmt.Sprintf("%03d", i/1000))
+		if i%1000 == 0 {
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		doc := bytes.ReplaceAll(k.tpl[(i/len(kinds))%len(k.tpl)], id, []byte(sid))
+		if err := os.WriteFile(filepath.Join(sub, k.name(sid)), doc, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSessions lists a directory of small session files with
+// `agentconv sessions --json`, beside converting the same files to
+// otlp-json, at two sizes: the time per file of sessions stays the same as
+// the files grow tenfold, and under that of converting them. go test
+// ./convert -run XXX -bench Sessions -benchtime 3x
+func BenchmarkSessions(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		dir := b.TempDir()
+		manySessionFiles(b, dir, n)
+		for _, c := range []struct{ name string }{{"sessions"}, {"convert"}} {
+			b.Run(fmt.Sprintf("%s/files=%d", c.name, n), func(b *testing.B) {
+				args := []string{"agentconv", "sessions", "--json", dir}
+				if c.name == "convert" {
+					args = []string{"agentconv", "--to", "otlp-json", dir}
+				}
+				for range b.N {
+					var errb bytes.Buffer
+					code := Run(args, Sys{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }})
+					if code != 0 {
+						b.Fatalf("exit %d: %s", code, errb.String())
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/file")
+			})
+		}
+	}
+}

@@ -26,6 +26,14 @@ import (
 // forbid it, one that vanished during the walk) is passed to unreadable,
 // and left out; nil makes it an error.
 func dirInputs(dir string, from formats.Dialect, unreadable func(path string, err error)) ([]Source, error) {
+	return dirInputsOwned(dir, from, unreadable, nil)
+}
+
+// dirInputsOwned is dirInputs, keeping in owners, when not nil, the owner
+// of each file it looked at (ownerOf), so that a second look at the
+// directory (ownedFiles) need not ask again: an Owner hook may open the
+// file.
+func dirInputsOwned(dir string, from formats.Dialect, unreadable func(path string, err error), owners map[string]string) ([]Source, error) {
 	var patterns, readers []string
 	for _, d := range Readable() {
 		if d.DirFiles == "" || from.Name != "" && d.Name != from.Name {
@@ -100,7 +108,7 @@ func dirInputs(dir string, from formats.Dialect, unreadable func(path string, er
 		}
 		return nil, fmt.Errorf("%s: cannot read it: %v", dir, err)
 	}
-	files = dropOwned(files, from)
+	files = dropOwned(files, from, owners)
 	if len(files) == 0 {
 		return nil, noFilesError(fmt.Sprintf("%s: no %s file under it (for %s)", dir, strings.Join(patterns, " or "), strings.Join(readers, ", ")))
 	}
@@ -113,14 +121,10 @@ func dirInputs(dir string, from formats.Dialect, unreadable func(path string, er
 
 // dropOwned leaves out the files that another file of the list brings
 // with it (Dialect.Owner: a subagent's file beside its session's file); a
-// file whose owner is not in the list stays, to be read on its own.
-func dropOwned(files []string, from formats.Dialect) []string {
-	var owners []formats.Dialect
-	for _, d := range Readable() {
-		if d.Owner != nil && (from.Name == "" || d.Name == from.Name) {
-			owners = append(owners, d)
-		}
-	}
+// file whose owner is not in the list stays, to be read on its own. Each
+// file's owner is kept in known, when not nil.
+func dropOwned(files []string, from formats.Dialect, known map[string]string) []string {
+	owners := ownerDialects(from)
 	if len(owners) == 0 {
 		return files
 	}
@@ -130,18 +134,38 @@ func dropOwned(files []string, from formats.Dialect) []string {
 	}
 	out := files[:0]
 	for _, f := range files {
-		owned := false
-		for _, d := range owners {
-			if o := d.Owner(f); o != "" && o != f && listed[o] {
-				owned = true
-				break
-			}
+		o := ownerOf(owners, f)
+		if known != nil {
+			known[f] = o
 		}
-		if !owned {
+		if o == "" || !listed[o] {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+// ownerDialects are the dialects (from alone, if named) that say which
+// file owns another (Dialect.Owner).
+func ownerDialects(from formats.Dialect) []formats.Dialect {
+	var owners []formats.Dialect
+	for _, d := range Readable() {
+		if d.Owner != nil && (from.Name == "" || d.Name == from.Name) {
+			owners = append(owners, d)
+		}
+	}
+	return owners
+}
+
+// ownerOf is the file that the first of owners to know one says owns p,
+// or "".
+func ownerOf(owners []formats.Dialect, p string) string {
+	for _, d := range owners {
+		if o := d.Owner(p); o != "" && o != p {
+			return o
+		}
+	}
+	return ""
 }
 
 func matchAny(patterns []string, name string) bool {

@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // GCHeadroom is how much the heap may grow past what is live before the
@@ -74,8 +75,17 @@ func (t *gcTuner) tune() int {
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
 		live = t.sample[0].Value.Uint64()
 	}
-	return debug.SetGCPercent(gcPercent(live, GCHeadroom))
+	return debug.SetGCPercent(max(gcPercent(live, GCHeadroom), int(gcFloor.Load())))
 }
+
+// gcFloor is the least GOGC the tuning sets. A command whose live heap
+// grows with its input (sessions keeps a line for each file) raises it
+// to the runtime's default, 100: with a fixed headroom, the collector
+// would run as often at the end as at the start, each time marking more,
+// and the work would grow with the square of the files.
+var gcFloor atomic.Int32
+
+func init() { gcFloor.Store(50) }
 
 // gcPercent is the GOGC that puts the next collection at about the larger
 // of live+headroom and 1.5 times live. The runtime never collects below its

@@ -286,7 +286,9 @@ func (p *Pipeline) readJob(job *manyJob, br *bufio.Reader, dirs []formats.Dialec
 	}
 	defer f.Close()
 	in.R = f
-	src := newValidUTF8Reader(f, func(line int) {
+	// Once the conversion ends (a signal), a reader still reading its
+	// whole file stops at its next read.
+	src := newValidUTF8Reader(cancelReader{done, f}, func(line int) {
 		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
 	})
 	if br == nil {

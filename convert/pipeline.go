@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -174,7 +175,12 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		old := rep.SetWhere(func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) })
 		defer func() { rep.SetWhere(old) }()
 	}
-	src := newValidUTF8Reader(in.R, func(line int) {
+	// At a signal, what was taken from the input is still converted (see
+	// drainRead); nothing more is read, not even by a reader that reads
+	// its whole input before it gives an event (a session file): its next
+	// read ends the input.
+	stop := &stopReader{r: in.R, done: ctx.Done()}
+	src := newValidUTF8Reader(stop, func(line int) {
 		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
 	})
 	src.detecting = true
@@ -186,7 +192,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	}
 	if d.Binary {
 		// The reader takes the input's bytes as they are, from the start.
-		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(raw), in.R), 64<<10)
+		br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(raw), stop), 64<<10)
 	}
 	ropts := formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path}
 	// What br gives is valid UTF-8 (src repairs it): a reader need not
@@ -196,7 +202,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 	unmark()
 
 	if !mayBlock(in.R) && !p.readAhead(r, br) {
-		return p.convertInline(ctx, in, r, br)
+		return p.convertInline(ctx, in, r, br, stop)
 	}
 
 	// The reader runs in its own goroutine so that a signal can stop the
@@ -259,6 +265,7 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		var ok bool
 		select {
 		case <-ctx.Done():
+			p.drainRead(in, stop, batches)
 			p.closeRun(formats.Cancelled, "interrupted by a signal")
 			return ErrInterrupted
 		case batch, ok = <-batches:
@@ -333,7 +340,76 @@ func (p *Pipeline) endInput(in Input) error {
 // would only hand events over, at a cost, and a signal is seen between
 // events. As in Convert, the output is flushed whenever no more input is
 // buffered.
-func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader, br *bufio.Reader) error {
+// drainRead, at a signal, converts what the reader goroutine had taken
+// from the input and not handed over yet (what is in its buffers, up to a
+// whole record; it takes nothing more, stop ends the input there), so that
+// what was read is written: with --to otlp, the spans of an input that
+// was read to its end are delivered or spooled, none dropped. A reader
+// waiting on a producer that may never write again (a live pipe) is not
+// waited for: what it waits for was not read. The records after the
+// first error (a record cut by the stop) are not.
+func (p *Pipeline) drainRead(in Input, stop *stopReader, batches <-chan []item) {
+	if stop.stop() && mayBlock(in.R) {
+		return
+	}
+	for batch := range batches {
+		for i, it := range batch {
+			if it.err != nil {
+				if _, err := p.writeBatch(in, batch[:i]); err == nil {
+					p.flush()
+				}
+				return
+			}
+		}
+		if _, err := p.deliver(in, batch); err != nil {
+			return
+		}
+	}
+}
+
+// stopReader is an input that ends when stop is called or done is
+// closed: a signal came.
+type stopReader struct {
+	r       io.Reader
+	done    <-chan struct{}
+	mu      sync.Mutex
+	stopped bool
+	reading bool // a Read of r is under way
+}
+
+func (s *stopReader) Read(b []byte) (int, error) {
+	s.mu.Lock()
+	select {
+	case <-s.done:
+		s.stopped = true
+	default:
+	}
+	if s.stopped {
+		s.mu.Unlock()
+		return 0, io.EOF
+	}
+	s.reading = true
+	s.mu.Unlock()
+	n, err := s.r.Read(b)
+	s.mu.Lock()
+	s.reading = false
+	s.mu.Unlock()
+	return n, err
+}
+
+// stop ends the input; busy says a Read of it was under way, which may
+// wait on its producer.
+func (s *stopReader) stop() (busy bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	return s.reading
+}
+
+// convertInline reads and writes in turn, in the caller's goroutine. At a
+// signal, with stop given, what the buffer holds is still converted (see
+// drainRead); without, nothing more is.
+func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader, br *bufio.Reader, stop *stopReader) error {
 	done := ctx.Done()
 	var one [1]item
 	// A reader that reuses its events gets each back once it is written.
@@ -343,14 +419,28 @@ func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader
 	if l, ok := recycler.(formats.Lender); ok {
 		l.LendLines()
 	}
+	interrupted := false
 	for {
 		select {
 		case <-done:
-			p.closeRun(formats.Cancelled, "interrupted by a signal")
-			return ErrInterrupted
+			if stop == nil {
+				p.closeRun(formats.Cancelled, "interrupted by a signal")
+				return ErrInterrupted
+			}
+			// The rest of what was read, then no more (a regular file:
+			// stop never waits).
+			stop.stop()
+			interrupted, done = true, nil
 		default:
 		}
 		ev, err := safeNext(r)
+		if err != nil && (interrupted || ctx.Err() != nil) {
+			// What was taken is written; the reader ended at a read that
+			// the signal refused, or at the end of what it had.
+			p.flush()
+			p.closeRun(formats.Cancelled, "interrupted by a signal")
+			return ErrInterrupted
+		}
 		if ev != nil {
 			ev.Arrived = p.opts.Clock()
 		}
@@ -372,6 +462,22 @@ func (p *Pipeline) convertInline(ctx context.Context, in Input, r formats.Reader
 			return p.endInput(in)
 		}
 	}
+}
+
+// cancelReader refuses to read once done is closed, so that a reader
+// busy with its input stops at its next read.
+type cancelReader struct {
+	done <-chan struct{}
+	r    io.Reader
+}
+
+func (c cancelReader) Read(b []byte) (int, error) {
+	select {
+	case <-c.done:
+		return 0, ErrInterrupted
+	default:
+	}
+	return c.r.Read(b)
 }
 
 // mayBlock reports whether reading r can wait on a producer for ever (a

@@ -1,6 +1,8 @@
 package convert
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -115,8 +117,10 @@ type SessionInfo struct {
 	// source's where it gives one, else the price table's estimate.
 	Usage Usage `json:"-"`
 
-	// byModel splits Usage by model, for --by model.
-	byModel map[string]*Usage
+	// byModel splits Usage by model, for --by model, in the order first
+	// seen: a slice, as a session has a model or two (a map for each of
+	// 100,000 sessions was a fifth of the memory of the listing).
+	byModel []modelUsage
 	// from is the dialect of the place the file was found under, "" when
 	// it must be detected.
 	from     string
@@ -125,6 +129,22 @@ type SessionInfo struct {
 	// malformed: lines of the file could not be read; its counts leave
 	// them out.
 	malformed bool
+}
+
+// modelUsage is a session's usage of one model.
+type modelUsage struct {
+	model string
+	Usage
+}
+
+// usageOf is the session's usage of model, nil if none.
+func (s *SessionInfo) usageOf(model string) *Usage {
+	for i := range s.byModel {
+		if s.byModel[i].model == model {
+			return &s.byModel[i].Usage
+		}
+	}
+	return nil
 }
 
 // Usage is the token counts and cost of sessions, with the meanings of
@@ -213,6 +233,10 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 	} else {
 		defer stop()
 	}
+	// The list grows with the files: the collector's headroom grows with
+	// it (gcFloor).
+	old := gcFloor.Swap(100)
+	defer gcFloor.Store(old)
 	now := time.Now
 	if sys.Clock != nil {
 		now = sys.Clock
@@ -295,7 +319,7 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 		fmt.Fprintf(sys.Stderr, "agentconv sessions: skipped %d %s that no dialect reads\n", skipped, plural(skipped, "file", "files"))
 	}
 	agent := strings.ToLower(c.String("agent"))
-	var out []SessionInfo
+	out := list[:0] // in place, as the list was made
 	for _, s := range list {
 		last := s.End
 		if last.IsZero() {
@@ -338,7 +362,7 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 	case by != "" && len(out) > 0:
 		werr = printGroups(sys.Stdout, groupSessions(out, by), by, sys.getenv("HOME"))
 	case c.Bool("paths"):
-		var b strings.Builder
+		b := bufio.NewWriterSize(sys.Stdout, 64<<10)
 		end := byte('\n')
 		if c.Bool("null") {
 			end = 0
@@ -354,17 +378,20 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 			b.WriteString(s.Path)
 			b.WriteByte(end)
 		}
-		_, werr = io.WriteString(sys.Stdout, b.String())
+		werr = b.Flush()
 	case c.Bool("json"):
-		var b []byte
+		// Written as made, not gathered first: a line for each of 100,000
+		// sessions is tens of MB.
+		bw := bufio.NewWriterSize(sys.Stdout, 64<<10)
 		for _, s := range out {
 			line, err := json.Marshal(s)
 			if err != nil {
 				return fail(ExitOutput, "%v", err)
 			}
-			b = append(append(b, line...), '\n')
+			bw.Write(line)
+			bw.WriteByte('\n')
 		}
-		_, werr = sys.Stdout.Write(b)
+		werr = bw.Flush()
 	case len(out) == 0:
 		fmt.Fprintf(sys.Stderr, "agentconv sessions: no session found\n")
 	default:
@@ -462,7 +489,8 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 	}
 	owned := map[string]int64{}
 	for _, w := range walks {
-		srcs, err := dirInputs(w.dir, w.from, unreadable)
+		known := map[string]string{}
+		srcs, err := dirInputsOwned(w.dir, w.from, unreadable, known)
 		var none noFilesError
 		if errors.As(err, &none) {
 			continue // nothing there
@@ -470,10 +498,11 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 		if err != nil {
 			return nil, 0, err
 		}
+		out = slices.Grow(out, len(srcs)) // no slice twice the list's size
 		for _, s := range srcs {
 			add(s, w.from.Name)
 		}
-		for f, size := range ownedFiles(w.dir, w.from) {
+		for f, size := range ownedFiles(w.dir, w.from, known) {
 			owned[f] += size
 		}
 	}
@@ -485,13 +514,9 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 
 // ownedFiles sums, by owner, the sizes of the files under dir that another
 // file reads (Dialect.Owner): a session's size includes its subagents'.
-func ownedFiles(dir string, from formats.Dialect) map[string]int64 {
-	var owners []formats.Dialect
-	for _, d := range Readable() {
-		if d.Owner != nil && (from.Name == "" || d.Name == from.Name) {
-			owners = append(owners, d)
-		}
-	}
+// known holds the owners already asked for (dirInputsOwned), "" for none.
+func ownedFiles(dir string, from formats.Dialect, known map[string]string) map[string]int64 {
+	owners := ownerDialects(from)
 	out := map[string]int64{}
 	if len(owners) == 0 {
 		return out
@@ -500,12 +525,13 @@ func ownedFiles(dir string, from formats.Dialect) map[string]int64 {
 		if err != nil || e.IsDir() {
 			return nil
 		}
-		for _, d := range owners {
-			if o := d.Owner(p); o != "" && o != p {
-				if info, err := e.Info(); err == nil {
-					out[o] += info.Size()
-				}
-				break
+		o, ok := known[p]
+		if !ok {
+			o = ownerOf(owners, p)
+		}
+		if o != "" {
+			if info, err := e.Info(); err == nil {
+				out[o] += info.Size()
 			}
 		}
 		return nil
@@ -520,13 +546,14 @@ func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyPr
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var done ManyProgress
-	work := make(chan int)
+	work := make(chan int, 64)
 	for range max(1, min(runtime.GOMAXPROCS(0), len(files))) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			r := newSessionReader()
 			for i := range work {
-				ok[i] = readSession(&files[i], rep)
+				ok[i] = r.read(&files[i], rep)
 				mu.Lock()
 				done.Files++
 				done.Runs += files[i].Runs
@@ -541,28 +568,61 @@ func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyPr
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return files[order[a]].Bytes > files[order[b]].Bytes })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(files[b].Bytes, files[a].Bytes) })
 	for _, i := range order {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	for i, s := range files {
+	// The list in the files' place: a copy of a list of 100,000 would be
+	// tens of MB more.
+	list = files[:0]
+	for i := range files {
+		s := &files[i]
 		if s.Dialect == "-" || s.malformed {
 			failed++
 		}
 		if ok[i] {
-			list = append(list, s)
+			list = append(list, *s)
 		} else if s.Dialect == "" {
 			skipped++
 		}
 	}
+	clear(files[len(list):])
 	return list, skipped, failed
 }
 
-// readSession reads one file through a pipeline whose writer only counts;
+// sessionReader reads the session files of one worker, one after
+// another, as ConvertMany's workers read a directory's files: one buffer
+// for all of them, the head of each looked at once, and a file found
+// under a directory that its own dialect is sure of (sureDirDialect) read
+// as that one without putting it to every other dialect. Detection, and a
+// buffer of 64 KiB made and cleared for each file, were most of the work
+// of a small file, and the garbage of the buffers made the collector run
+// through the list read so far ever more often as it grew.
+type sessionReader struct {
+	br   *bufio.Reader
+	dirs []formats.Dialect
+}
+
+func newSessionReader() *sessionReader {
+	r := &sessionReader{br: bufio.NewReaderSize(eofReader{}, formats.DetectSize)}
+	for _, d := range Readable() {
+		if d.DirFiles != "" && d.Detect != nil {
+			r.dirs = append(r.dirs, d)
+		}
+	}
+	return r
+}
+
+// eofReader is an empty input: the buffer's before its first file.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
+
+// read reads one file through a pipeline whose writer only counts;
 // false: the file is not a session (no dialect reads it, or it failed).
-func readSession(s *SessionInfo, rep *formats.Report) bool {
+func (r *sessionReader) read(s *SessionInfo, rep *formats.Report) bool {
 	plain := *s
 	f, err := openInput(s.Path)
 	if err != nil {
@@ -573,11 +633,11 @@ func readSession(s *SessionInfo, rep *formats.Report) bool {
 	defer f.Close()
 	// A file of an agent's place is of its dialect: read as such, without
 	// detection, unless that fails.
-	p, w, err := readAs(s, f, s.from)
+	p, w, err := r.readAs(s, f, s.from)
 	if s.from != "" && (err != nil || s.Runs == 0 || len(p.Result().Skipped) > 0) {
 		if _, serr := f.Seek(0, io.SeekStart); serr == nil {
 			*s = plain
-			p, w, err = readAs(s, f, "")
+			p, w, err = r.readAs(s, f, "")
 		}
 	}
 	var de *detectError
@@ -609,8 +669,11 @@ func readSession(s *SessionInfo, rep *formats.Report) bool {
 }
 
 // readAs reads a session file of dialect from, or of the dialect detected
-// when from is "".
-func readAs(s *SessionInfo, r io.Reader, from string) (*Pipeline, *sessionStats, error) {
+// when from is "". A regular file is read through the worker's buffer,
+// its head looked at once; anything else (a FIFO named on the command
+// line), and a binary dialect, whose reader wants the bytes as they are,
+// through Pipeline.Convert.
+func (r *sessionReader) readAs(s *SessionInfo, f *os.File, from string) (*Pipeline, *sessionStats, error) {
 	view := &formats.RunView{}
 	w := &sessionStats{s: s, view: view, prices: prices.Default()}
 	quiet := formats.NewReport(io.Discard)
@@ -620,11 +683,56 @@ func readAs(s *SessionInfo, r io.Reader, from string) (*Pipeline, *sessionStats,
 	}
 	p := NewPipeline(w, formats.Dialect{Name: "sessions"}, o)
 	w.p = p
-	err := p.Convert(context.Background(), Input{Name: s.Path, R: r, Path: s.Path})
+	in := Input{Name: s.Path, R: f, Path: s.Path}
+	err := p.convertFile(in, r, s.walked)
 	if err == nil {
 		err = p.Close()
 	}
 	return p, w, err
+}
+
+// convertFile reads a file into the pipeline through the reader's buffer.
+func (p *Pipeline) convertFile(in Input, r *sessionReader, walked bool) error {
+	f := in.R.(*os.File)
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return p.Convert(context.Background(), in)
+	}
+	rep := p.opts.Report
+	old := rep.SetWhere(func(line int) string { return fmt.Sprintf("%s:%d: ", in.Name, line) })
+	defer func() { rep.SetWhere(old) }()
+	src := newValidUTF8Reader(f, func(line int) {
+		rep.Warn(line, "invalid UTF-8; each bad byte is replaced with U+FFFD (reported once per input)")
+	})
+	src.detecting = true
+	br := r.br
+	br.Reset(src)
+	head, err := br.Peek(formats.DetectSize)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return &InputError{File: in.Name, Msg: err.Error()}
+	}
+	var d formats.Dialect
+	sure := false
+	if walked && p.opts.From.Name == "" {
+		d, sure = sureDirDialect(head, in.Path, r.dirs)
+	}
+	if !sure {
+		if d, err = dialectOfHead(in, br, head, p.opts.From, rep); err != nil {
+			src.detected(false)
+			return err
+		}
+	}
+	if d.Binary {
+		// Its reader takes the input's bytes as they are, from the start.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return &InputError{File: in.Name, Msg: err.Error()}
+		}
+		return p.Convert(context.Background(), in)
+	}
+	src.detected(false)
+	unmark := formats.MarkValidUTF8(br)
+	rd := d.NewReader(br, formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path})
+	unmark()
+	return p.convertInline(context.Background(), in, rd, br, nil)
 }
 
 // sessionStats is the writer of readSession: it counts what the run view
@@ -718,14 +826,11 @@ func (w *sessionStats) runUsage() {
 			s.Models = append(s.Models, m)
 		}
 	}
-	if s.byModel == nil {
-		s.byModel = map[string]*Usage{}
-	}
 	add := func(model string, u Usage) {
-		t := s.byModel[model]
+		t := s.usageOf(model)
 		if t == nil {
-			t = &Usage{}
-			s.byModel[model] = t
+			s.byModel = append(s.byModel, modelUsage{model: model})
+			t = &s.byModel[len(s.byModel)-1].Usage
 		}
 		t.add(u)
 		s.Usage.add(u)
@@ -867,8 +972,8 @@ var groupBy = map[string]func(s *SessionInfo) []string{
 	"project": func(s *SessionInfo) []string { return []string{orDash(s.Project)} },
 	"model": func(s *SessionInfo) []string {
 		var out []string
-		for m := range s.byModel {
-			out = append(out, orUnnamed(m))
+		for _, m := range s.byModel {
+			out = append(out, orUnnamed(m.model))
 		}
 		if len(out) == 0 {
 			out = []string{"-"}
@@ -912,9 +1017,9 @@ func groupSessions(list []SessionInfo, by string) []Group {
 			}
 			g.Sessions++
 			if by == "model" {
-				if u := s.byModel[k]; u != nil {
+				if u := s.usageOf(k); u != nil {
 					g.Usage.add(*u)
-				} else if u := s.byModel[""]; k == orUnnamed("") && u != nil {
+				} else if u := s.usageOf(""); k == orUnnamed("") && u != nil {
 					g.Usage.add(*u)
 				}
 				continue

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -162,7 +165,7 @@ func (l *LineReader) readLine() ([]byte, error) {
 			// A malformed line, which --lenient skips.
 			return nil, &LineError{Line: l.line, Msg: ErrLineTooLong.Error(), Err: ErrLineTooLong}
 		}
-		l.buf = append(l.buf, b...)
+		l.buf = appendDoubling(l.buf, b)
 		switch err {
 		case nil:
 			return l.buf[:len(l.buf)-1], nil
@@ -172,6 +175,18 @@ func (l *LineReader) readLine() ([]byte, error) {
 			return l.buf, err
 		}
 	}
+}
+
+// appendDoubling appends b to buf, doubling buf when it is full: append
+// grows a large slice by a quarter, and gathering a 200 MB line that way
+// allocated 1.1 GB; doubling allocates at most twice the line.
+func appendDoubling(buf, b []byte) []byte {
+	if n := len(buf) + len(b); n > cap(buf) {
+		grown := make([]byte, len(buf), max(n, 2*cap(buf)))
+		copy(grown, buf)
+		buf = grown
+	}
+	return append(buf, b...)
 }
 
 func isBlank(b []byte) bool {
@@ -184,18 +199,135 @@ func isBlank(b []byte) bool {
 }
 
 // Unmarshal decodes one JSON record into v and turns a decoding error into
-// a LineError that says what is wrong in words a user can act on.
+// a LineError that says what is wrong in words a user can act on. It is
+// Report.Unmarshal without a report: numbers that do not fit their fields
+// are read as not given, unsaid.
 func Unmarshal(line int, data []byte, v any) *LineError {
-	if err := json.Unmarshal(data, v); err != nil {
-		return Errorf(line, "not valid JSON (%s): %s", shorten(err.Error(), 120), Snippet(data))
+	return (*Report)(nil).Unmarshal(line, data, v)
+}
+
+// maxOdd is the most numbers of one record that Report.Unmarshal reads
+// again; it reads a record again for each, so fewer in a large one.
+const maxOdd = 1000
+
+// Unmarshal decodes one JSON record into v and turns a decoding error into
+// a LineError that says what is wrong in words a user can act on. A number
+// that is not what the field it goes into holds is read again: a whole
+// number written as a fraction or with an exponent (12.0, 1e18) is that
+// whole number; one that is not whole or does not fit (a token count of
+// 1.5, 1e400, a whole number beyond int64) is read as not given, with a
+// warning naming the field and the number. One odd number costs that
+// number, not the record and not the run.
+func (r *Report) Unmarshal(line int, data []byte, v any) *LineError {
+	err := json.Unmarshal(data, v)
+	if err == nil {
+		return nil
 	}
-	return nil
+	var odd []string
+	fixed := data
+	for tries := 0; tries < maxOdd && tries*len(data) < 1<<30; tries++ {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) || !strings.HasPrefix(te.Value, "number ") {
+			break
+		}
+		start, end, ok := numberBefore(fixed, te.Offset)
+		if !ok || "number "+string(fixed[start:end]) != te.Value {
+			// A type's own UnmarshalJSON gives offsets in its part of
+			// the record: find the member by its name and number.
+			if start, end, ok = member(fixed, te.Field, strings.TrimPrefix(te.Value, "number ")); !ok {
+				break
+			}
+		}
+		num := string(fixed[start:end])
+		with := "null"
+		if f, err := strconv.ParseFloat(num, 64); err == nil && f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 &&
+			strings.ContainsAny(num, ".eE") {
+			with = strconv.FormatInt(int64(f), 10)
+		} else {
+			odd = append(odd, te.Field+" "+num)
+		}
+		fixed = append(append(append(make([]byte, 0, len(fixed)+len(with)), fixed[:start]...), with...), fixed[end:]...)
+		if err = json.Unmarshal(fixed, v); err == nil {
+			if len(odd) > 0 {
+				more := ""
+				if len(odd) > 3 {
+					odd, more = odd[:3], fmt.Sprintf(" and %d more", len(odd)-3)
+				}
+				r.Warn(line, "numbers that are not what their fields hold (%s%s): read as not given", strings.Join(odd, ", "), more)
+			}
+			return nil
+		}
+	}
+	return Errorf(line, "not valid JSON (%s): %s", shorten(err.Error(), 120), Snippet(data))
+}
+
+// numberBefore finds the JSON number that ends at end, where the decoder
+// stopped at a number of the wrong type, and checks that it is a value: an
+// object's member or an array's element.
+func numberBefore(data []byte, end int64) (int, int, bool) {
+	if end <= 0 || end > int64(len(data)) {
+		return 0, 0, false
+	}
+	e := int(end)
+	s := e
+	for s > 0 && strings.IndexByte("0123456789+-.eE", data[s-1]) >= 0 {
+		s--
+	}
+	if s == e || data[s] != '-' && (data[s] < '0' || data[s] > '9') {
+		return 0, 0, false
+	}
+	if e < len(data) && strings.IndexByte(",}] \t\r\n", data[e]) < 0 {
+		return 0, 0, false
+	}
+	p := s
+	for p > 0 && strings.IndexByte(" \t\r\n", data[p-1]) >= 0 {
+		p--
+	}
+	if p == 0 || strings.IndexByte(":,[", data[p-1]) < 0 {
+		return 0, 0, false
+	}
+	return s, e, true
+}
+
+// member finds the first member of data named as the last part of field
+// (usage.output_tokens) whose value is the number num.
+func member(data []byte, field, num string) (int, int, bool) {
+	key := []byte(strconv.Quote(field[strings.LastIndexByte(field, '.')+1:]))
+	for from := 0; ; {
+		i := bytes.Index(data[from:], key)
+		if i < 0 {
+			return 0, 0, false
+		}
+		p := from + i + len(key)
+		from = p
+		for p < len(data) && strings.IndexByte(" \t\r\n", data[p]) >= 0 {
+			p++
+		}
+		if p == len(data) || data[p] != ':' {
+			continue
+		}
+		p++
+		for p < len(data) && strings.IndexByte(" \t\r\n", data[p]) >= 0 {
+			p++
+		}
+		if bytes.HasPrefix(data[p:], []byte(num)) {
+			if s, e, ok := numberBefore(data, int64(p+len(num))); ok && s == p {
+				return s, e, true
+			}
+		}
+	}
 }
 
 // UnmarshalObject is Unmarshal for a record that must be a JSON object (a
 // struct decodes null, or nothing at all, without an error).
 func UnmarshalObject(line int, data []byte, v any) *LineError {
-	if err := Unmarshal(line, data, v); err != nil {
+	return (*Report)(nil).UnmarshalObject(line, data, v)
+}
+
+// UnmarshalObject is Report.Unmarshal for a record that must be a JSON
+// object (a struct decodes null, or nothing at all, without an error).
+func (r *Report) UnmarshalObject(line int, data []byte, v any) *LineError {
+	if err := r.Unmarshal(line, data, v); err != nil {
 		return err
 	}
 	if len(data) == 0 || data[0] != '{' {

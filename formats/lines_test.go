@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/goccy/go-json"
 )
 
 // readLines reads every line, and the line number of each.
@@ -284,3 +286,57 @@ func TestMarkValidUTF8(t *testing.T) {
 		t.Fatal("an unmarked input is still taken as valid UTF-8")
 	}
 }
+
+// oddUsage has a type of its own decoding, as readers' messages do: the
+// decoder's offsets are then in its part of the record.
+type oddUsage struct{ U struct{ In, Out *int64 } }
+
+func (o *oddUsage) UnmarshalJSON(b []byte) error {
+	var v struct {
+		In  *int64 `json:"in"`
+		Out *int64 `json:"out"`
+	}
+	err := json.Unmarshal(b, &v)
+	o.U.In, o.U.Out = v.In, v.Out
+	return err
+}
+
+// TestUnmarshalOddNumbers: a number that is not what its field holds is
+// read as not given with a warning, or as the whole number it writes
+// another way; the record is not lost.
+func TestUnmarshalOddNumbers(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		in1     *int64
+		out     *int64
+		warning string
+	}{
+		{`{"m":{"in":1.5,"out":7}}`, nil, ptr(7), "in 1.5"},
+		{`{"m":{"in":12.0,"out":1e3}}`, ptr(12), ptr(1000), ""},
+		{`{"m":{"in":1e400, "out" : 99999999999999999999}}`, nil, nil, "in 1e400, out 99999999999999999999"},
+		{`{"m":{"in":-2.5,"out":-3}}`, nil, ptr(-3), "in -2.5"},
+	} {
+		var v struct {
+			M oddUsage `json:"m"`
+		}
+		var w bytes.Buffer
+		if err := NewReport(&w).Unmarshal(1, []byte(c.in), &v); err != nil {
+			t.Errorf("%s: %v", c.in, err)
+			continue
+		}
+		if !same(v.M.U.In, c.in1) || !same(v.M.U.Out, c.out) {
+			t.Errorf("%s: in %v, out %v", c.in, v.M.U.In, v.M.U.Out)
+		}
+		if got := w.String(); c.warning == "" && got != "" || !strings.Contains(got, c.warning) {
+			t.Errorf("%s: warning %q, want one naming %q", c.in, got, c.warning)
+		}
+	}
+	var v struct{ N int64 }
+	if err := NewReport(io.Discard).Unmarshal(1, []byte(`{"N":"a string"}`), &v); err == nil {
+		t.Error("a string for a number is not a number of the wrong kind")
+	}
+}
+
+func ptr(n int64) *int64 { return &n }
+
+func same(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }

@@ -2,12 +2,14 @@ package otel_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -464,6 +466,53 @@ func TestProcessEnvironmentChangesNothing(t *testing.T) {
 			if e := hs["grpc-encoding"] + hs["content-encoding"]; e != "" {
 				t.Errorf("compressed with %s, from the process environment", e)
 			}
+		})
+	}
+}
+
+// TestSignalDeliversWhatWasTaken: a signal while a file read from
+// otlp-json is being converted, in the middle of what the pipeline had
+// taken from it: every span of the whole lines taken is delivered, none
+// dropped, and none of the lines it had not taken. What was taken and not
+// yet parsed was dropped.
+func TestSignalDeliversWhatWasTaken(t *testing.T) {
+	in, _ := spanInput(t, 1<<20, 200)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{1, 30, 200} {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			exp := tracetest.NewInMemoryExporter()
+			rep := discardReport()
+			w := otel.ExportWriter(memExporter{exp}, formats.WriteOptions{Report: rep, Getenv: func(string) string { return "" }})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			events := 0
+			clock := func() time.Time {
+				if events++; events == at {
+					cancel()
+				}
+				return formats.FixedEpoch
+			}
+			p := convert.NewPipeline(w, otel.OTLP, convert.Options{From: otel.OTLPJSON, Report: rep, Clock: clock})
+			r := bytes.NewReader(data)
+			if err := p.Convert(ctx, convert.Input{Name: "in", R: r}); !errors.Is(err, convert.ErrInterrupted) {
+				t.Fatalf("Convert = %v, want ErrInterrupted", err)
+			}
+			if err := p.Interrupt(); err != nil {
+				t.Fatal(err)
+			}
+			taken := data[:len(data)-r.Len()]
+			taken = taken[:bytes.LastIndexByte(taken, '\n')+1]
+			if r.Len() == 0 {
+				t.Fatalf("the whole input (%d bytes) was taken before the signal", len(data))
+			}
+			delivered := map[string]int{}
+			for _, s := range exp.GetSpans() {
+				delivered[s.SpanContext.TraceID().String()+"/"+s.SpanContext.SpanID().String()]++
+			}
+			checkAccounts(t, spanIDsOf(t, taken), delivered, nil)
 		})
 	}
 }

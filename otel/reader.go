@@ -111,8 +111,9 @@ func (r *reader) Next() (*formats.Event, error) {
 				if spans := r.traces[tid]; len(spans) > 0 {
 					r.replay(spans)
 				}
+				delete(r.traces, tid)
 			}
-			r.traces = map[string][]readSpan{}
+			r.order = nil
 			r.flushRecords()
 			continue
 		}
@@ -143,9 +144,14 @@ func (r *reader) Next() (*formats.Event, error) {
 			r.traces[s.TraceID] = append(r.traces[s.TraceID], s)
 			if s.ParentSpanID == "" {
 				r.replay(r.traces[s.TraceID])
-				r.traces[s.TraceID] = nil
+				// Forgotten once replayed, so that what is held follows
+				// the runs under way, not the spool's size (a span of the
+				// trace that comes later waits for the end, as one
+				// without its root).
+				delete(r.traces, s.TraceID)
 			}
 		}
+		r.pruneOrder()
 		if len(r.queue) == 0 && len(req.spans()) == 0 {
 			r.flushRecords()
 		}
@@ -153,6 +159,23 @@ func (r *reader) Next() (*formats.Event, error) {
 	ev := r.queue[0]
 	r.queue = r.queue[1:]
 	return ev, nil
+}
+
+// pruneOrder drops from order the traces replayed, once they are most of
+// it: its length stays within twice the traces held, at a cost spread
+// over the spans read.
+func (r *reader) pruneOrder() {
+	if len(r.order) <= 2*len(r.traces)+64 {
+		return
+	}
+	kept := r.order[:0]
+	for _, tid := range r.order {
+		if _, ok := r.traces[tid]; ok {
+			kept = append(kept, tid)
+		}
+	}
+	clear(r.order[len(kept):])
+	r.order = kept
 }
 
 // flushRecords gives records that no event carried a Raw event each, so

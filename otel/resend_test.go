@@ -3,13 +3,17 @@ package otel_test
 import (
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/agentconv/agentconv/convert"
+	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/otel"
 	"github.com/goccy/go-json"
 	collpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -246,4 +250,57 @@ func TestResendKeepsTheSpans(t *testing.T) {
 		})
 	}
 	t.Logf("%d spans, %d chat spans, %d message attributes", len(want), chats, messages)
+}
+
+// TestResendHoldsTheRunsUnderWay: reading a spool (or any otlp-json) holds
+// the spans of the runs whose root has not come, and the ids of those
+// traces, never the traces already replayed: what a resend holds does not
+// grow with the spool. Before, every trace id stayed (resending 55, 110
+// and 149 MB spools peaked at 77, 90 and 108 MB).
+func TestResendHoldsTheRunsUnderWay(t *testing.T) {
+	perRun, _ := spanInput(t, 3<<20, 200)
+	// A spool as the sink writes it: batches of up to 1,024 spans, a run
+	// split across them.
+	spool := filepath.Join(t.TempDir(), "spool.otlp.jsonl")
+	var errb strings.Builder
+	code := convert.Run([]string{"agentconv", "--from", "otlp-json", "--to", "otlp", "--otlp-endpoint", "http://127.0.0.1:1",
+		"--otlp-timeout", "100ms", "--otlp-spool", spool, perRun},
+		convert.Sys{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &errb, Getenv: func(string) string { return "" }})
+	if code != convert.ExitOutput {
+		t.Fatalf("making the spool: exit %d: %s", code, errb.String())
+	}
+	for _, in := range []string{perRun, spool} {
+		t.Run(filepath.Base(in), func(t *testing.T) {
+			f, err := os.Open(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			r := otel.OTLPJSON.NewReader(f, formats.ReadOptions{Dialect: otel.OTLPJSON.Name, Report: discardReport()})
+			runs, maxTraces, maxOrder, maxSpans := 0, 0, 0, 0
+			for {
+				e, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Kind == formats.RunEnd {
+					runs++
+				}
+				traces, order, held := otel.ReaderHeld(r)
+				maxTraces, maxOrder, maxSpans = max(maxTraces, traces), max(maxOrder, order), max(maxSpans, held)
+			}
+			if runs < 200 {
+				t.Fatalf("only %d runs: too few to tell", runs)
+			}
+			// A batch line may start a few runs past the one it ends.
+			const k = 8
+			if maxTraces > k || maxOrder > 2*k+64 {
+				t.Errorf("%d runs read; held at most %d traces and %d trace ids, want at most %d and %d", runs, maxTraces, maxOrder, k, 2*k+64)
+			}
+			t.Logf("%d runs; held at most %d traces, %d ids, %d spans", runs, maxTraces, maxOrder, maxSpans)
+		})
+	}
 }

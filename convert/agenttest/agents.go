@@ -143,6 +143,7 @@ type Outcome struct {
 	Stdout []byte
 	Stderr []byte
 	Exit   int
+	CPU    time.Duration // the process's CPU time, its children's included
 }
 
 // Exec runs the agent with args in work, with env, for at most limit.
@@ -158,6 +159,9 @@ func Exec(ctx context.Context, bin string, args, env []string, work string, limi
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	r := Outcome{Args: args, Stdout: out.Bytes(), Stderr: errb.Bytes()}
+	if ps := cmd.ProcessState; ps != nil {
+		r.CPU = ps.UserTime() + ps.SystemTime()
+	}
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:

@@ -1,9 +1,14 @@
 package agenttest
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 // BenchmarkAgents measures how long one scenario takes each installed pin,
@@ -33,4 +38,39 @@ func BenchmarkAgents(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAgentTests measures the agents' tests whole: TestAgents and
+// TestResume, every scenario of every installed pin in every mode and the
+// resume matrix, run by this test binary as go test runs them
+// (go test ./convert/agenttest -run '^$' -bench AgentTests -benchtime 1x).
+// It reports the seconds they take (s/tests), and the CPU time the tests
+// and the agents took (cpu-s/tests).
+func BenchmarkAgentTests(b *testing.B) {
+	pins, err := Pins()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !slices.ContainsFunc(pins, func(p Pin) bool { return p.Path() != "" }) {
+		b.Skip("no agent is installed: run .ci/agents")
+	}
+	args := []string{"-test.run", "^Test(Agents|Resume)$", "-test.timeout", "60m"}
+	if *only != "" {
+		args = append(args, "-agent", *only)
+	}
+	var wall, cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Dir = filepath.Join(Root(), "convert", "agenttest")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("the agents' tests fail (%v):\n%s", err, tail(out.Bytes()))
+		}
+		wall += time.Since(start)
+		cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	b.ReportMetric(wall.Seconds()/float64(b.N), "s/tests")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/tests")
 }

@@ -41,6 +41,7 @@ type Capture struct {
 	Meta     Meta
 	Scenario Scenario
 	Log      []Request
+	CPU      time.Duration // the agent's CPU time in this run (not kept)
 }
 
 // Limit is how long one agent process may take.
@@ -82,7 +83,7 @@ func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, 
 	storeDir, storeDialect := fam.Store(pin)
 	c := &Capture{Dir: dir, Scenario: sc, Meta: Meta{Agent: pin.Agent, Version: pin.Version, Scenario: sc.Name, Mode: mode.Name,
 		Dialect: mode.Dialect, Store: storeDir, StoreDialect: storeDialect, Work: work, Home: home}}
-	out, err := Exec(ctx, bin, fam.Args(pin, mode, sc), env, work, Limit)
+	out, err := srv.Exec(ctx, bin, fam.Args(pin, mode, sc), env, work, Limit)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s %s: %w", pin, sc.Name, mode.Name, err)
 	}
@@ -97,7 +98,7 @@ func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, 
 		if c.Meta.Session == "" {
 			return nil, fmt.Errorf("%s %s %s: no session id to resume; stdout: %s stderr: %s", pin, sc.Name, mode.Name, tail(out.Stdout), tail(out.Stderr))
 		}
-		out, err := Exec(ctx, bin, fam.ResumeArgs(pin, mode, c.Meta.Session, sc.Resume), env, work, Limit)
+		out, err := srv.Exec(ctx, bin, fam.ResumeArgs(pin, mode, c.Meta.Session, sc.Resume), env, work, Limit)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s %s resume: %w", pin, sc.Name, mode.Name, err)
 		}
@@ -123,6 +124,7 @@ func Run(ctx context.Context, pin Pin, fam Family, mode Mode, sc Scenario, tmp, 
 }
 
 func (c *Capture) keep(out Outcome, name string) error {
+	c.CPU += out.CPU
 	c.Meta.Runs = append(c.Meta.Runs, RunMeta{Args: out.Args, Exit: out.Exit, Stdout: name})
 	if err := os.WriteFile(filepath.Join(c.Dir, name), out.Stdout, 0o644); err != nil {
 		return err

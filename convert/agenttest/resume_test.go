@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // resumeScenarios are the captures whose sessions the agents resume: one
@@ -103,37 +104,45 @@ func resumeSources(t *testing.T) []source {
 // conversation: its prompts, texts and calls, each call paired with its
 // result, in order, and nothing else.
 func TestResume(t *testing.T) {
+	t.Parallel() // with TestAgents
 	pins, err := Pins()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sources := resumeSources(t)
-	sem := make(chan struct{}, parallelAgents)
+	var times timings
+	start := time.Now()
+	t.Cleanup(func() { times.report(t, start) })
 	for _, pin := range pins {
 		fam, ok := Families[pin.Agent]
 		res, resumes := fam.(Resumer)
 		if !ok || !resumes || !slices.Contains(resumers, pin.String()) || (*only != "" && pin.Agent != *only) {
 			continue
 		}
-		t.Run(pin.String(), func(t *testing.T) {
-			t.Parallel()
-			if pin.Path() == "" {
+		if pin.Path() == "" {
+			t.Run(pin.String(), func(t *testing.T) {
 				if os.Getenv("CI") == "true" {
 					t.Fatalf("%s is not installed in %s: .ci/agents must install every pin", pin, Cache())
 				}
 				t.Skipf("%s is not installed: run .ci/agents", pin)
+			})
+			continue
+		}
+		for _, src := range sources {
+			if few, ok := fewSources[pin.Agent]; ok && src.truth != nil && !slices.Contains(few, src.truth.Meta.Scenario) {
+				continue
 			}
-			for _, src := range sources {
-				if few, ok := fewSources[pin.Agent]; ok && src.truth != nil && !slices.Contains(few, src.truth.Meta.Scenario) {
-					continue
-				}
-				t.Run(src.name, func(t *testing.T) {
-					t.Parallel()
-					defer slot(pin, sem)()
-					resume(t, pin, fam, res, src)
-				})
-			}
-		})
+			t.Run(pin.String()+"/"+src.name, func(t *testing.T) {
+				tk := agents.ticket(pin.Agent, resumeSeconds(pin))
+				defer tk.release()
+				t.Parallel()
+				queued := time.Now()
+				tk.wait()
+				began := time.Now()
+				cpu := resume(t, pin, fam, res, src, tk)
+				times.add(t, timing{pin.String() + " " + src.name, began.Sub(queued), time.Since(began), cpu, 0})
+			})
+		}
 	}
 }
 
@@ -143,7 +152,9 @@ var resumeScenario = Scenario{Name: "resume-matrix", Threads: []Thread{{Name: "m
 
 const resumePrompt = MainMark + ": go on from where you stopped"
 
-func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
+// resume runs the resume of src by pin, in tk's slot, which it releases
+// when the agent is done; it returns the agent's CPU time.
+func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source, tk *ticket) (cpu time.Duration) {
 	tmp := t.TempDir()
 	home, work := filepath.Join(tmp, "home"), filepath.Join(tmp, "work")
 	for _, d := range []string{home, work, filepath.Join(home, "tmp")} {
@@ -179,20 +190,23 @@ func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
 	if imp, ok := fam.(Importer); ok {
 		files, _ := filepath.Glob(filepath.Join(dir, "*"))
 		for _, f := range files {
-			out, err := Exec(context.Background(), pin.Path(), imp.ImportArgs(pin, f), env, work, Limit)
+			out, err := srv.Exec(context.Background(), pin.Path(), imp.ImportArgs(pin, f), env, work, Limit)
 			if err != nil {
 				t.Fatal(err)
 			}
+			cpu += out.CPU
 			if out.Exit != 0 {
 				t.Fatalf("%s import %s exits %d: %s%s", pin, f, out.Exit, tail(out.Stdout), tail(out.Stderr))
 			}
 		}
 	}
 	id := convertedSession(t, dir)
-	out, err := Exec(context.Background(), pin.Path(), fam.ResumeArgs(pin, fam.Modes(pin)[0], id, resumePrompt), env, work, Limit)
+	out, err := srv.Exec(context.Background(), pin.Path(), fam.ResumeArgs(pin, fam.Modes(pin)[0], id, resumePrompt), env, work, Limit)
+	tk.release()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cpu += out.CPU
 	var first *Request
 	for _, r := range srv.Log() {
 		if r.Thread == "main" {
@@ -244,6 +258,7 @@ func resume(t *testing.T, pin Pin, fam Family, res Resumer, src source) {
 	if !slices.Equal(got, want) {
 		k.fail("resume/history", "the resumed history is\n  %v\nthe source's is\n  %v", got, want)
 	}
+	return cpu
 }
 
 // convertedSession is the id of the session agentconv wrote under dir.

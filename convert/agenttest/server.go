@@ -12,10 +12,13 @@
 package agenttest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -193,6 +196,9 @@ func Register(match func(path string) bool, api API) {
 	routes = append(routes, route{match, api})
 }
 
+// RetryAfter is the milliseconds after which a failure says to retry.
+const RetryAfter = 50
+
 // Server is a scripted model server on 127.0.0.1.
 type Server struct {
 	URL string // http://127.0.0.1:PORT
@@ -201,6 +207,7 @@ type Server struct {
 	scenario Scenario
 	log      []Request
 	attempts map[string]int
+	arrivals []arrival // who waits for the log to grow
 	srv      *http.Server
 	ln       net.Listener
 	// Other answers paths no API claims (a model list, a user); nil: 404.
@@ -237,6 +244,63 @@ func (s *Server) Log() []Request {
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.log...)
 }
+
+// arrival is a channel closed when the log holds more than after requests.
+type arrival struct {
+	after int
+	ch    chan struct{}
+}
+
+// Arrived returns a channel that is closed when the server has received
+// more than n requests.
+func (s *Server) Arrived(n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	if len(s.log) > n {
+		close(ch)
+	} else {
+		s.arrivals = append(s.arrivals, arrival{n, ch})
+	}
+	return ch
+}
+
+// Requests is the number of requests received so far.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.log)
+}
+
+// Exec runs an agent process of the server's, as Exec does, in one of
+// Starts's slots from its start until it sends the server a request (its
+// start is over: it waits for the model from then on) or ends.
+func (s *Server) Exec(ctx context.Context, bin string, args, env []string, work string, limit time.Duration) (Outcome, error) {
+	if Starts == nil {
+		return Exec(ctx, bin, args, env, work, limit)
+	}
+	Starts <- struct{}{}
+	var once sync.Once
+	free := func() { once.Do(func() { <-Starts }) }
+	defer free()
+	done := make(chan struct{})
+	defer close(done)
+	go func(arrived <-chan struct{}) {
+		select {
+		case <-arrived:
+			free()
+		case <-done:
+		}
+	}(s.Arrived(s.Requests()))
+	return Exec(ctx, bin, args, env, work, limit)
+}
+
+// Starts, if not nil, bounds how many agent processes start at once: an
+// agent's CPU is mostly its start (a Node process compiles megabytes of
+// JavaScript, AdaL starts a Python back end), and starts that share the
+// cores with many others take long enough to fail (AdaL gives its back
+// end 60 s). A process holds its slot until its first request.
+var Starts chan struct{}
 
 // Sent sums the usage the server sent to one thread ("" for all but side).
 func (s *Server) Sent(thread string) Usage {
@@ -320,6 +384,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.log = append(s.log, req)
+	s.arrivals = slices.DeleteFunc(s.arrivals, func(a arrival) bool {
+		if len(s.log) > a.after {
+			close(a.ch)
+			return true
+		}
+		return false
+	})
 	s.mu.Unlock()
 
 	switch {
@@ -327,6 +398,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if fail.Message == "" {
 			fail.Message = fmt.Sprintf("scripted failure %d", fail.Status)
 		}
+		// When to try again, as the APIs say it (Anthropic's and OpenAI's
+		// SDKs read retry-after-ms, and retry-after in seconds; agents of
+		// their own retry-after): soon, so that an agent that honours it
+		// retries at once, rather than after its own backoff of seconds.
+		w.Header().Set("retry-after-ms", strconv.Itoa(RetryAfter))
+		w.Header().Set("retry-after", "0")
 		api.WriteFailure(w, &req, *fail)
 	case th == nil:
 		api.WriteSide(w, &req, rep)

@@ -77,7 +77,7 @@ func (r *reader) readRecord() error {
 	}
 	n := r.lines.Line()
 	var m message
-	if err := formats.UnmarshalObject(n, line, &m); err != nil {
+	if err := r.opts.Report.UnmarshalObject(n, line, &m); err != nil {
 		return err
 	}
 	if m.JSONRPC == "" {
@@ -88,7 +88,7 @@ func (r *reader) readRecord() error {
 		}
 		if json.Unmarshal(line, &env) == nil && len(env.Payload) > 0 && env.Payload[0] == '{' {
 			m = message{}
-			if err := formats.UnmarshalObject(n, env.Payload, &m); err != nil {
+			if err := r.opts.Report.UnmarshalObject(n, env.Payload, &m); err != nil {
 				return err
 			}
 		}

@@ -33,7 +33,7 @@ type writer struct {
 	// said is the main agent's last text that went out in chunks, and
 	// saying that its chunks still come (the deltas of one message), so
 	// that the run's answer is sent only when it is not that text.
-	said   string
+	said   formats.Text
 	saying bool
 	// sid is the session id the run's messages name.
 	sid string
@@ -83,7 +83,8 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		clear(w.asked)
 		clear(w.streamed)
 		clear(w.streamedThought)
-		w.said, w.sid = "", ""
+		w.said.Reset()
+		w.sid = ""
 	case formats.UserMessage:
 		if e.Agent != "" {
 			return nil // the pipeline reports it (SubagentPrompts)
@@ -93,9 +94,10 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Agent == "" {
 			w.streamed[e.Agent] = true
 			if w.saying {
-				w.said += e.Piece()
+				w.said.Add(e.Piece())
 			} else {
-				w.said, w.saying = e.Piece(), true
+				w.said.Set(e.Piece())
+				w.saying = true
 			}
 			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Piece())})
 		}
@@ -166,7 +168,7 @@ func (w *writer) message(e *formats.Event) error {
 		}
 	}
 	if e.MessageText() != "" && e.Agent == "" {
-		w.said = e.MessageText()
+		w.said.Set(e.MessageText())
 		if !streamed {
 			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.MessageText())})
 		}
@@ -327,13 +329,13 @@ func usageMeta(u formats.UsageInfo) map[string]any {
 // in _meta.
 func (w *writer) end(e *formats.Event, v *formats.RunView) error {
 	a := v.Answer()
-	if strings.TrimSpace(a) != "" && strings.TrimSpace(a) != strings.TrimSpace(w.said) &&
+	if strings.TrimSpace(a) != "" && strings.TrimSpace(a) != strings.TrimSpace(w.said.String()) &&
 		(v.Status == formats.Completed || a != v.Failure && !slices.Contains(v.Errors, a)) {
 		// A client shows the user the chunks: the answer is one, unless
 		// it is the text the last chunks said (or the error the
 		// response says). _meta marks it, so that it is read back as the
 		// answer, not as more of the message before it.
-		w.said = a
+		w.said.Set(a)
 		if err := w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(a),
 			"_meta": map[string]any{metaKey: map[string]any{"answer": true}}}); err != nil {
 			return err

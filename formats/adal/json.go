@@ -80,7 +80,7 @@ func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 // decodeObject queues the events of one object: its run.
 func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report) error {
 	var o finalObject
-	if err := formats.Unmarshal(n, b, &o); err != nil {
+	if err := report.Unmarshal(n, b, &o); err != nil {
 		return err
 	}
 	q.Add(&formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: formats.Deref(o.SessionID), Model: formats.Deref(o.Model)}})

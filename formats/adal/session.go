@@ -176,7 +176,7 @@ func (r *sessionReader) Next() (*formats.Event, error) {
 		line = bytes.Clone(line)
 		n := r.lines.Line()
 		var rec sessionRecord
-		if err := formats.Unmarshal(n, line, &rec); err != nil {
+		if err := r.opts.Report.Unmarshal(n, line, &rec); err != nil {
 			return nil, err
 		}
 		if err := r.record(&rec, line, n); err != nil {
@@ -237,7 +237,7 @@ func (r *sessionReader) record(rec *sessionRecord, line []byte, n int) error {
 		}
 		var m stepMeta
 		if len(rec.Metadata) > 0 && string(rec.Metadata) != "null" {
-			if err := formats.Unmarshal(n, rec.Metadata, &m); err != nil {
+			if err := r.opts.Report.Unmarshal(n, rec.Metadata, &m); err != nil {
 				return err
 			}
 		}

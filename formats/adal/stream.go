@@ -277,7 +277,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	*l = streamLine{names: &r.toolNames, valid: r.lines.ValidUTF8()}
 	if !l.scan(line) {
 		*l = streamLine{}
-		if err := formats.Unmarshal(n, line, l); err != nil {
+		if err := r.opts.Report.Unmarshal(n, line, l); err != nil {
 			return nil, err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return formats.NewObjectReader(r, o, "trajectory", func(q *formats.EventQueue, b []byte, n int) error {
 		var t readTrajectory
-		if err := formats.UnmarshalObject(n, b, &t); err != nil {
+		if err := o.Report.UnmarshalObject(n, b, &t); err != nil {
 			return err
 		}
 		if !strings.HasPrefix(t.SchemaVersion, "ATIF-v") {

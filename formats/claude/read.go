@@ -382,8 +382,8 @@ type pendingMsg struct {
 	agent    string
 	line     int
 	time     time.Time
-	text     string
-	thinking string
+	text     formats.Text
+	thinking formats.Text
 	// thoughts are the thinking blocks, with their signatures.
 	thoughts []formats.Thought
 	// usage: a message that came with its stream events (message_start)
@@ -394,7 +394,7 @@ type pendingMsg struct {
 
 // think gathers a thinking block.
 func (m *pendingMsg) think(b *block) {
-	m.thinking = join(m.thinking, b.Thinking)
+	m.thinking.Join(b.Thinking)
 	m.thoughts = append(m.thoughts, formats.Thought{Text: b.Thinking, Signature: b.Signature})
 }
 
@@ -550,7 +550,7 @@ func (d *decoder) push(ev *formats.Event) {
 func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 	d.src.Begin(carrier, line)
 	var r record
-	if err := formats.Unmarshal(line, data, &r); err != nil {
+	if err := d.opts.Report.Unmarshal(line, data, &r); err != nil {
 		if !json.Valid(data) {
 			return err
 		}
@@ -918,7 +918,7 @@ func (d *decoder) assistant(r *record) {
 			if apiError {
 				d.emit(&formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: b.Text, Code: code(b.Text)})
 			} else {
-				d.msg.text = join(d.msg.text, b.Text)
+				d.msg.text.Join(b.Text)
 			}
 		case "thinking":
 			d.msg.think(&b)
@@ -934,16 +934,6 @@ func (d *decoder) assistant(r *record) {
 			}
 		}
 	}
-}
-
-func join(a, b string) string {
-	if a == "" {
-		return b
-	}
-	if b == "" {
-		return a
-	}
-	return a + "\n\n" + b
 }
 
 func (d *decoder) toolUse(agent string, b *block) {
@@ -973,17 +963,20 @@ func (d *decoder) toolUse(agent string, b *block) {
 // message open for its further blocks.
 func (d *decoder) flushContent() {
 	m := &d.msg
-	if !m.active || (m.text == "" && m.thinking == "") {
+	if !m.active || (m.text.Len() == 0 && m.thinking.Len() == 0) {
 		return
 	}
 	d.heldOnly = m.line != d.src.Line
-	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: m.text, Thinking: m.thinking, Thoughts: m.thoughts,
+	text := m.text.String()
+	d.emit(&formats.Event{Kind: formats.Message, Agent: m.agent, Text: text, Thinking: m.thinking.String(), Thoughts: m.thoughts,
 		Time: m.time, Source: formats.Source{Type: "assistant", LineNo: m.line}})
 	d.heldOnly = false
-	if m.agent == "" && m.text != "" {
-		d.lastText = m.text
+	if m.agent == "" && text != "" {
+		d.lastText = text
 	}
-	m.text, m.thinking, m.thoughts = "", "", nil
+	m.text.Reset()
+	m.thinking.Reset()
+	m.thoughts = nil
 }
 
 // flushMsg ends the message being gathered.

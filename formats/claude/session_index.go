@@ -165,7 +165,14 @@ func (s *recFile) read(rec *sessRec) ([]byte, error) {
 			return nil, fmt.Errorf("%s: cannot be read again (%v)", s.name, err)
 		}
 		if s.br == nil {
-			s.br = bufio.NewReaderSize(file, 256<<10)
+			// No bigger than what is left of the file: a small session
+			// file need not cost a buffer of 256 KiB (sessions reads
+			// thousands).
+			size := 256 << 10
+			if st, err := file.Stat(); err == nil && st.Mode().IsRegular() && st.Size()-rec.off < int64(size) {
+				size = max(int(st.Size()-rec.off), 16)
+			}
+			s.br = bufio.NewReaderSize(file, size)
 		} else {
 			s.br.Reset(file)
 		}

@@ -414,7 +414,7 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFi
 			rec.err = le
 		} else {
 			rec.r = &sessRecord{}
-			if e := formats.Unmarshal(rec.line, b, rec.r); e != nil {
+			if e := rep.Unmarshal(rec.line, b, rec.r); e != nil {
 				if !json.Valid(b) {
 					rec.err, rec.broken = e, true
 				} else {
@@ -1409,10 +1409,10 @@ func (b *sessBuild) flushMsg(agent string) {
 }
 
 func (b *sessBuild) flushText(agent string, m *pendingMsg) {
-	if m.text == "" && m.thinking == "" {
+	if m.text.Len() == 0 && m.thinking.Len() == 0 {
 		return
 	}
-	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: m.text, Thinking: m.thinking, Thoughts: m.thoughts,
+	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: m.text.String(), Thinking: m.thinking.String(), Thoughts: m.thoughts,
 		Time: m.time, Source: formats.Source{Type: "assistant", LineNo: m.line}}
 	if line := b.takeHeld(b.fileOf(agent)); line != nil {
 		ev.Source.Line = line
@@ -1420,7 +1420,9 @@ func (b *sessBuild) flushText(agent string, m *pendingMsg) {
 		ev.Source.Continued = true
 	}
 	b.emit(nil, ev)
-	m.text, m.thinking, m.thoughts = "", "", nil
+	m.text.Reset()
+	m.thinking.Reset()
+	m.thoughts = nil
 }
 
 func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
@@ -1495,7 +1497,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		case bl.Type == "text" && apiError:
 			evs = append(evs, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: bl.Text, Code: code(bl.Text)})
 		case bl.Type == "text":
-			p.text = join(p.text, bl.Text)
+			p.text.Join(bl.Text)
 		case bl.Type == "thinking":
 			p.think(&bl)
 		case bl.Type == "tool_use" || bl.Type == "server_tool_use":

@@ -95,7 +95,7 @@ func (r *reader) readRecord() error {
 	}
 	n := r.lines.Line()
 	var rec record
-	if err := formats.UnmarshalObject(n, line, &rec); err != nil {
+	if err := r.opts.Report.UnmarshalObject(n, line, &rec); err != nil {
 		return err
 	}
 	r.queue.Record(formats.Source{Dialect: r.opts.Dialect, Type: rec.Type, Line: append([]byte(nil), line...), LineNo: n},

@@ -50,7 +50,7 @@ type legacyMsg struct {
 // protocol, so that both read alike.
 func (r *reader) legacy(raw json.RawMessage, n int, emit func(*formats.Event)) error {
 	var m legacyMsg
-	if err := formats.Unmarshal(n, raw, &m); err != nil {
+	if err := r.opts.Report.Unmarshal(n, raw, &m); err != nil {
 		return err
 	}
 	switch m.Type {

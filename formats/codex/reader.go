@@ -323,7 +323,7 @@ func (r *reader) releaseSearch() {
 // record turns one line into events.
 func (r *reader) record(b []byte, n int) error {
 	var l line
-	if err := formats.Unmarshal(n, b, &l); err != nil {
+	if err := r.opts.Report.Unmarshal(n, b, &l); err != nil {
 		return err
 	}
 	r.queue.Begin(formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: append([]byte(nil), b...), LineNo: n})
@@ -484,7 +484,7 @@ func (r *reader) endEvents() []*formats.Event {
 
 func (r *reader) item(evType string, raw json.RawMessage, n int, emit func(*formats.Event)) error {
 	var it item
-	if err := formats.Unmarshal(n, raw, &it); err != nil {
+	if err := r.opts.Report.Unmarshal(n, raw, &it); err != nil {
 		return err
 	}
 	id := firstID(raw)

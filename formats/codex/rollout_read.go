@@ -415,12 +415,12 @@ func (r *rolloutReader) inPreface() bool {
 
 func (r *rolloutReader) record(b []byte, n int) error {
 	var l rolloutLine
-	if err := formats.UnmarshalObject(n, b, &l); err != nil {
+	if err := r.opts.Report.UnmarshalObject(n, b, &l); err != nil {
 		return err
 	}
 	var p payload
 	if len(l.Payload) > 0 && l.Payload[0] == '{' {
-		if err := formats.Unmarshal(n, l.Payload, &p); err != nil {
+		if err := r.opts.Report.Unmarshal(n, l.Payload, &p); err != nil {
 			if !json.Valid(l.Payload) {
 				return err
 			}

@@ -31,8 +31,12 @@ type subagentItem struct {
 
 // rolloutOwner is the parent's rollout of a subagent's rollout, found in
 // the same sessions tree (YYYY/MM/DD under it), or "" for a rollout that
-// stands alone or whose parent's rollout is not there.
+// stands alone or whose parent's rollout is not there. Only a file named
+// as a rollout is opened: the hook is asked of every file of a walk.
 func rolloutOwner(path string) string {
+	if base := filepath.Base(path); !strings.HasPrefix(base, "rollout-") || !strings.HasSuffix(base, ".jsonl") {
+		return ""
+	}
 	parent := rolloutParent(path)
 	if parent == "" {
 		return ""
@@ -47,7 +51,9 @@ func rolloutParent(path string) string {
 		return ""
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
+	// A small buffer: most files are not a subagent's, and a longer
+	// first line is read on below.
+	br := bufio.NewReaderSize(f, 4<<10)
 	line, err := br.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
 		// A session_meta longer than the buffer (long instructions):

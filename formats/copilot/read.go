@@ -114,7 +114,7 @@ func (r *reader) Next() (*formats.Event, error) {
 		}
 		n := r.lines.Line()
 		var l line
-		if err := formats.UnmarshalObject(n, b, &l); err != nil {
+		if err := r.opts.Report.UnmarshalObject(n, b, &l); err != nil {
 			return nil, err
 		}
 		var d data

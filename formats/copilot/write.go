@@ -63,8 +63,8 @@ type eventsFile struct {
 // pendingMessage is an assistant message whose calls may still come.
 type pendingMessage struct {
 	at       time.Time
-	text     string
-	thinking string
+	text     formats.Text
+	thinking formats.Text
 	calls    []toolRequest
 	whole    bool // a whole Message, not deltas, gave it
 }
@@ -235,10 +235,10 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.put(at, "assistant.turn_end", map[string]any{"turnId": strconv.Itoa(w.turn - 1)})
 	case formats.TextDelta:
 		m := w.message(at)
-		m.text += e.Piece()
+		m.text.Add(e.Piece())
 	case formats.ThinkingDelta:
 		m := w.message(at)
-		m.thinking += e.Piece()
+		m.thinking.Add(e.Piece())
 	case formats.Message:
 		// A whole message repeats what its deltas streamed; after calls,
 		// or after another whole message, it is a message of its own.
@@ -248,7 +248,9 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 			}
 		}
 		m := w.message(at)
-		m.text, m.thinking, m.whole = e.MessageText(), e.Thinking, true
+		m.text.Set(e.MessageText())
+		m.thinking.Set(e.Thinking)
+		m.whole = true
 	case formats.ToolCall:
 		w.request(at, e.Call)
 	case formats.PermissionRequest:
@@ -277,11 +279,11 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Answer:
 		// The answer, when no message of the run said it (a source that
 		// gives it only at the end).
-		if e.AnswerText() != "" && e.AnswerText() != w.said && (w.msg == nil || w.msg.text != e.AnswerText()) {
+		if e.AnswerText() != "" && e.AnswerText() != w.said && (w.msg == nil || w.msg.text.String() != e.AnswerText()) {
 			if err := w.flush(at); err != nil {
 				return err
 			}
-			w.message(at).text = e.AnswerText()
+			w.message(at).text.Set(e.AnswerText())
 		}
 	case formats.Usage:
 		return w.usage(at, e)
@@ -316,17 +318,18 @@ func (w *eventsWriter) flush(at time.Time) error {
 		return nil
 	}
 	w.msg = nil
-	if m.text != "" {
-		w.said = m.text
+	text, thinking := m.text.String(), m.thinking.String()
+	if text != "" {
+		w.said = text
 	}
 	calls := m.calls
 	if calls == nil {
 		calls = []toolRequest{}
 	}
 	d := map[string]any{"messageId": formats.NameUUID("agentconv copilot-events\x00message\x00" + w.cur.id + strconv.Itoa(w.cur.events)),
-		"content": m.text, "toolRequests": calls}
-	if m.thinking != "" {
-		d["reasoningText"] = m.thinking
+		"content": text, "toolRequests": calls}
+	if thinking != "" {
+		d["reasoningText"] = thinking
 	}
 	for _, c := range m.calls {
 		if !w.calls[c.ToolCallID] {

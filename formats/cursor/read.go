@@ -105,8 +105,9 @@ type reader struct {
 	partial bool
 	// lastWhole is the text of the last whole message and turnText all of
 	// them since the prompt; moved: something came after the last one.
-	lastWhole, turnText string
-	moved               bool
+	lastWhole string
+	turnText  formats.Text
+	moved     bool
 }
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
@@ -177,7 +178,7 @@ func (r *reader) readRecord() error {
 	n := r.lines.Line()
 	var rec record
 	var evs []*formats.Event
-	if le := formats.UnmarshalObject(n, line, &rec); le != nil {
+	if le := r.opts.Report.UnmarshalObject(n, line, &rec); le != nil {
 		if len(line) == 0 || line[0] != '{' || !json.Valid(line) {
 			return le
 		}
@@ -248,7 +249,8 @@ func (r *reader) startRun(info formats.RunInfo) *formats.Event {
 	r.open, r.session = true, info.SessionID
 	clear(r.names)
 	r.streamed.Reset()
-	r.partial, r.lastWhole, r.turnText, r.moved = false, "", "", false
+	r.partial, r.lastWhole, r.moved = false, "", false
+	r.turnText.Reset()
 	info.AgentName = AgentName
 	info.Provider = provider(info.Model)
 	return &formats.Event{Kind: formats.RunStart, Run: info}
@@ -287,7 +289,7 @@ func (r *reader) endStream() *formats.Event {
 
 func (r *reader) whole(t string) {
 	r.lastWhole, r.moved = t, false
-	r.turnText += t
+	r.turnText.Add(t)
 }
 
 // moveOn: the agent does something else than speak; streamed text ends.
@@ -307,7 +309,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	switch rec.Type {
 	case "user":
 		evs = r.moveOn(evs)
-		r.turnText = ""
+		r.turnText.Reset()
 		if t := r.text(rec); t != "" {
 			evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: t})
 		}
@@ -388,7 +390,7 @@ func (r *reader) assistant(rec *record) []*formats.Event {
 		return []*formats.Event{{Kind: formats.Message, Text: t}}
 	}
 	final := rec.TimestampMS == nil && rec.ModelCallID == nil
-	if t == "" || final && r.partial && (t == r.lastWhole && !r.moved || t == r.turnText) {
+	if t == "" || final && r.partial && (t == r.lastWhole && !r.moved || t == r.turnText.String()) {
 		return nil
 	}
 	r.whole(t)

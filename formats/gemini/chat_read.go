@@ -245,7 +245,7 @@ func (r *chatReader) readDocument() error {
 	}
 	b = append([]byte(nil), b...)
 	var rec record
-	if err := formats.UnmarshalObject(n, b, &rec); err != nil {
+	if err := r.opts.Report.UnmarshalObject(n, b, &rec); err != nil {
 		return err
 	}
 	s := &session{}
@@ -298,7 +298,7 @@ func (r *chatReader) readLines() error {
 			}
 		}
 		var rec record
-		if err := formats.UnmarshalObject(n, b, &rec); err != nil {
+		if err := r.opts.Report.UnmarshalObject(n, b, &rec); err != nil {
 			r.bad, r.badB, r.badN = err, b, n
 			continue
 		}
@@ -332,7 +332,7 @@ func (r *chatReader) record(rec *record, line []byte, n int) *session {
 	case isString(rec.ID):
 		s.started = true
 		m := &message{}
-		if err := json.Unmarshal(line, m); err != nil {
+		if err := r.opts.Report.Unmarshal(n, line, m); err != nil {
 			r.opts.Report.Warn(n, "a message record of a shape not known (%s); kept as it is", shortErr(err))
 			s.entries = append(s.entries, &entry{line: line, lineNo: n, raw: "message"})
 			return nil
@@ -379,7 +379,7 @@ func (r *chatReader) checkpoint(s *session, msgs []json.RawMessage, n int) {
 	ids := map[string]bool{}
 	for _, raw := range msgs {
 		m := &message{}
-		if json.Unmarshal(raw, m) != nil || m.ID == "" {
+		if r.opts.Report.Unmarshal(n, raw, m) != nil || m.ID == "" {
 			continue
 		}
 		ids[m.ID] = true
@@ -436,7 +436,7 @@ func (r *chatReader) metadata(s *session, rec *record, n int) bool {
 	for _, raw := range rec.Messages {
 		raw = append([]byte(nil), raw...)
 		m := &message{}
-		if err := json.Unmarshal(raw, m); err != nil || m.ID == "" {
+		if err := r.opts.Report.Unmarshal(n, raw, m); err != nil || m.ID == "" {
 			s.entries = append(s.entries, &entry{line: raw, lineNo: n, raw: "message"})
 			continue
 		}

@@ -101,7 +101,7 @@ func detectJSON(head []byte) int {
 		return 0
 	}
 	var o jsonObject
-	if json.Unmarshal(b, &o) != nil || o.Type != nil || o.Success != nil {
+	if formats.Unmarshal(0, b, &o) != nil || o.Type != nil || o.Success != nil {
 		return 0
 	}
 	if o.Response == nil && o.Error == nil && o.Stats == nil {
@@ -111,13 +111,15 @@ func detectJSON(head []byte) int {
 }
 
 func newJSONReader(r io.Reader, o formats.ReadOptions) formats.Reader {
-	return formats.NewObjectReader(r, o, "object", decodeObject)
+	return formats.NewObjectReader(r, o, "object", func(q *formats.EventQueue, b []byte, n int) error {
+		return decodeObject(q, b, n, o.Report)
+	})
 }
 
 // decodeObject queues the events of one object: its run.
-func decodeObject(q *formats.EventQueue, b []byte, n int) error {
+func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report) error {
 	var o jsonObject
-	if err := formats.UnmarshalObject(n, b, &o); err != nil {
+	if err := report.UnmarshalObject(n, b, &o); err != nil {
 		return err
 	}
 	info := formats.RunInfo{SessionID: formats.Deref(o.SessionID), Model: mainModel(o.Stats), Provider: Provider, AgentName: AgentName}

@@ -123,21 +123,21 @@ type readRun struct {
 // call ends the text that could be the answer. Writer and reader share it,
 // so that what the writer prints reads back as the same answer.
 type answerTracker struct {
-	text      string
+	text      formats.Text
 	streaming bool
 }
 
 func (a *answerTracker) delta(s string) {
 	if !a.streaming {
-		a.text = ""
+		a.text.Reset()
 	}
-	a.text += s
+	a.text.Add(s)
 	a.streaming = true
 }
 
-func (a *answerTracker) whole(s string) { a.text, a.streaming = s, false }
+func (a *answerTracker) whole(s string) { a.text.Set(s); a.streaming = false }
 func (a *answerTracker) other()         { a.streaming = false }
-func (a *answerTracker) tool()          { a.text, a.streaming = "", false }
+func (a *answerTracker) tool()          { a.text.Reset(); a.streaming = false }
 
 func newStreamReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &streamReader{lines: formats.NewLineReader(r), opts: o}
@@ -153,7 +153,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	}
 	n := r.lines.Line()
 	var l streamLine
-	if err := formats.Unmarshal(n, b, &l); err != nil {
+	if err := r.opts.Report.Unmarshal(n, b, &l); err != nil {
 		return nil, err
 	}
 	ev := &formats.Event{Time: parseTime(l.Timestamp),
@@ -249,7 +249,7 @@ func (r *streamReader) result(ev *formats.Event, l *streamLine) {
 			end.Duration = time.Duration(*s.DurationMs) * time.Millisecond
 		}
 	}
-	if a := r.run.answer.text; a != "" {
+	if a := r.run.answer.text.String(); a != "" {
 		*ev = formats.Event{Kind: formats.Answer, Text: a, Time: ev.Time, Source: ev.Source}
 		end.Source.Line, end.Source.Continued = nil, true
 		r.queue.Push(end)

@@ -131,7 +131,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Answer:
 		// Gemini's answer is its last message: one that the reader would
 		// not take for it is printed.
-		if main && e.AnswerText() != "" && e.AnswerText() != s.answer.text {
+		if main && e.AnswerText() != "" && e.AnswerText() != s.answer.text.String() {
 			s.answer.whole(e.AnswerText())
 			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.AnswerText(), false})
 		}

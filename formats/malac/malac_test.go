@@ -212,7 +212,7 @@ func TestUsageShapes(t *testing.T) {
 		`42`:   {},
 		`null`: {},
 	} {
-		if got, _ := parseUsage([]byte(in)); got != want {
+		if got, _, _ := parseUsage([]byte(in)); got != want {
 			t.Errorf("%s: got %+v want %+v", in, got, want)
 		}
 	}

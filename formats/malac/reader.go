@@ -129,7 +129,7 @@ func (r *reader) readRecord() error {
 	}
 	n := r.lines.Line()
 	var rec record
-	if err := formats.UnmarshalObject(n, line, &rec); err != nil {
+	if err := r.opts.Report.UnmarshalObject(n, line, &rec); err != nil {
 		return err
 	}
 	line = append([]byte(nil), line...)
@@ -332,11 +332,11 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		}
 	case "usage":
 		ev.Kind = formats.Usage
-		ev.Usage = readUsage(rec.Turn, run.models[agent])
+		ev.Usage = readUsage(r.opts.Report, n, rec.Turn, run.models[agent])
 		if rec.ContextTokens != nil {
 			ev.Usage.ContextTokens = formats.Some(int64(*rec.ContextTokens))
 		}
-		if t := readUsage(rec.Total, run.models[agent]); !t.Empty() {
+		if t := readUsage(r.opts.Report, n, rec.Total, run.models[agent]); !t.Empty() {
 			run.totals[rec.Agent] = t
 		}
 	case "compacted":
@@ -517,11 +517,13 @@ func messageText(raw json.RawMessage) (text, thinking string) {
 	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 		return "", ""
 	}
-	text, thinking = m.Text, m.Thinking
+	var t, th formats.Text
+	t.Add(m.Text)
+	th.Add(m.Thinking)
 	c := bytes.TrimSpace(m.Content)
 	switch {
 	case len(c) > 0 && c[0] == '"':
-		text += stringOf(c)
+		t.Add(stringOf(c))
 	case len(c) > 0 && c[0] == '[':
 		var blocks []struct {
 			Type     string `json:"type"`
@@ -532,13 +534,14 @@ func messageText(raw json.RawMessage) (text, thinking string) {
 		for _, b := range blocks {
 			switch b.Type {
 			case "text", "output_text":
-				text += b.Text
+				t.Add(b.Text)
 			case "thinking", "reasoning":
-				thinking += b.Thinking + b.Text
+				th.Add(b.Thinking)
+				th.Add(b.Text)
 			}
 		}
 	}
-	return text, thinking
+	return t.String(), th.String()
 }
 
 // todoItems reads todos.items: each item has content and status; other

@@ -1,6 +1,7 @@
 package malac
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -51,8 +52,11 @@ func excludesCache(model string) bool {
 
 // readUsage reads a usage object of an agent on a model, in the model's
 // meaning: input counts cache reads and writes.
-func readUsage(raw json.RawMessage, model string) formats.UsageInfo {
-	u, prompt := parseUsage(raw)
+func readUsage(rep *formats.Report, line int, raw json.RawMessage, model string) formats.UsageInfo {
+	u, prompt, odd := parseUsage(raw)
+	if len(odd) > 0 {
+		rep.Warn(line, "token counts that are not whole numbers (%s): read as not given", strings.Join(odd, ", "))
+	}
 	// prompt_tokens is OpenAI's name, which counts cached tokens whatever
 	// the model.
 	if excludesCache(model) && u.InputTokens.OK && !prompt {
@@ -64,34 +68,36 @@ func readUsage(raw json.RawMessage, model string) formats.UsageInfo {
 // parseUsage reads the counts it recognises from a usage object, as they
 // are; anything else (null, a number, a field of another type) gives what
 // could be read.
-func parseUsage(raw json.RawMessage) (u formats.UsageInfo, prompt bool) {
+func parseUsage(raw json.RawMessage) (u formats.UsageInfo, prompt bool, odd []string) {
 	if len(raw) == 0 || raw[0] != '{' {
-		return formats.UsageInfo{}, false
+		return formats.UsageInfo{}, false, nil
 	}
 	var c tokenCounts
 	_ = json.Unmarshal(raw, &c)
 	prompt = !c.InputTokens.ok && !c.Input.ok && !c.InputCamel.ok && c.PromptTokens.ok
 	return formats.UsageInfo{
-		InputTokens:      count(c.InputTokens, c.Input, c.InputCamel, c.PromptTokens),
-		OutputTokens:     count(c.OutputTokens, c.Output, c.OutputCamel, c.CompletionTokens),
-		CacheReadTokens:  count(c.CachedTokens, c.Cached, c.CachedCamel, c.CachedInput, c.CacheRead, c.CacheReadInput),
-		CacheWriteTokens: count(c.CacheWrite, c.CacheCreation),
-		TotalTokens:      count(c.TotalTokens, c.Total, c.TotalCamel),
+		InputTokens:      count(&odd, c.InputTokens, c.Input, c.InputCamel, c.PromptTokens),
+		OutputTokens:     count(&odd, c.OutputTokens, c.Output, c.OutputCamel, c.CompletionTokens),
+		CacheReadTokens:  count(&odd, c.CachedTokens, c.Cached, c.CachedCamel, c.CachedInput, c.CacheRead, c.CacheReadInput),
+		CacheWriteTokens: count(&odd, c.CacheWrite, c.CacheCreation),
+		TotalTokens:      count(&odd, c.TotalTokens, c.Total, c.TotalCamel),
 		CostUSD:          first(c.CostUSD, c.Cost, c.CostCamel, c.TotalCostUSD),
-	}, prompt
+	}, prompt, odd
 }
 
 // num is a JSON number, or nothing: a value of another type (a string, an
 // object) is ignored instead of failing the record. Counts are read as
 // floats so that 12.0 still counts.
 type num struct {
-	v  float64
-	ok bool
+	v    float64
+	ok   bool
+	text string
 }
 
 func (n *num) UnmarshalJSON(b []byte) error {
-	if f, err := strconv.ParseFloat(string(b), 64); err == nil {
-		n.v, n.ok = f, true
+	// A number beyond float64 (1e400) is ±Inf, and an error.
+	if f, err := strconv.ParseFloat(string(b), 64); err == nil || math.IsInf(f, 0) {
+		n.v, n.ok, n.text = f, true, string(b)
 	}
 	return nil
 }
@@ -105,9 +111,19 @@ func first(vs ...num) formats.Opt[float64] {
 	return formats.Opt[float64]{}
 }
 
-func count(vs ...num) formats.Opt[int64] {
-	f := first(vs...)
-	return formats.Opt[int64]{V: int64(f.V), OK: f.OK}
+// count is the first count of vs given; one that is not a whole number
+// is added to odd, and read as not given.
+func count(odd *[]string, vs ...num) formats.Opt[int64] {
+	for _, v := range vs {
+		if v.ok {
+			c, ok := formats.CountOf(v.v)
+			if !ok {
+				*odd = append(*odd, v.text)
+			}
+			return c
+		}
+	}
+	return formats.Opt[int64]{}
 }
 
 // usageObject is the shape this writer gives usage.turn and usage.total.

@@ -195,6 +195,25 @@ type agentDoc struct {
 	// whole message, which repeats them; said is the text written last.
 	streamed bool
 	said     string
+	// grown gathers the deltas of the part they continue.
+	grown grower
+}
+
+// grower appends deltas to the text of a part in work linear in its
+// length: += copied the whole text at each delta.
+type grower struct {
+	text formats.Text
+	of   *string
+}
+
+// add appends s to the text *p.
+func (g *grower) add(p *string, s string) {
+	if g.of != p {
+		g.text.Set(*p)
+		g.of = p
+	}
+	g.text.Add(s)
+	*p = g.text.String()
 }
 
 func newExportWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -284,7 +303,7 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 			if m := a.cur; m != nil && m.text && !m.calls {
 				p := m.Parts[len(m.Parts)-1]
 				if p.Type == "text" {
-					*p.Text += text
+					a.grown.add(p.Text, text)
 					a.said = *p.Text
 					p.Time.End = msp64(at)
 					return nil
@@ -335,7 +354,7 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if m := a.cur; m != nil && m.reasoning && !m.text && !m.calls {
 			p := m.Parts[len(m.Parts)-1]
 			if p.Type == "reasoning" {
-				*p.Text += e.Piece()
+				a.grown.add(p.Text, e.Piece())
 				p.Time.End = msp64(at)
 				return nil
 			}

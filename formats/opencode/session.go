@@ -383,7 +383,7 @@ func newExportReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 				return nil, err
 			}
 			var s session
-			if err := formats.UnmarshalObject(line, v, &s); err != nil {
+			if err := o.Report.UnmarshalObject(line, v, &s); err != nil {
 				return nil, err
 			}
 			if s.Info.ID == "" {

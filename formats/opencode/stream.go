@@ -120,7 +120,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 func (r *streamReader) record(b []byte) error {
 	n := r.lines.Line()
 	var l line
-	if err := formats.UnmarshalObject(n, b, &l); err != nil {
+	if err := r.opts.Report.UnmarshalObject(n, b, &l); err != nil {
 		return err
 	}
 	src := formats.Source{Dialect: r.opts.Dialect, Type: l.Type, Line: append([]byte(nil), b...), LineNo: n}

@@ -149,7 +149,7 @@ func (s *sessionReader) load() {
 			continue
 		}
 		e := &entry{line: bytes.Clone(b), lineNo: lines.Line()}
-		if le := formats.UnmarshalObject(e.lineNo, e.line, e); le != nil {
+		if le := s.opts.Report.UnmarshalObject(e.lineNo, e.line, e); le != nil {
 			s.errs = append(s.errs, le)
 			continue
 		}

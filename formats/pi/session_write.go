@@ -80,6 +80,10 @@ type piEntry struct {
 	content    []any
 	usage      *formats.UsageInfo
 	calls      int
+	// grown is the text of the block streamed into last, the
+	// grownAt-th, gathered in work linear in its length.
+	grown   formats.Text
+	grownAt int
 }
 
 func newSessionWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -489,7 +493,12 @@ func appendText(a *piEntry, kind, s string) string {
 	key := kind
 	if n := len(a.content); n > 0 {
 		if m, ok := a.content[n-1].(map[string]any); ok && m["type"] == kind {
-			m[key] = m[key].(string) + s
+			if a.grownAt != n {
+				a.grown.Set(m[key].(string))
+				a.grownAt = n
+			}
+			a.grown.Add(s)
+			m[key] = a.grown.String()
 			return m[key].(string)
 		}
 	}

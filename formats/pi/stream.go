@@ -147,12 +147,12 @@ func (s *streamReader) record() *formats.LineError {
 		return nil
 	}
 	var r streamRecord
-	if le := formats.UnmarshalObject(s.lineNo, s.line, &r); le != nil {
+	if le := s.opts.Report.UnmarshalObject(s.lineNo, s.line, &r); le != nil {
 		return le
 	}
 	if typ == "session" {
 		var h header
-		if le := formats.UnmarshalObject(s.lineNo, s.line, &h); le != nil {
+		if le := s.opts.Report.UnmarshalObject(s.lineNo, s.line, &h); le != nil {
 			return le
 		}
 		s.endRun()

@@ -230,7 +230,7 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 }
 
 // readRecords reads a file's records; a bad line is an error of its own.
-func readRecords(r io.Reader, errs *[]error) []*record {
+func readRecords(r io.Reader, rep *formats.Report, errs *[]error) []*record {
 	lines := formats.NewLineReader(r)
 	var out []*record
 	for {
@@ -245,7 +245,7 @@ func readRecords(r io.Reader, errs *[]error) []*record {
 			continue
 		}
 		rec := &record{line: bytes.Clone(b), lineNo: lines.Line()}
-		if le := formats.UnmarshalObject(rec.lineNo, rec.line, rec); le != nil {
+		if le := rep.UnmarshalObject(rec.lineNo, rec.line, rec); le != nil {
 			*errs = append(*errs, le)
 			continue
 		}
@@ -257,7 +257,7 @@ func readRecords(r io.Reader, errs *[]error) []*record {
 // load reads the whole file, and its subagents' files beside it, then
 // makes the events.
 func (s *sessionReader) load() {
-	s.records = readRecords(s.r, &s.errs)
+	s.records = readRecords(s.r, s.opts.Report, &s.errs)
 	s.agentFiles()
 	for _, r := range s.records {
 		t := r.event()
@@ -293,7 +293,7 @@ func (s *sessionReader) agentFiles() {
 			continue
 		}
 		var errs []error
-		recs := readRecords(fh, &errs)
+		recs := readRecords(fh, s.opts.Report, &errs)
 		fh.Close()
 		if len(errs) > 0 {
 			s.warn("%s: %v; the records before are kept", f, errs[0])

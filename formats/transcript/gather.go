@@ -91,9 +91,10 @@ type agent struct {
 	Cost   string
 	Items  []*item
 
-	// While gathering: the item a delta streams into, and whether this
-	// turn showed text.
+	// While gathering: the item a delta streams into, its text, and
+	// whether this turn showed text.
 	open       *item
+	openText   formats.Text
 	textInTurn bool
 	turns      int
 	usage      formats.UsageInfo
@@ -311,8 +312,10 @@ func (g *gather) stream(a *agent, kind, s string) {
 	if a.open == nil || a.open.Kind != kind {
 		a.add(&item{Kind: kind})
 		a.open = a.Items[len(a.Items)-1]
+		a.openText.Reset()
 	}
-	a.open.Text += clean(s)
+	a.openText.Add(clean(s))
+	a.open.Text = a.openText.String()
 }
 
 // callOf finds the call an event belongs to, by the view's record of it,
