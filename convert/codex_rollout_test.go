@@ -517,6 +517,7 @@ func FuzzRolloutReader(f *testing.F) {
 // output after its call (the Responses API refuses an output without
 // one), turn_context lines complete; and it reads back without an error.
 func TestRolloutWrittenFromEveryFixture(t *testing.T) {
+	t.Parallel()
 	var files []string
 	filepath.WalkDir(filepath.Join("..", "testdata"), func(p string, d os.DirEntry, err error) error {
 		if d.IsDir() && (d.Name() == "golden" || d.Name() == "fuzz" || d.Name() == "bench") {

@@ -142,6 +142,7 @@ func fixtureData(t *testing.T, path string) string {
 // and exit_code, for every target T that carries run outcomes; and
 // --exit-status gives the last run's code for every target.
 func TestOutcomeAgrees(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		data := fixtureData(t, in)
@@ -196,6 +197,7 @@ func splitsRuns(stderr string) bool {
 // the same after X → T → otlp-json as after X → otlp-json, wherever T
 // carries usage; and no count is ever negative.
 func TestUsageSurvives(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		data := fixtureData(t, in)
@@ -259,6 +261,7 @@ func checkNotNegative(t *testing.T, where string, u formats.UsageInfo) {
 // adal-json's tool_calls, and one execute_tool span in otlp-json, for each
 // call the source has.
 func TestCallsOnce(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		t.Run(rel, func(t *testing.T) {
