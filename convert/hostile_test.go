@@ -39,6 +39,7 @@ func hostileInputs() map[string]string {
 }
 
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("long")
 	}

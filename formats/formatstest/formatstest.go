@@ -53,15 +53,36 @@ func ReadAll(d formats.Dialect, data []byte) (evs []*formats.Event, bad []error,
 	}
 }
 
-// Fixture reads testdata/<dir>/<name> from the test of a package under
-// formats/ (its working directory is the package's).
+// Fixture reads testdata/<dir>/<name> of the module, from the test of any
+// of its packages.
 func Fixture(t testing.TB, dir, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, name))
+	b, err := os.ReadFile(filepath.Join(Root(t), "testdata", dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Root returns the module's root, the nearest directory above the test's
+// own that holds go.mod, so that a test reads the shared testdata from
+// whichever package it runs in.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = up
+	}
 }
 
 // Read reads every event of data with the dialect's reader, and fails the
