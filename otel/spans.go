@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"slices"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -258,7 +259,13 @@ func (b *builder) end(s *span, t time.Time) {
 		}
 	}
 	if s.costless && b.open {
-		b.pending = append(b.pending, pendingChat{data: b.ended, weight: s.weight})
+		// Held until the run ends: with attributes of their own size,
+		// room left for the two of its cost share, so that what a run
+		// holds of each request is no more than the span it becomes.
+		d := b.ended
+		d.attrs = append(make([]attribute.KeyValue, 0, len(d.attrs)+pendingRoom), d.attrs...)
+		d.events = slices.Clip(d.events)
+		b.pending = append(b.pending, pendingChat{data: d, weight: s.weight})
 		return
 	}
 	b.hand(&b.ended)
