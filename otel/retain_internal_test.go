@@ -39,7 +39,7 @@ func TestRetainedPerCall(t *testing.T) {
 		write(&formats.Event{Kind: formats.Usage, Time: at(10 + 3*i), Usage: u,
 			Response: formats.Response{ID: fmt.Sprintf("msg_%d", i), Model: "claude-sonnet-4-5", StopReason: "tool_use"}})
 		write(&formats.Event{Kind: formats.ToolCall, Time: at(11 + 3*i), Call: formats.Call{ID: id, Name: "Bash", Args: []byte(`{"command":"ls"}`)}})
-		write(&formats.Event{Kind: formats.ToolResult, Time: at(12 + 3*i), Call: formats.Call{ID: id, Status: formats.Completed, Output: "out"}})
+		write(&formats.Event{Kind: formats.ToolResult, Time: at(12 + 3*i), Call: formats.Call{ID: id, Status: formats.Completed, Output: formats.TextOutput("out")}})
 	}
 	b := inner.(*writer).b
 	if len(b.calls) != 0 || len(b.held) != 0 {
