@@ -33,9 +33,6 @@ type reader struct {
 	session, cwd string
 	// cancelling: the client sent session/cancel during the open run.
 	cancelling bool
-	// agents are the subagents of the open run that agentconv's marks
-	// (_meta.agentconv.agent) named.
-	agents map[string]bool
 	// held are the records that came outside a run and hold nothing of
 	// one (the handshake): they go out with the next run, after its start,
 	// so that they make no run of their own.
@@ -54,8 +51,7 @@ type permission struct {
 
 func newReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &reader{lines: formats.NewLineReader(r), opts: o, prompts: map[string]bool{}, perms: map[string]*permission{},
-		names: map[string]string{}, calls: map[string]bool{}, cost: map[string]float64{}, requests: map[string]string{},
-		agents: map[string]bool{}}
+		names: map[string]string{}, calls: map[string]bool{}, cost: map[string]float64{}, requests: map[string]string{}}
 }
 
 func (r *reader) Next() (*formats.Event, error) {
@@ -292,7 +288,6 @@ func (r *reader) start(session string) []*formats.Event {
 	}
 	r.open, r.cancelling = true, false
 	clear(r.calls)
-	clear(r.agents)
 	if session == "" {
 		session = r.session
 	}
@@ -347,12 +342,6 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 	evs := r.start(session)
 	me := u.Meta[metaKey]
 	agent, _ := me["agent"].(string)
-	if agent != "" && !r.agents[agent] {
-		// ACP has no subagents: agentconv marks a subagent's updates
-		// with its id, and the first one starts it.
-		r.agents[agent] = true
-		evs = append(evs, &formats.Event{Kind: formats.AgentStart, Agent: agent})
-	}
 	switch u.SessionUpdate {
 	case "user_message_chunk", "user_message":
 		evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: blockText(u.Content)})
