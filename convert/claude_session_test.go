@@ -742,3 +742,40 @@ func TestSessionSubagentFileNames(t *testing.T) {
 		t.Errorf("%d files:\n%s", len(files), all)
 	}
 }
+
+// A usage that names its response and comes after the response's text and
+// call goes on the response's records, with the source's id and stop
+// reason, as the pi and OpenAI-style sources give it.
+func TestSessionLateUsageWithResponseID(t *testing.T) {
+	u := formats.UsageInfo{InputTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](20)}
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "0d7c6c2e-5a3b-4f6e-9d3c-1b2a3c4d5e6f", Model: "m"}},
+		{Kind: formats.UserMessage, Text: "ls"},
+		{Kind: formats.Message, Text: "Listing."},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "call_1", Name: "Bash", Args: []byte(`{"command":"ls"}`)}},
+		{Kind: formats.Usage, Usage: u, Response: formats.Response{ID: "resp_1", StopReason: "tool_use"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "call_1", Name: "Bash", Status: formats.Completed, Output: formats.TextOutput("a")}},
+		{Kind: formats.Message, Text: "Done."},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, losses := formatstest.WriteReport(t, claude.Session, evs)
+	if strings.Contains(losses, "usage") {
+		t.Errorf("usage reported lost: %s", losses)
+	}
+	back, bad, err := formatstest.ReadAll(claude.Session, []byte(out))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("read back: %v %v", err, bad)
+	}
+	var usages []*formats.Event
+	for _, e := range back {
+		if e.Kind == formats.Usage {
+			usages = append(usages, e)
+		}
+	}
+	if len(usages) != 1 || usages[0].Usage.InputTokens != u.InputTokens || usages[0].Response.ID != "resp_1" || usages[0].Response.StopReason != "tool_use" {
+		t.Fatalf("usage read back %+v, want one of resp_1 (tool_use) with 100 input tokens\n%s", usages, out)
+	}
+	if n := strings.Count(out, `"id":"resp_1"`); n != 2 {
+		t.Errorf("%d records of response resp_1, want its text's and its call's\n%s", n, out)
+	}
+}

@@ -308,6 +308,13 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		w.result(c, e)
 		s.results++
 	case formats.Usage:
+		if s := w.run.step; !sub && s != nil && s.results > 0 {
+			// After the step's results: the usage of the model call
+			// that answers them, which goes after the step.
+			if err := w.flushStep(); err != nil {
+				return err
+			}
+		}
 		return w.usage(e, sub)
 	case formats.Notice:
 		if e.Severity == formats.Error {
@@ -499,6 +506,12 @@ func (w *sessionWriter) usage(e *formats.Event, sub bool) error {
 		model = w.view.Info.Model
 	}
 	at := w.stamps.Next(e)
+	if s := w.run.step; s != nil && s.at.Before(at) {
+		// Written before the step being made, as AdaL writes a model
+		// call's usage before its step: at the step's time, that the
+		// times read back do not go back.
+		at = s.at
+	}
 	src := "main"
 	if sub {
 		src = "subagent"

@@ -106,6 +106,9 @@ type sessResp struct {
 	usage   *usageOut
 	stop    *string
 	written bool
+	// made: its id is the writer's, made for text or calls that no
+	// usage announced.
+	made bool
 }
 
 type sessionWriter struct {
@@ -640,7 +643,7 @@ func (s *sessionWriter) response(e *formats.Event, v *formats.RunView, message b
 	r := s.resp[a]
 	if r == nil || (message && r.written) {
 		s.flushHeld()
-		r = &sessResp{id: s.ids.message()}
+		r = &sessResp{id: s.ids.message(), made: true}
 		s.resp[a] = r
 	}
 	if r.model == "" {
@@ -663,16 +666,23 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 	if e.Response.ID == "" && (r == nil || !r.written) {
 		r = s.last[a]
 	}
-	if r != nil && r.written && r.usage == nil && (e.Response.ID == "" || e.Response.ID == r.id) {
-		// Usage given after its response goes on its records.
+	if r != nil && r.written && r.usage == nil && (e.Response.ID == "" || e.Response.ID == r.id || r.made && r.gen == s.gen) {
+		// Usage given after its response goes on its records, with the
+		// response's id where the writer made one (they are still held).
 		r.usage = u
 		if r.gen != s.gen {
 			s.rep.Quirk(lossLateUsage)
 			return
 		}
 		s.wrote.Add(e.Usage)
+		if id := e.Response.ID; id != "" && id != r.id {
+			r.id, r.made = id, false
+		}
+		if stop := e.Response.StopReason; stop != "" && r.stop == nil {
+			r.stop = &stop
+		}
 		for _, m := range r.msgs {
-			m.Usage = u
+			m.Usage, m.ID, m.StopReason = u, r.id, r.stop
 		}
 		return
 	}

@@ -370,8 +370,14 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 	return w.put(at, "tool.execution_complete", d)
 }
 
-// usage writes a request's counts as a usage record.
+// usage writes a request's counts as a usage record. It goes before the
+// request's message, as the CLI writes it; so, while the main agent's
+// message is held, it takes the message's time, that the times read back
+// do not go back.
 func (w *eventsWriter) usage(at time.Time, e *formats.Event) error {
+	if m := w.msg; m != nil && e.Agent == "" && m.at.Before(at) {
+		at = m.at
+	}
 	u := e.Usage
 	rec := map[string]any{}
 	put := func(k string, o formats.Opt[int64]) {

@@ -206,9 +206,9 @@ func TestWrite(t *testing.T) {
 {"type":"tool_call","subtype":"completed","call_id":"t2","tool_call":{"mcp__gh__prToolCall":{"args":{},"result":{"rejected":{"reason":"no","isReadonly":false}}}},"model_call_id":"M2","session_id":"s","timestamp_ms":1700000000000}
 {"type":"tool_call","subtype":"started","call_id":"t3","tool_call":{"shellToolCall":{"args":{}}},"model_call_id":"M3","session_id":"s","timestamp_ms":1700000000000}
 {"type":"tool_call","subtype":"completed","call_id":"t3","tool_call":{"shellToolCall":{"args":{},"result":{"success":{"stdout":"x","stderr":"","exitCode":0}}}},"model_call_id":"M3","session_id":"s","timestamp_ms":1700000000000}
-{"type":"thinking","subtype":"delta","text":"ok","session_id":"s","timestamp_ms":946684800013}
-{"type":"thinking","subtype":"completed","session_id":"s","timestamp_ms":946684800013}
-{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"session_id":"s","model_call_id":"M4","timestamp_ms":946684800013}
+{"type":"thinking","subtype":"delta","text":"ok","session_id":"s","timestamp_ms":1700000000000}
+{"type":"thinking","subtype":"completed","session_id":"s","timestamp_ms":1700000000000}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"session_id":"s","model_call_id":"M4","timestamp_ms":1700000000000}
 {"type":"result","subtype":"success","duration_ms":3000,"duration_api_ms":3000,"is_error":false,"result":"Done.","session_id":"s","usage":{"inputTokens":30,"outputTokens":5,"cacheReadTokens":20,"totalCost":0.5}}
 `
 	if got := modelCalls(out); got != want {

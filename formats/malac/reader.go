@@ -333,6 +333,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	case "usage":
 		ev.Kind = formats.Usage
 		ev.Usage = readUsage(r.opts.Report, n, rec.Turn, run.models[agent])
+		ev.Aggregate = true // "turn": the counts of the turn's requests together
 		if rec.ContextTokens != nil {
 			ev.Usage.ContextTokens = formats.Some(int64(*rec.ContextTokens))
 		}
