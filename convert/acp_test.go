@@ -104,6 +104,7 @@ print("checked", checked, file=sys.stderr)
 // under ACP's own schema; an ACP fixture goes out as it came, handshake
 // included, so its lines are checked too.
 func TestACPValidates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var files []string
 	for _, in := range fixtures(t) {

@@ -79,6 +79,7 @@ func atifValidate(t *testing.T, files []string) map[string]string {
 // TestATIFValidates: every trajectory written from every fixture passes
 // the ATIF validator.
 func TestATIFValidates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var files []string
 	from := map[string]string{}
@@ -133,6 +134,7 @@ func TestATIFValidatorRejects(t *testing.T) {
 // through other dialects and written again as atif (by the writer, not
 // copied), pass the ATIF validator and keep every tool call.
 func TestATIFRewrittenValidates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var files []string
 	from := map[string]string{}

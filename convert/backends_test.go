@@ -458,6 +458,7 @@ func TestLangfuseRules(t *testing.T) {
 // span itself where the run's cost is known; every span has a type other
 // than a plain span, and the session of the run.
 func TestLangfuseTotals(t *testing.T) {
+	t.Parallel()
 	runs := backendRuns(t)
 	for _, l := range langfuseLayouts {
 		t.Run(l.name, func(t *testing.T) {

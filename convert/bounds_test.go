@@ -14,6 +14,7 @@ import (
 // what was changed is said: the arguments are kept as their JSON text,
 // the session id is replaced by a UUID made from it.
 func TestAmplificationBounded(t *testing.T) {
+	t.Parallel()
 	const depth = 9000
 	nested := strings.Repeat("[", depth) + strings.Repeat("]", depth)
 	deep := `{"type":"system","subtype":"init","session_id":"s1","model":"m","cwd":"/w","tools":[]}

@@ -16,9 +16,9 @@ import (
 )
 
 // convertCmd is the main command: it converts its inputs into the output
-// and returns the exit status. Its steps are the methods of a conversion.
+// and returns the exit status. Its steps are the methods of a convertJob.
 func convertCmd(c *cli.Context, sys Sys) int {
-	cv := &conversion{c: c, sys: sys}
+	cv := &convertJob{c: c, sys: sys}
 	stop, err := startProfiles(c.String("cpuprofile"), c.String("memprofile"))
 	if err != nil {
 		return cv.exit(usage("%v", err))
@@ -58,8 +58,8 @@ func convertCmd(c *cli.Context, sys Sys) int {
 	return cv.status()
 }
 
-// conversion is what the main command works with, step by step.
-type conversion struct {
+// convertJob is what the main command works with, step by step.
+type convertJob struct {
 	c   *cli.Context
 	sys Sys
 
@@ -98,7 +98,7 @@ type conversion struct {
 
 // parse reads the flags: the dialects, the writer's settings, the inputs'
 // names.
-func (cv *conversion) parse() error {
+func (cv *convertJob) parse() error {
 	c := cv.c
 	if c.String("to") == "" {
 		if c.NArg() == 0 && !c.IsSet("from") {
@@ -153,7 +153,7 @@ func inputNames(c *cli.Context, stdin io.Reader) ([]string, error) {
 
 // openInputs makes the inputs of the names: each directory is walked for
 // the files of the dialects that read one (dirinput.go).
-func (cv *conversion) openInputs() error {
+func (cv *convertJob) openInputs() error {
 	for _, n := range cv.names {
 		if n == "-" {
 			cv.srcs = append(cv.srcs, Source{Path: n})
@@ -188,7 +188,7 @@ func (cv *conversion) openInputs() error {
 // openOutput opens standard output, or the -o file (output.go), or for a
 // dialect that writes one document per run, the -o directory, one file
 // per run (runfiles.go).
-func (cv *conversion) openOutput() error {
+func (cv *convertJob) openOutput() error {
 	var out io.Writer = cv.sys.Stdout
 	if name := cv.c.String("output"); name != "" && name != "-" {
 		isDir, err := outputDir(name, cv.to)
@@ -208,11 +208,11 @@ func (cv *conversion) openOutput() error {
 	return nil
 }
 
-func (cv *conversion) toFile() bool { return cv.tmp != nil || cv.outDir != "" }
+func (cv *convertJob) toFile() bool { return cv.tmp != nil || cv.outDir != "" }
 
 // newPipeline makes the writer, checked against the inputs, and the
 // pipeline that feeds it.
-func (cv *conversion) newPipeline() error {
+func (cv *convertJob) newPipeline() error {
 	c, sys := cv.c, cv.sys
 	wopts := formats.WriteOptions{
 		Dialect:  cv.to.Name,
@@ -250,7 +250,7 @@ func (cv *conversion) newPipeline() error {
 
 // clock is the time of events whose source has none: the Sys's clock, or
 // with --deterministic a fixed one.
-func (cv *conversion) clock() func() time.Time {
+func (cv *convertJob) clock() func() time.Time {
 	if cv.c.Bool("deterministic") {
 		n := 0
 		return func() time.Time { n++; return formats.FixedEpoch.Add(time.Duration(n) * time.Millisecond) }
@@ -262,7 +262,7 @@ func (cv *conversion) clock() func() time.Time {
 }
 
 // watchSignals cancels the conversion at the first signal.
-func (cv *conversion) watchSignals(ctx context.Context, cancel func()) {
+func (cv *convertJob) watchSignals(ctx context.Context, cancel func()) {
 	cv.sigSeen = make(chan struct{})
 	if cv.sys.Signals == nil {
 		return
@@ -279,12 +279,12 @@ func (cv *conversion) watchSignals(ctx context.Context, cancel func()) {
 
 // oneByOne: one input, or standard input among them, is streamed in turn,
 // as it comes; else the files are converted at once (many.go).
-func (cv *conversion) oneByOne() bool {
+func (cv *convertJob) oneByOne() bool {
 	return cv.stdin || len(cv.srcs) == 1 && !cv.fromDirs
 }
 
 // convertEach converts the inputs one after the other.
-func (cv *conversion) convertEach(ctx context.Context) error {
+func (cv *convertJob) convertEach(ctx context.Context) error {
 	for _, src := range cv.srcs {
 		in := Input{Name: src.Path, R: cv.sys.Stdin}
 		if src.Path == "-" {
@@ -310,7 +310,7 @@ func (cv *conversion) convertEach(ctx context.Context) error {
 
 // convertMany converts the files read at once on the cores, written in
 // order (many.go).
-func (cv *conversion) convertMany(ctx context.Context) error {
+func (cv *convertJob) convertMany(ctx context.Context) error {
 	cv.prog.start(len(cv.srcs), cv.srcs)
 	var err error
 	cv.many, err = cv.p.ConvertMany(ctx, cv.srcs, ManyOptions{Workers: cv.c.Int("workers"), Progress: cv.prog.update})
@@ -321,7 +321,7 @@ func (cv *conversion) convertMany(ctx context.Context) error {
 // close closes the writer whatever happened (what was converted is kept),
 // reports, and puts the output in place; it returns the first error of
 // the output.
-func (cv *conversion) close() error {
+func (cv *convertJob) close() error {
 	var err error
 	if errors.Is(cv.runErr, ErrInterrupted) {
 		err = cv.p.Interrupt()

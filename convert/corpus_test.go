@@ -44,6 +44,7 @@ var negativeCount = regexp.MustCompile(`"[A-Za-z_]*(?:[Tt]okens|[Cc]ount|[Cc]all
 // tool call more or less where the target carries calls, or a count below
 // zero.
 func TestRealCaptures(t *testing.T) {
+	t.Parallel()
 	for rel, dialect := range realCaptures {
 		b, err := os.ReadFile(filepath.Join("..", "testdata", rel))
 		if err != nil {

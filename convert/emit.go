@@ -36,7 +36,7 @@ func (p *Pipeline) Write(ev *formats.Event) error {
 // dialect, else through the writer.
 func (p *Pipeline) emit(ev *formats.Event) error {
 	if !p.rawOutput {
-		ev.DecodeOutput()
+		ev.Call.Output.Decode()
 	}
 	p.warn(ev)
 	p.bound(ev)

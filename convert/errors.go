@@ -97,7 +97,7 @@ func failure(code int, format string, args ...any) error {
 func usage(format string, args ...any) error { return failure(ExitUsage, format, args...) }
 
 // exit prints a failure and returns its exit status.
-func (cv *conversion) exit(err error) int {
+func (cv *convertJob) exit(err error) int {
 	var ee *exitError
 	if !errors.As(err, &ee) {
 		ee = &exitError{ExitInput, err.Error()}
@@ -110,7 +110,7 @@ func (cv *conversion) exit(err error) int {
 
 // status is the exit status: the conversion's, or the output's, or the
 // signal's, or with --exit-status the last run's own.
-func (cv *conversion) status() int {
+func (cv *convertJob) status() int {
 	stderr := cv.sys.Stderr
 	code := exitFor(cv.runErr, stderr)
 	if code == ExitOK && cv.nothingRead() {
@@ -147,7 +147,7 @@ func (cv *conversion) status() int {
 
 // nothingRead: every file found under the input directories was skipped
 // or could not be read.
-func (cv *conversion) nothingRead() bool {
+func (cv *convertJob) nothingRead() bool {
 	if !cv.fromDirs || len(cv.srcs) == 0 {
 		return false
 	}

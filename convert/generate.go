@@ -248,7 +248,7 @@ func (r *genRun) finish(open []formats.Call, output, errText func() string) {
 	for i := len(open) - 1; i >= 0; i-- {
 		c := open[i]
 		c.Status = formats.Completed
-		c.Output = output()
+		c.Output = formats.TextOutput(output())
 		if r.g.rng.IntN(8) == 0 {
 			c.Status, c.Error = formats.Failed, "exit status 1: "+errText()
 		}

@@ -62,8 +62,8 @@ func TestGenerateDenseProfiles(t *testing.T) {
 					if e.Call.Status == formats.Denied {
 						calls++
 					}
-					texts = append(texts, e.Call.Output, e.Call.Error)
-					outputs = append(outputs, len(e.Call.Output))
+					texts = append(texts, e.Call.Output.Text(), e.Call.Error)
+					outputs = append(outputs, len(e.Call.Output.Text()))
 				case formats.UserMessage, formats.TextDelta, formats.ThinkingDelta, formats.Answer:
 					texts = append(texts, e.Text)
 				}

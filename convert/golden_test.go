@@ -53,6 +53,7 @@ func runCLI(stdin string, args ...string) (int, string, string) {
 // with testdata/golden/<fixture>/<dialect>.golden. Run with -update to
 // rewrite them, then review the diff.
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		for _, to := range Writable() {

@@ -3,9 +3,11 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
@@ -39,6 +42,7 @@ func hostileInputs() map[string]string {
 }
 
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("long")
 	}
@@ -322,5 +326,65 @@ func TestSameSessionTwoInputs(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "an earlier input holds a session of the same id ("+id+"): this one is written to "+id+"-2.jsonl") {
 		t.Errorf("no warning of the second session: %s", stderr)
+	}
+}
+
+// xsReader yields a record's opening, then 'x' until n bytes in all and
+// no line break, without holding them.
+type xsReader struct {
+	head string
+	n    int
+}
+
+func (x *xsReader) Read(p []byte) (int, error) {
+	if x.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), x.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	c := copy(p[:k], x.head)
+	x.head = x.head[c:]
+	x.n -= k
+	return k, nil
+}
+
+// TestNoLineBreakIsBounded (issue 28 #7): a record without a line break
+// (the opening of a JSON object, then 32 MiB of a string), on standard
+// input or in a named file, is gathered by no reader past the record limit
+// (formats.MaxLine, lowered here to 1 MiB): each refuses it as malformed,
+// exit 1, having allocated far less than the input, where claude-stream,
+// claude-session and gemini-chat once gathered such input past 1 GB.
+func TestNoLineBreakIsBounded(t *testing.T) {
+	old := formats.MaxLine
+	formats.MaxLine = 1 << 20
+	defer func() { formats.MaxLine = old }()
+	const size, head = 32 << 20, `{"type":"message","text":"`
+	file := filepath.Join(t.TempDir(), "x.jsonl")
+	if err := os.WriteFile(file, append([]byte(head), bytes.Repeat([]byte("x"), size-len(head))...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range Dialects {
+		if d.NewReader == nil || d.Binary {
+			continue
+		}
+		for _, named := range []bool{false, true} {
+			args := []string{"agentconv", "--from", d.Name, "--to", "adal-stream"}
+			if named {
+				args = append(args, file)
+			}
+			var out, errb bytes.Buffer
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			code := Run(args, Sys{Stdin: &xsReader{head: head, n: size}, Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }})
+			runtime.ReadMemStats(&after)
+			if code != 1 || !strings.Contains(errb.String(), "longer than") {
+				t.Errorf("%s (named file: %v): exit %d, want 1 with the record's limit named; stderr: %.300s", d.Name, named, code, errb.String())
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > size/2 {
+				t.Errorf("%s (named file: %v): allocated %d bytes for a record cut at 1 MiB", d.Name, named, got)
+			}
+		}
 	}
 }

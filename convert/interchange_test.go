@@ -21,6 +21,7 @@ var factFeature = map[string]formats.Feature{
 // statuses and outputs, the subagents (atif), the run's outcome and its
 // usage.
 func TestThroughInterchange(t *testing.T) {
+	t.Parallel()
 	keeps := map[string][]string{
 		// ATIF puts each result in the step of its call, so results that
 		// interleave across steps come back in the order of their calls.

@@ -3,8 +3,10 @@ package convert
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentconv/agentconv/formats"
@@ -70,11 +72,33 @@ func convertTo(t *testing.T, data, from, to string, more ...string) (string, str
 	if from != "" {
 		args = append(args, "--from", from)
 	}
-	code, out, stderr := runCLI(data, args...)
+	code, out, stderr := convertOnce(data, args...)
 	if code != 0 {
 		t.Fatalf("--from %q --to %s: exit %d: %s", from, to, code, stderr)
 	}
 	return out, stderr
+}
+
+// converted holds what convertOnce gave, by its stdin and arguments.
+var converted sync.Map
+
+type conversion struct {
+	once           sync.Once
+	code           int
+	stdout, stderr string
+}
+
+// convertOnce is runCLI on stdin alone, the arguments naming no file: a
+// --deterministic conversion of the same bytes with the same arguments
+// gives the same exit status, output and stderr, so the tests that go
+// through every target from every fixture share each conversion instead
+// of running it once for each of them.
+func convertOnce(stdin string, args ...string) (int, string, string) {
+	key := sha256.Sum256([]byte(strings.Join(args, "\x00") + "\x00" + stdin))
+	v, _ := converted.LoadOrStore(key, &conversion{})
+	c := v.(*conversion)
+	c.once.Do(func() { c.code, c.stdout, c.stderr = runCLI(stdin, args...) })
+	return c.code, c.stdout, c.stderr
 }
 
 // roundTargets are the dialects a run can go through and come back from.
@@ -118,6 +142,7 @@ func fixtureData(t *testing.T, path string) string {
 // and exit_code, for every target T that carries run outcomes; and
 // --exit-status gives the last run's code for every target.
 func TestOutcomeAgrees(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		data := fixtureData(t, in)
@@ -127,7 +152,7 @@ func TestOutcomeAgrees(t *testing.T) {
 				mid, stderr := convertTo(t, data, "", T.Name)
 				if len(direct) > 0 {
 					last := direct[len(direct)-1].ExitCode
-					code, _, _ := runCLI(data, "--deterministic", "--lenient", "--exit-status", "--to", T.Name)
+					code, _, _ := convertOnce(data, "--deterministic", "--lenient", "--exit-status", "--to", T.Name)
 					if code != last {
 						t.Errorf("--exit-status --to %s exits %d; adal-json says exit_code %d", T.Name, code, last)
 					}
@@ -172,6 +197,7 @@ func splitsRuns(stderr string) bool {
 // the same after X → T → otlp-json as after X → otlp-json, wherever T
 // carries usage; and no count is ever negative.
 func TestUsageSurvives(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		data := fixtureData(t, in)
@@ -235,6 +261,7 @@ func checkNotNegative(t *testing.T, where string, u formats.UsageInfo) {
 // adal-json's tool_calls, and one execute_tool span in otlp-json, for each
 // call the source has.
 func TestCallsOnce(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		t.Run(rel, func(t *testing.T) {

@@ -108,6 +108,7 @@ func spanSums(spans []otlpSpan) (map[string]int64, map[string]int64, float64, bo
 // where the source's run total is below the sum of its requests
 // (claude/takopi-session), the sum is the requests'.
 func TestSpanUsageSums(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		rel, _ := filepath.Rel(filepath.Join("..", "testdata"), in)
 		if strings.HasPrefix(rel, "otlp-json") {

@@ -91,8 +91,8 @@ type Dialect struct {
 	// list but tells whether it is dir: `agentconv sessions --project`.
 	InProject func(path, dir string) bool
 	// KeepsNoEvents: the writer keeps no *Event, nor a pointer into one,
-	// nor the bytes of its Source.Line or Call.OutputJSON, once Write or
-	// Observe returns, so that the pipeline may hand the event back to a
+	// nor the bytes of its Source.Line or of an undecoded Call.Output,
+	// once Write or Observe returns, so that the pipeline may hand the event back to a
 	// reader that reuses its events (Recycler), and let one that lends its
 	// lines (Lender) read over them.
 	KeepsNoEvents bool
@@ -148,8 +148,8 @@ type Recycler interface {
 
 // Lender is a Recycler that can lend its lines instead of copying them.
 // The pipeline calls LendLines when it hands back every event before it
-// asks for the next one: from then on an event's Source.Line and
-// Call.OutputJSON may be the reader's own buffer, valid only until the
+// asks for the next one: from then on an event's Source.Line and an
+// undecoded Call.Output (JSONOutput) may be the reader's own buffer, valid only until the
 // next call of Next. Everything else stays the caller's to keep (the run
 // view keeps a call's Args).
 type Lender interface {

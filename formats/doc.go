@@ -107,8 +107,8 @@
 //     StatusUnknown, and Run.ExitCode is set unless the run succeeded and
 //     the source gave none (Settle normalises the event too).
 //   - A ToolResult follows its ToolCall, or is refused (Denied).
-//   - Call.Output is decoded, unless the writer takes Call.OutputJSON as
-//     it is (RawOutputWriter).
+//   - Call.Output is decoded (Output.Decode), unless the writer takes an
+//     undecoded literal as it is (RawOutputWriter).
 //   - An event may need (Needs) features its row does not carry: the
 //     pipeline has reported that loss before the writer gets the event,
 //     and the writer leaves out what it cannot carry without reporting it
@@ -122,7 +122,8 @@
 //     at every call; outside one, Standalone(w) follows a view of its own.
 //   - Not keep an event, nor what it points to, after Write returns,
 //     unless it copies it; a row that says KeepsNoEvents keeps nothing at
-//     all, not even the bytes of Source.Line or Call.OutputJSON.
+//     all, not even the bytes of Source.Line or of an undecoded
+//     Call.Output.
 //   - Report ("losses") only the losses of its own encoding, each one of
 //     the phrases its row declares in Quirks. What it cannot carry at all
 //     it leaves out of Carries, and the pipeline reports it.

@@ -20,29 +20,29 @@ const (
 	// the source knows them at the start.
 	RunStart
 	// RunEnd closes a run: Status, Run.ExitCode, Run.SessionID, Run.Model,
-	// Text (the error message, if any), Usage (run totals), Duration, Cut.
+	// Text (the error message, if any: ErrorText), Usage (run totals), Duration, Cut.
 	RunEnd
 	// AgentStart: a subagent starts. Agent is its id; AgentInfo holds its
 	// label, parent agent and the call that spawned it. The main agent of a
 	// run needs no AgentStart: it is the run itself.
 	AgentStart
-	// AgentEnd: a subagent ended, with Status and Text (its report).
+	// AgentEnd: a subagent ended, with Status and Text (its report: Report).
 	AgentEnd
 	// TurnStart: the agent begins a model turn.
 	TurnStart
 	// TurnEnd: a turn ended, with Status and Text (its final text, if the
-	// source says it).
+	// source says it: FinalText).
 	TurnEnd
-	// UserMessage: a prompt or follow-up; Text. AgentInfo.Label names the
+	// UserMessage: a prompt or follow-up; Text (Prompt). AgentInfo.Label names the
 	// agent that sent it when no person did: a message another agent of
 	// the team gave the running agent (Codex's subagent reporting to its
 	// parent), which is not a prompt.
 	UserMessage
-	// TextDelta: a piece of streamed assistant text; Text.
+	// TextDelta: a piece of streamed assistant text; Text (Piece).
 	TextDelta
-	// ThinkingDelta: a piece of streamed reasoning; Text.
+	// ThinkingDelta: a piece of streamed reasoning; Text (Piece).
 	ThinkingDelta
-	// Message: a whole assistant message; Text, and Thinking when the
+	// Message: a whole assistant message; Text (MessageText), and Thinking when the
 	// message carried reasoning. Sources that stream deltas and then repeat
 	// the whole message emit both; writers use formats.TextTracker so that
 	// they do not print the text twice.
@@ -64,13 +64,14 @@ const (
 	Usage
 	// Todos: the task list changed; Todos.
 	Todos
-	// Compaction: the conversation was compacted; Text (the summary).
+	// Compaction: the conversation was compacted; Text (the summary: Summary).
 	Compaction
-	// Notice: a message for the user, a warning or an error; Severity, Text.
+	// Notice: a message for the user, a warning or an error; Severity, Text
+	// (NoticeText).
 	Notice
 	// ModelChange: the agent switched models; Run.Model.
 	ModelChange
-	// Answer: the run's final answer; Text.
+	// Answer: the run's final answer; Text (AnswerText).
 	Answer
 	// Raw: an event the reader could not interpret; only Source is set
 	// (Source.Type names it), so that a writer of the same dialect can print
@@ -208,7 +209,17 @@ type Event struct {
 	// Source is the verbatim input that produced the event.
 	Source Source
 
-	Text     string
+	// Text is the event's text; what it means depends on Kind, and each
+	// meaning has an accessor that names it and gives "" for any other
+	// kind: Prompt (UserMessage), Piece (TextDelta, ThinkingDelta),
+	// MessageText (Message), AnswerText (Answer), ErrorText (RunEnd),
+	// Report (AgentEnd), FinalText (TurnEnd), Summary (Compaction) and
+	// NoticeText (Notice). No other kind has a text. Readers set the field
+	// beside the Kind that gives it its meaning; everyone else reads it
+	// through the accessor of the meaning they want.
+	Text string
+	// Thinking is a Message's reasoning, its blocks' texts joined (see
+	// Thoughts); empty when it had none.
 	Thinking string
 	// Thoughts are a Message's thinking blocks one by one, as Anthropic's
 	// API gives them (Claude Code's sources): each block's text and the
@@ -220,8 +231,11 @@ type Event struct {
 	// Code is a low-cardinality code of an error (an error Notice, the
 	// RunEnd of a run that failed): the provider's where the source gives
 	// it (overloaded_error), else empty.
-	Code     string
-	Status   Status
+	Code string
+	// Status is the outcome of a TurnEnd, AgentEnd or RunEnd (the run
+	// view settles a RunEnd's); a tool call's is Call.Status.
+	Status Status
+	// Severity grades a Notice.
 	Severity Severity
 	// Duration of a tool call (ToolResult) or of the run (RunEnd); zero when
 	// unknown.
@@ -233,20 +247,82 @@ type Event struct {
 	// requests the source does not tell apart (Codex's exec --json): its
 	// counts are several requests', and no writer takes it for one.
 	Aggregate bool
-	// Synthetic marks an event that the pipeline made, not the reader: the
-	// RunStart of a stream without one, and the events that close a cut or
-	// interrupted run. A writer copying its own dialect verbatim only
-	// observes them.
+	// Synthetic says one thing: no reader made this event; the pipeline
+	// (or Standalone's follower, in its place) did: the RunStart of a
+	// stream without one, and the events that close a cut or interrupted
+	// run. It says nothing of a record: a synthetic event has none. A
+	// writer copying its own dialect verbatim only observes them. An event
+	// a reader made without a record of its own is not Synthetic (see
+	// Source).
 	Synthetic bool
 
-	Run        RunInfo
-	AgentInfo  AgentInfo
-	Call       Call
+	// Run describes the run at RunStart and RunEnd; a ModelChange sets
+	// only Run.Model, the model switched to.
+	Run RunInfo
+	// AgentInfo describes a subagent at AgentStart; a UserMessage sets
+	// only Label (see UserMessage).
+	AgentInfo AgentInfo
+	// Call is the tool call of a ToolCall, ToolResult or
+	// PermissionRequest.
+	Call Call
+	// Permission is the request of a PermissionRequest and the answer of
+	// a PermissionAnswer.
 	Permission Permission
-	Usage      UsageInfo
-	Response   Response
-	Todos      []Todo
+	// Usage is the counts of one request (Usage) or the run's totals
+	// (RunEnd).
+	Usage UsageInfo
+	// Response is what the source says of the model's answer (Usage).
+	Response Response
+	// Todos is the task list after the change (Todos).
+	Todos []Todo
 }
+
+// textOf is Text when the event is of kind k, else "".
+func (e *Event) textOf(k Kind) string {
+	if e.Kind == k {
+		return e.Text
+	}
+	return ""
+}
+
+// Prompt is a UserMessage's text: what the user (or, when
+// AgentInfo.Label names one, another agent of the team) said to the agent.
+func (e *Event) Prompt() string { return e.textOf(UserMessage) }
+
+// Piece is the piece of streamed text a TextDelta or ThinkingDelta
+// carries: assistant text or reasoning, as Kind says; the whole text is
+// the pieces joined.
+func (e *Event) Piece() string {
+	if e.Kind == TextDelta || e.Kind == ThinkingDelta {
+		return e.Text
+	}
+	return ""
+}
+
+// MessageText is the text of a whole assistant Message (its reasoning is
+// Thinking).
+func (e *Event) MessageText() string { return e.textOf(Message) }
+
+// AnswerText is the run's final answer, as an Answer event gives it.
+func (e *Event) AnswerText() string { return e.textOf(Answer) }
+
+// ErrorText is the error message a RunEnd gives, empty when the run
+// ended without one.
+func (e *Event) ErrorText() string { return e.textOf(RunEnd) }
+
+// Report is what a subagent reported to its parent when it ended
+// (AgentEnd).
+func (e *Event) Report() string { return e.textOf(AgentEnd) }
+
+// FinalText is the text a turn ended with (TurnEnd), when the source says
+// it apart from the turn's messages.
+func (e *Event) FinalText() string { return e.textOf(TurnEnd) }
+
+// Summary is the summary a Compaction left in place of the conversation.
+func (e *Event) Summary() string { return e.textOf(Compaction) }
+
+// NoticeText is a Notice's message; Severity grades it.
+func (e *Event) NoticeText() string { return e.textOf(Notice) }
 
 // TimeOf is the source's time when it has one, else the arrival time.
 func (e *Event) TimeOf() time.Time {
@@ -310,22 +386,24 @@ type Source struct {
 	// several events, only the first carries Line and the others set
 	// Continued, so that a same-dialect writer prints the record once.
 	Line []byte
-	// Continued: an earlier event already carried this event's record
-	// (Line is nil).
+	// Continued says one thing: an earlier event already carried this
+	// event's record in its Line, so a same-dialect writer that prints
+	// records must not print it again (and Line is nil).
 	Continued bool
-	// Made: the reader made this event, and no record of the input is its
-	// own (Line is nil, and Continued is false): the end of a run that
-	// its dialect never prints, a RunStart before a stream's first
-	// record, a whole message gathered from its deltas at a cut. A
-	// writer of the same dialect has nothing to copy for it. It is not
-	// Event.Synthetic, which marks what the pipeline made.
+	// Made says one thing: the reader made this event, and no record of
+	// the input is its own (Line is nil, and Continued is false): the end
+	// of a run that its dialect never prints, a RunStart before a
+	// stream's first record, a whole message gathered from its deltas at
+	// a cut. A writer of the same dialect has nothing to copy for it. It
+	// is not Event.Synthetic, which marks what the pipeline made.
 	Made bool
-	// Known marks a Raw event whose record the reader knows and that
-	// holds nothing of a run (a protocol's handshake, a setting of the
-	// client's): it is kept for its own dialect, and neither warned
+	// Known says one thing, of a Raw event only: the record holds
+	// nothing of a run (a protocol's handshake, a setting of the
+	// client's), so it is kept for its own dialect, and neither warned
 	// about nor reported lost where another dialect leaves it out. The
-	// pipeline sets it too, for the record types that the dialect
-	// declares as its agent's bookkeeping (Dialect.Bookkeeping).
+	// reader sets it for the records it knows, the pipeline for the
+	// record types that the dialect declares as its agent's bookkeeping
+	// (Dialect.Bookkeeping). It says nothing of where the event came from.
 	Known bool
 	// LineNo is the 1-based line of the record in its input.
 	LineNo int
@@ -342,9 +420,13 @@ func (s *Source) From(dialect string) bool { return s.Dialect == dialect }
 
 // RunInfo describes a run.
 type RunInfo struct {
+	// SessionID is the agent's id of the session (the conversation) the
+	// run belongs to; runs that resume a session share it.
 	SessionID string
-	Model     string
-	Cwd       string
+	// Model is the model the run uses, as the source names it.
+	Model string
+	// Cwd is the agent's working directory.
+	Cwd string
 	// Provider is the model provider as OpenTelemetry names it (anthropic,
 	// openai, gcp.gemini), when the dialect implies one.
 	Provider string
@@ -356,11 +438,15 @@ type RunInfo struct {
 	// the source says it at RunStart; empty when it does not. Only the
 	// OpenTelemetry writers read it (gen_ai.system_instructions).
 	SystemInstructions string
-	ExitCode           Opt[int]
+	// ExitCode is the agent program's exit status at RunEnd, as the source
+	// gives it, or as the run view settles it (RunView.Settle).
+	ExitCode Opt[int]
 }
 
 // AgentInfo describes a subagent at AgentStart.
 type AgentInfo struct {
+	// Label is a short name for the subagent (its type or task, as the
+	// source gives it).
 	Label string
 	// Parent is the id of the agent that started this one; empty for the
 	// run's main agent.
@@ -368,101 +454,188 @@ type AgentInfo struct {
 	// ParentCall is the id of the tool call that spawned the agent, when the
 	// source says it.
 	ParentCall string
-	Model      string
-	Cwd        string
+	// Model and Cwd are the subagent's own, when the source says them.
+	Model string
+	Cwd   string
 }
 
 // Call is a tool call, as much of it as the event carries.
 type Call struct {
-	ID   string
+	// ID is the source's id of the call, which ties its ToolCall,
+	// PermissionRequest and ToolResult together.
+	ID string
+	// Name is the tool's name, as the agent calls it.
 	Name string
 	// Args is the JSON object of the call's arguments, verbatim.
 	Args json.RawMessage
-	// ArgsCompact: the reader checked that Args is valid JSON without
-	// white space between its tokens, so a writer that compacts it may
-	// copy it as it is. Whoever changes Args clears it.
-	ArgsCompact bool
+	// compactArgs is Args as a reader checked them compact (SetArgs); it
+	// is part of Args's encoding, not a fact of the call (ArgsCompact).
+	compactArgs json.RawMessage
 	// Summary is a short human description of the call, when the source
 	// gives one.
 	Summary string
-	Status  Status
-	Output  string
-	// OutputJSON, when set, is the output as the source's JSON string
-	// literal, quotes included, not yet decoded into Output. Decoding and
-	// re-encoding megabytes of tool output is most of a conversion's work,
-	// so a reader may leave it to the writer: a JSON writer that declares
-	// RawOutputWriter copies the literal as it is, and for every other
-	// writer the pipeline calls Event.DecodeOutput first.
-	OutputJSON []byte
-	// OutputValue, when set, is the output as a JSON value that is not a
-	// string (AdaL's file tools return an object), verbatim; Output then
-	// holds its JSON text, for the writers that carry only text (they lose
-	// ToolOutputValues).
-	OutputValue json.RawMessage
-	Error       string
+	// Status is the call's outcome (ToolResult).
+	Status Status
+	// Output is the call's output (ToolResult), in whichever encoding
+	// the reader had it; see Output.
+	Output Output
+	// Error is the error text of a call that failed, or the reason a
+	// Denied call was refused.
+	Error string
 	// ExitCode is a shell command's exit status (ToolResult), when the
 	// source gives it.
 	ExitCode Opt[int]
-	// Truncated: Output is a preview of a longer result.
+	// Truncated: the source says Output is a preview of a longer result
+	// that it did not keep. It is general, not one dialect's: AdaL
+	// (is_preview, output_truncated) and OpenCode (metadata.truncated)
+	// readers set it, the writers whose target can say it (AdaL, OpenCode,
+	// the transcript) write it, so that nobody takes the preview for the
+	// whole output, and Claude Code's stream writer reports its loss.
 	Truncated bool
 }
 
-// RawOutputWriter is implemented by writers that take Call.OutputJSON as it
-// is, so that the pipeline need not decode it for them.
-type RawOutputWriter interface {
-	TakesRawOutput()
+// SetArgs sets Args; compact says the reader checked that they are valid
+// JSON without white space between their tokens, so that a writer that
+// compacts them may copy them as they are (ArgsCompact). It is a speed
+// device any reader may use.
+func (c *Call) SetArgs(args json.RawMessage, compact bool) {
+	c.Args, c.compactArgs = args, nil
+	if compact {
+		c.compactArgs = args
+	}
 }
 
-// HasOutput reports whether the call's output is not empty, decoded or
-// not.
-func (c *Call) HasOutput() bool {
-	return c.Output != "" || len(c.OutputJSON) > len(`""`)
+// ArgsCompact reports whether Args are not empty and still the ones a
+// reader checked compact (SetArgs): whoever sets Args again makes it
+// false, without having to know of it. False only means "not checked".
+func (c *Call) ArgsCompact() bool {
+	return len(c.Args) > 0 && len(c.Args) == len(c.compactArgs) && &c.Args[0] == &c.compactArgs[0]
 }
 
-// DecodeOutput fills Call.Output from Call.OutputJSON, if that is set and
-// Output is not, and clears OutputJSON.
-func (e *Event) DecodeOutput() {
-	if len(e.Call.OutputJSON) == 0 {
+// Output is a tool call's output. A reader gives it in the encoding it
+// has it in, and everyone else reads it through the methods, which hide
+// which one that was:
+//
+//   - TextOutput: text;
+//   - JSONOutput: the source's JSON string literal, quotes included, not
+//     yet decoded. This is a speed device: decoding and re-encoding
+//     megabytes of tool output is most of a conversion's work, so a reader
+//     may leave it to the writer. A JSON writer that declares
+//     RawOutputWriter copies the literal as it is (AppendJSON), and for
+//     every other writer the pipeline calls Decode first;
+//   - ValueOutput: a JSON value that is not a string (AdaL's file tools
+//     return an object), verbatim, with its JSON text as the text, for the
+//     writers that carry only text (they lose ToolOutputValues).
+//
+// The zero Output is empty.
+type Output struct {
+	text  string
+	lit   []byte
+	value json.RawMessage
+}
+
+// TextOutput is an output given as text.
+func TextOutput(s string) Output { return Output{text: s} }
+
+// JSONOutput is an output given as the source's JSON string literal,
+// quotes included, not decoded; lit may be the reader's own buffer (see
+// Reader), so whoever keeps the Output past the event's Write decodes it
+// first.
+func JSONOutput(lit []byte) Output { return Output{lit: lit} }
+
+// ValueOutput is an output that is a JSON value other than a string, with
+// text its JSON text; a nil value makes a TextOutput.
+func ValueOutput(value json.RawMessage, text string) Output {
+	return Output{text: text, value: value}
+}
+
+// Text is the output as text: "" while it is an undecoded literal, which
+// only a RawOutputWriter sees (Decode makes it text).
+func (o Output) Text() string { return o.text }
+
+// Value is the output's JSON value when it is not a string (ValueOutput),
+// else nil.
+func (o Output) Value() json.RawMessage { return o.value }
+
+// Undecoded reports whether the output is still the source's JSON
+// literal.
+func (o Output) Undecoded() bool { return len(o.lit) > 0 }
+
+// SizeBound is the length in bytes of the output's text, or, while it is
+// undecoded, of its literal, which is never shorter.
+func (o Output) SizeBound() int {
+	if len(o.lit) > 0 {
+		return len(o.lit)
+	}
+	return len(o.text)
+}
+
+// IsEmpty reports whether the output is empty, decoded or not.
+func (o Output) IsEmpty() bool {
+	return o.text == "" && len(o.lit) <= len(`""`)
+}
+
+// Decode makes an undecoded literal text; it does nothing to an output
+// that is text already.
+func (o *Output) Decode() {
+	if len(o.lit) == 0 {
 		return
 	}
-	if e.Call.Output == "" {
+	if o.text == "" {
 		// A string the scanner settles is unquoted without the decoder.
-		sc := JSONScanner{B: e.Call.OutputJSON}
+		sc := JSONScanner{B: o.lit}
 		if content, esc, high, ok := sc.String(); ok && sc.End() {
 			if out, ok := Unquote(content, esc, high); ok {
-				e.Call.Output = out
-				e.Call.OutputJSON = nil
+				o.text, o.lit = out, nil
 				return
 			}
 		}
 		var s string
-		if json.Unmarshal(e.Call.OutputJSON, &s) == nil {
-			e.Call.Output = s
+		if json.Unmarshal(o.lit, &s) == nil {
+			o.text = s
 		} else {
-			e.Call.Output = string(e.Call.OutputJSON)
+			o.text = string(o.lit)
 		}
 	}
-	e.Call.OutputJSON = nil
+	o.lit = nil
 }
 
-// AppendOutputJSON appends the call's output as a JSON string literal:
-// the source's literal when it is kept, else Output encoded.
-func (c *Call) AppendOutputJSON(dst []byte) []byte {
-	if len(c.OutputJSON) > 0 {
-		return append(dst, c.OutputJSON...)
+// Decoded is the output as text, decoded if it is not yet; o is left as
+// it is.
+func (o Output) Decoded() string {
+	o.Decode()
+	return o.text
+}
+
+// AppendJSON appends the output as a JSON string literal: the source's
+// literal when it is undecoded, else the text encoded.
+func (o Output) AppendJSON(dst []byte) []byte {
+	if len(o.lit) > 0 {
+		return append(dst, o.lit...)
 	}
-	b, err := Marshal(c.Output)
+	b, err := Marshal(o.text)
 	if err != nil {
 		return append(dst, `""`...)
 	}
 	return append(dst, b...)
 }
 
+// RawOutputWriter is implemented by writers that take an undecoded
+// Call.Output (JSONOutput) as it is, so that the pipeline need not decode
+// it for them.
+type RawOutputWriter interface {
+	TakesRawOutput()
+}
+
 // Permission is a request for approval and its answer.
 type Permission struct {
+	// RequestID is the source's id of the request, which ties the
+	// answer to it.
 	RequestID string
-	Allowed   bool
-	Reason    string
+	// Allowed is the answer (PermissionAnswer).
+	Allowed bool
+	// Reason is why, when the source says it.
+	Reason string
 }
 
 // Response is what the source says of the model's answer to one request
@@ -503,7 +676,12 @@ type UsageInfo struct {
 	// CostUSD is the cost of this request or run alone, never a running
 	// total of a session.
 	CostUSD Opt[float64]
-	// ContextTokens is the size of the context window in use, when known.
+	// ContextTokens is the size of the model's context as the source
+	// reports it with a request (ACP's usage_update, malac's
+	// context_tokens), when known. It is general, not one dialect's: ACP,
+	// malac, the pretty and transcript writers all carry it. It is a level,
+	// not a count of the request, so Add keeps the latest value instead of
+	// summing, and a run's total is its last request's.
 	ContextTokens Opt[int64]
 }
 

@@ -95,7 +95,7 @@ const (
 	// its model never made).
 	SubagentToolCalls
 	// ToolOutputValues: a tool output that is a JSON value, not text
-	// (Call.OutputValue).
+	// (ValueOutput).
 	ToolOutputValues
 	// SubagentThinking: a subagent's reasoning text (besides Thinking).
 	SubagentThinking
@@ -244,7 +244,7 @@ func Needs(e *Event) Feature {
 		}
 	case AgentEnd:
 		f |= Subagents
-		if e.Text != "" {
+		if e.Report() != "" {
 			f |= SubagentReports
 		}
 	case TurnEnd:
@@ -259,7 +259,7 @@ func Needs(e *Event) Feature {
 	case ThinkingDelta:
 		f |= Thinking | subNeed(sub, SubagentThinking)
 	case Message:
-		if e.Text != "" {
+		if e.MessageText() != "" {
 			f |= textNeed(sub)
 		}
 		if e.Thinking != "" {
@@ -269,7 +269,7 @@ func Needs(e *Event) Feature {
 		f |= callNeed(sub)
 	case ToolResult:
 		f |= callNeed(sub)
-		if len(e.Call.OutputValue) > 0 {
+		if len(e.Call.Output.Value()) > 0 {
 			f |= ToolOutputValues
 		}
 		if e.Duration > 0 {
@@ -291,7 +291,7 @@ func Needs(e *Event) Feature {
 		f |= TodoLists | subNeed(sub, SubagentTodos)
 	case Compaction:
 		f |= Compactions
-		if e.Text != "" {
+		if e.Summary() != "" {
 			f |= CompactionSummaries
 		}
 	case Notice:

@@ -40,6 +40,15 @@ func (j *JSONLine) Str(k, v string) *JSONLine {
 	return j
 }
 
+// Output adds a tool output as a JSON string: the source's literal as it
+// is while the output is undecoded, else its text encoded.
+func (j *JSONLine) Output(k string, o Output) *JSONLine {
+	if len(o.lit) > 0 {
+		return j.Raw(k, o.lit)
+	}
+	return j.Str(k, o.text)
+}
+
 // Int adds a number field.
 func (j *JSONLine) Int(k string, v int64) *JSONLine {
 	j.key(k)
@@ -82,7 +91,7 @@ func (j *JSONLine) Compact(k string, v []byte) bool {
 }
 
 // CompactChecked is Compact, for a value whose reader checked that it is
-// compact valid JSON (Call.ArgsCompact): it is copied as it is.
+// compact valid JSON (Call.ArgsCompact()): it is copied as it is.
 func (j *JSONLine) CompactChecked(k string, v []byte, checked bool) bool {
 	if !checked {
 		return j.Compact(k, v)

@@ -96,15 +96,15 @@ func checkScan(t *testing.T, b []byte) {
 			t.Fatalf("%q: compacted to %s, want %s", b, got, want.Bytes())
 		}
 	}
-	// DecodeOutput reads an output as the decoder does, or keeps its text.
-	e := Event{Call: Call{OutputJSON: b}}
-	e.DecodeOutput()
+	// Decode reads an output as the decoder does, or keeps its text.
+	e := Event{Call: Call{Output: JSONOutput(b)}}
+	e.Call.Output.Decode()
 	var want string
 	if err := json.Unmarshal(b, &want); err != nil {
 		want = string(b)
 	}
-	if len(b) > 0 && (e.Call.Output != want || e.Call.OutputJSON != nil) {
-		t.Fatalf("%q: DecodeOutput gives %q, want %q", b, e.Call.Output, want)
+	if len(b) > 0 && (e.Call.Output.Text() != want || e.Call.Output.Undecoded()) {
+		t.Fatalf("%q: Decode gives %q, want %q", b, e.Call.Output.Text(), want)
 	}
 	s = JSONScanner{B: b}
 	if content, esc, high, ok := s.String(); ok && s.End() {
@@ -138,19 +138,60 @@ func BenchmarkAppendJSONString(b *testing.B) {
 	}
 }
 
-func TestHasOutput(t *testing.T) {
+func TestOutputIsEmpty(t *testing.T) {
 	for _, c := range []struct {
-		call Call
+		out  Output
 		want bool
 	}{
-		{Call{}, false},
-		{Call{OutputJSON: []byte(`""`)}, false},
-		{Call{OutputJSON: []byte(`"x"`)}, true},
-		{Call{OutputJSON: []byte(`"\n"`)}, true},
-		{Call{Output: "x"}, true},
+		{Output{}, true},
+		{JSONOutput([]byte(`""`)), true},
+		{JSONOutput([]byte(`"x"`)), false},
+		{JSONOutput([]byte(`"\n"`)), false},
+		{TextOutput("x"), false},
+		{ValueOutput([]byte(`{}`), "{}"), false},
 	} {
-		if got := c.call.HasOutput(); got != c.want {
-			t.Errorf("%+v: HasOutput %v, want %v", c.call, got, c.want)
+		if got := c.out.IsEmpty(); got != c.want {
+			t.Errorf("%+v: IsEmpty %v, want %v", c.out, got, c.want)
+		}
+	}
+}
+
+// Each encoding of an output gives the same text, JSON and value through
+// the methods, so that no writer depends on the reader's choice.
+func TestOutputEncodings(t *testing.T) {
+	lit := []byte(`"a \"b\"\n\u00e9"`)
+	for _, c := range []struct {
+		name      string
+		out       Output
+		text      string // Text before Decode
+		undecoded bool
+		value     string
+	}{
+		{"text", TextOutput("a \"b\"\né"), "a \"b\"\né", false, ""},
+		{"literal", JSONOutput(lit), "", true, ""},
+		{"value", ValueOutput([]byte(`{"k":1}`), `{"k":1}`), `{"k":1}`, false, `{"k":1}`},
+	} {
+		o := c.out
+		if o.Text() != c.text || o.Undecoded() != c.undecoded || string(o.Value()) != c.value {
+			t.Errorf("%s: Text %q Undecoded %v Value %s", c.name, o.Text(), o.Undecoded(), o.Value())
+		}
+		want := c.text
+		if c.undecoded {
+			want = "a \"b\"\né"
+		}
+		if d := o.Decoded(); d != want || o.Undecoded() != c.undecoded {
+			t.Errorf("%s: Decoded %q (want %q) changed the output", c.name, d, want)
+		}
+		if c.undecoded && (!bytes.Equal(o.AppendJSON([]byte("x")), append([]byte("x"), lit...)) || o.SizeBound() != len(lit)) {
+			t.Errorf("%s: AppendJSON %s SizeBound %d, want the literal", c.name, o.AppendJSON(nil), o.SizeBound())
+		}
+		o.Decode()
+		if o.Text() != want || o.Undecoded() || string(o.Value()) != c.value || o.SizeBound() != len(want) {
+			t.Errorf("%s: after Decode Text %q Undecoded %v Value %s", c.name, o.Text(), o.Undecoded(), o.Value())
+		}
+		var back string
+		if err := json.Unmarshal(o.AppendJSON(nil), &back); err != nil || back != want {
+			t.Errorf("%s: AppendJSON %s reads back as %q, %v", c.name, o.AppendJSON(nil), back, err)
 		}
 	}
 }

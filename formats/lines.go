@@ -16,8 +16,9 @@ import (
 )
 
 // MaxLine is the longest record a line reader accepts: tool outputs can run
-// to megabytes, and a killed agent can leave a huge partial line.
-const MaxLine = 256 << 20
+// to megabytes, and a killed agent can leave a huge partial line. It is a
+// variable only so that a test can lower it (before any reader runs).
+var MaxLine = 256 << 20
 
 // ErrLineTooLong is returned for a line longer than MaxLine.
 var ErrLineTooLong = errors.New("line longer than 256 MiB")

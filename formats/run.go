@@ -162,7 +162,7 @@ func (v *RunView) Observe(e *Event) {
 		v.model(e.AgentInfo.Model)
 	case AgentEnd:
 		if a := v.agents[e.Agent]; a != nil {
-			a.Status, a.Report, a.Ended = e.Status, e.Text, true
+			a.Status, a.Report, a.Ended = e.Status, e.Report(), true
 		}
 	case UserMessage:
 		if main && e.AgentInfo.Label == "" {
@@ -170,8 +170,8 @@ func (v *RunView) Observe(e *Event) {
 		}
 	case TurnEnd:
 		v.endText(e.Agent)
-		if main && e.Text != "" {
-			v.LastText = e.Text
+		if main && e.FinalText() != "" {
+			v.LastText = e.FinalText()
 		}
 		if main {
 			v.Turns++
@@ -181,15 +181,15 @@ func (v *RunView) Observe(e *Event) {
 			if v.text.pending[""] == nil {
 				v.Messages++
 			}
-			v.text.Delta("", e.Text)
+			v.text.Delta("", e.Piece())
 		}
 	case Message:
 		if main {
 			if !v.text.Whole("") {
 				v.Messages++
 			}
-			if e.Text != "" {
-				v.LastText = e.Text
+			if e.MessageText() != "" {
+				v.LastText = e.MessageText()
 			}
 		}
 	case ToolCall:
@@ -203,12 +203,12 @@ func (v *RunView) Observe(e *Event) {
 			v.Refusals = append(v.Refusals, Refusal{Agent: e.Agent, CallID: e.Call.ID, Name: e.Call.Name, Reason: e.Call.Error})
 		}
 	case Notice:
-		if e.Severity == Error && e.Text != "" {
-			v.Errors = append(v.Errors, e.Text)
+		if e.Severity == Error && e.NoticeText() != "" {
+			v.Errors = append(v.Errors, e.NoticeText())
 		}
 	case Answer:
 		if main {
-			v.answered, v.answer = true, e.Text
+			v.answered, v.answer = true, e.AnswerText()
 		}
 	case Usage:
 		v.Requests++
@@ -335,7 +335,7 @@ func (v *RunView) Settle(e *Event) {
 			st = Failed
 		case v.Stopped:
 			st = Denied
-		case len(v.Errors) > 0 || e.Text != "":
+		case len(v.Errors) > 0 || e.ErrorText() != "":
 			st = Failed
 		default:
 			st = Completed
@@ -361,13 +361,13 @@ func (v *RunView) Settle(e *Event) {
 		// carries the code but not the refusal still gives the same outcome.
 		e.Run.ExitCode = code
 	}
-	if e.Text != "" && st != Completed {
-		v.Errors = append(v.Errors, e.Text)
+	if e.ErrorText() != "" && st != Completed {
+		v.Errors = append(v.Errors, e.ErrorText())
 	}
 	v.Failure, v.FailureSaid = "", false
 	if st != Completed {
 		v.Failure = v.failure(e)
-		v.FailureSaid = e.Text != "" || len(v.Errors) > 0 ||
+		v.FailureSaid = e.ErrorText() != "" || len(v.Errors) > 0 ||
 			st == Denied && len(v.Refusals) > 0 && v.Refusals[len(v.Refusals)-1].Reason != ""
 	}
 	if e.Run.SessionID != "" {
@@ -381,8 +381,8 @@ func (v *RunView) Settle(e *Event) {
 
 func (v *RunView) failure(e *Event) string {
 	switch {
-	case e.Text != "":
-		return e.Text
+	case e.ErrorText() != "":
+		return e.ErrorText()
 	case v.Status == Denied && len(v.Refusals) > 0 && v.Refusals[len(v.Refusals)-1].Reason != "":
 		return v.Refusals[len(v.Refusals)-1].Reason
 	case len(v.Errors) > 0:

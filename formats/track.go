@@ -105,7 +105,7 @@ func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 	}
 	c.Status, c.Error, c.Truncated = e.Call.Status, e.Call.Error, e.Call.Truncated
 	if !t.DropOutputs {
-		c.Output, c.OutputJSON, c.OutputValue = e.Call.Output, e.Call.OutputJSON, e.Call.OutputValue
+		c.Output = e.Call.Output
 	}
 	if c.Name == "" {
 		c.Name = e.Call.Name
@@ -113,7 +113,7 @@ func (t *CallTracker) Finish(e *Event) (c *TrackedCall, started bool) {
 	if len(e.Call.Args) > 0 {
 		// What the call did in the end (a search's query is known when it
 		// completes).
-		c.Args, c.ArgsCompact = e.Call.Args, e.Call.ArgsCompact
+		c.Args, c.compactArgs = e.Call.Args, e.Call.compactArgs
 	}
 	c.Done = true
 	return c, started

@@ -75,9 +75,9 @@ func TestCallTracker(t *testing.T) {
 
 	// b ends first; the result fills in what it knows.
 	res := call(ToolResult, "sub", "b", "", ``)
-	res.Call.Status, res.Call.Output, res.Call.Error, res.Call.Truncated = Failed, "out", "boom", true
+	res.Call.Status, res.Call.Output, res.Call.Error, res.Call.Truncated = Failed, TextOutput("out"), "boom", true
 	got, started := ct.Finish(res)
-	if got != b || !started || !b.Done || b.Status != Failed || b.Output != "out" || b.Error != "boom" || !b.Truncated {
+	if got != b || !started || !b.Done || b.Status != Failed || b.Output.Text() != "out" || b.Error != "boom" || !b.Truncated {
 		t.Errorf("Finish(b) = %+v, %v", got, started)
 	}
 	if b.Name != "read" || string(b.Args) != `{"path":"x"}` {

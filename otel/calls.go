@@ -122,10 +122,10 @@ func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
 			end = start.Add(d)
 		}
 	}
-	if !b.cfg.content && e.Call.HasOutput() {
+	if !b.cfg.content && !e.Call.Output.IsEmpty() {
 		b.lose(lostContent, true) // an output left undecoded is not empty
 	} else {
-		recordContent(b, s, keyToolResult, e.Call.Output)
+		recordContent(b, s, keyToolResult, e.Call.Output.Text())
 	}
 	if e.Call.ExitCode.OK {
 		s.set(attribute.Int(keyExitCode, e.Call.ExitCode.V))

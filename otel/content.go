@@ -13,18 +13,18 @@ func (b *builder) said(e *formats.Event, a *agent) {
 	if e.Kind == formats.Answer {
 		switch {
 		case b.cfg.content && e.Agent == "":
-			b.lose(lostContentPast, len(e.Text) > b.cfg.contentLimit)
+			b.lose(lostContentPast, len(e.AnswerText()) > b.cfg.contentLimit)
 		case b.cfg.content && !a.done:
-			a.answer = b.cut(e.Text)
+			a.answer = b.cut(e.AnswerText())
 		default:
-			b.lose(lostAnswers, e.Text != "")
+			b.lose(lostAnswers, e.AnswerText() != "")
 		}
 		return
 	}
 	switch {
-	case e.Text == "":
+	case e.Prompt() == "":
 	case b.cfg.content && !a.done:
-		a.prompts = append(a.prompts, b.cut(e.Text))
+		a.prompts = append(a.prompts, b.cut(e.Prompt()))
 		b.message(e, a)
 	default:
 		b.lose(lostPrompts, true)

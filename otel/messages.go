@@ -146,7 +146,7 @@ func (b *builder) callAsked(a *agent, c *formats.Call) {
 
 // resultGiven adds a tool call's result to what the model is given.
 func (b *builder) resultGiven(a *agent, c *formats.Call) {
-	out := c.Output
+	out := c.Output.Text()
 	if out == "" && c.Error != "" {
 		out = c.Error
 	}
@@ -160,11 +160,11 @@ func (b *builder) message(e *formats.Event, a *agent) {
 	if !b.cfg.content {
 		switch e.Kind {
 		case formats.TextDelta:
-			b.lose(lostText, e.Text != "")
+			b.lose(lostText, e.Piece() != "")
 		case formats.ThinkingDelta:
-			b.lose(lostThinking, e.Text != "")
+			b.lose(lostThinking, e.Piece() != "")
 		case formats.Message:
-			b.lose(lostText, e.Text != "")
+			b.lose(lostText, e.MessageText() != "")
 			b.lose(lostThinking, e.Thinking != "")
 		}
 		return
@@ -176,13 +176,13 @@ func (b *builder) message(e *formats.Event, a *agent) {
 	c := &a.conv
 	switch e.Kind {
 	case formats.TextDelta:
-		if e.Text != "" {
-			b.replied(a, partText, e.Text, c.streamedText)
+		if e.Piece() != "" {
+			b.replied(a, partText, e.Piece(), c.streamedText)
 			c.streamedText = true
 		}
 	case formats.ThinkingDelta:
-		if e.Text != "" {
-			b.replied(a, partThinking, e.Text, c.streamedThinking)
+		if e.Piece() != "" {
+			b.replied(a, partThinking, e.Piece(), c.streamedThinking)
 			c.streamedThinking = true
 		}
 	case formats.Message:
@@ -190,16 +190,16 @@ func (b *builder) message(e *formats.Event, a *agent) {
 		if e.Thinking != "" && !c.streamedThinking {
 			b.replied(a, partThinking, e.Thinking, false)
 		}
-		if e.Text != "" && !c.streamedText {
-			b.replied(a, partText, e.Text, false)
+		if e.MessageText() != "" && !c.streamedText {
+			b.replied(a, partText, e.MessageText(), false)
 		}
-		if e.Text != "" {
-			a.lastText = cutString(e.Text, b.cfg.contentLimit)
+		if e.MessageText() != "" {
+			a.lastText = cutString(e.MessageText(), b.cfg.contentLimit)
 		}
 		c.streamedText, c.streamedThinking = false, false
 	case formats.UserMessage:
-		if e.Text != "" && b.cfg.contentLimit > 0 {
-			b.given(a, msgPart{Type: partText, Content: cutString(e.Text, b.cfg.contentLimit), role: "user"})
+		if e.Prompt() != "" && b.cfg.contentLimit > 0 {
+			b.given(a, msgPart{Type: partText, Content: cutString(e.Prompt(), b.cfg.contentLimit), role: "user"})
 		}
 	case formats.ToolCall:
 		b.callAsked(a, &e.Call)

@@ -293,7 +293,7 @@ func TestMessagesMatchTheSchema(t *testing.T) {
 func TestChatMessages(t *testing.T) {
 	u := formats.UsageInfo{InputTokens: formats.Some[int64](10), OutputTokens: formats.Some[int64](2)}
 	call := formats.Call{ID: "c1", Name: "bash", Args: []byte(`{"command":"ls"}`)}
-	result := formats.Call{ID: "c1", Name: "bash", Status: formats.Completed, Output: "a.go"}
+	result := formats.Call{ID: "c1", Name: "bash", Status: formats.Completed, Output: formats.TextOutput("a.go")}
 	usageFirst := []*formats.Event{
 		{Kind: formats.RunStart, Time: at(0), Run: formats.RunInfo{SessionID: "s1", Model: "claude-sonnet-4-5"}},
 		{Kind: formats.UserMessage, Time: at(1), Text: "list the files"},

@@ -487,7 +487,7 @@ func (r *reader) span(n, parent *node, agent string) {
 		r.emit(n, formats.ToolCall, start, agent).Call = call
 		r.body(n, agent)
 		call.Args = nil
-		call.Output = a[keyToolResult].str()
+		call.Output = formats.TextOutput(a[keyToolResult].str())
 		call.Status, call.Error = statusOf(n)
 		if code, ok := a[keyExitCode].int(); ok {
 			call.ExitCode = formats.Some(int(code))

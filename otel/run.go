@@ -122,13 +122,13 @@ func (b *builder) endRun(e *formats.Event, t time.Time) {
 	b.setMessages(main)
 	b.setSystem(root, b.system)
 	if !v.Success() {
-		root.fail(v.Status, e.Text)
+		root.fail(v.Status, e.ErrorText())
 		if e.Code != "" {
 			// The provider's code says more than "failed".
 			root.attrs = setAttr(root.attrs, attribute.String(keyErrorType, e.Code))
 		}
-	} else if e.Text != "" {
-		b.event(root, evNotice, t, attribute.String(keySeverity, formats.Error.String()), attribute.String(keyText, e.Text))
+	} else if e.ErrorText() != "" {
+		b.event(root, evNotice, t, attribute.String(keySeverity, formats.Error.String()), attribute.String(keyText, e.ErrorText()))
 	}
 	end := t
 	if d := e.Duration; d > 0 && (root.timedStart(b) || end.Before(root.start.Add(d))) && e.Time.IsZero() {

@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"slices"
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
@@ -153,7 +154,7 @@ func (b *builder) write(e *formats.Event, v *formats.RunView) {
 	case formats.AgentStart:
 		// b.agent made it.
 	case formats.AgentEnd:
-		b.endAgent(e.Agent, a, t, e.Status, e.Text)
+		b.endAgent(e.Agent, a, t, e.Status, e.Report())
 	case formats.TurnStart:
 		b.startsSeen = true
 		b.closeRequest(a)
@@ -171,9 +172,9 @@ func (b *builder) write(e *formats.Event, v *formats.RunView) {
 	case formats.PermissionRequest, formats.PermissionAnswer:
 		b.permission(e, a, t)
 	case formats.Notice:
-		b.event(b.inner(a), evNotice, t, attribute.String(keySeverity, e.Severity.String()), attribute.String(keyText, e.Text))
+		b.event(b.inner(a), evNotice, t, attribute.String(keySeverity, e.Severity.String()), attribute.String(keyText, e.NoticeText()))
 	case formats.Compaction:
-		b.event(b.inner(a), evCompaction, t, attribute.String(keyText, e.Text))
+		b.event(b.inner(a), evCompaction, t, attribute.String(keyText, e.Summary()))
 	case formats.ModelChange:
 		b.event(b.inner(a), evModelChange, t, attribute.String(keyModel, e.Run.Model))
 		if e.Run.Model != "" {
@@ -258,7 +259,13 @@ func (b *builder) end(s *span, t time.Time) {
 		}
 	}
 	if s.costless && b.open {
-		b.pending = append(b.pending, pendingChat{data: b.ended, weight: s.weight})
+		// Held until the run ends: with attributes of their own size,
+		// room left for the two of its cost share, so that what a run
+		// holds of each request is no more than the span it becomes.
+		d := b.ended
+		d.attrs = append(make([]attribute.KeyValue, 0, len(d.attrs)+pendingRoom), d.attrs...)
+		d.events = slices.Clip(d.events)
+		b.pending = append(b.pending, pendingChat{data: d, weight: s.weight})
 		return
 	}
 	b.hand(&b.ended)

@@ -22,7 +22,7 @@ func bigRun(n int) []*formats.Event {
 		id := fmt.Sprintf("call_%d", i)
 		evs = append(evs,
 			&formats.Event{Kind: formats.ToolCall, Time: at(10 + 3*i), Call: formats.Call{ID: id, Name: "bash", Args: []byte(`{"command":"ls"}`)}},
-			&formats.Event{Kind: formats.ToolResult, Time: at(11 + 3*i), Call: formats.Call{ID: id, Name: "bash", Status: formats.Completed, Output: "out " + id}})
+			&formats.Event{Kind: formats.ToolResult, Time: at(11 + 3*i), Call: formats.Call{ID: id, Name: "bash", Status: formats.Completed, Output: formats.TextOutput("out " + id)}})
 	}
 	end := 20 + 3*n
 	return append(evs,

@@ -60,6 +60,10 @@ func counted(u formats.UsageInfo) bool {
 	return false
 }
 
+// pendingRoom is the room a held chat span keeps for its share of the
+// run's cost: the two attributes placeRest adds.
+const pendingRoom = 2
+
 // pendingChat is a chat span held for its share of the run's cost.
 type pendingChat struct {
 	data   spanData

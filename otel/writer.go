@@ -98,7 +98,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	if w.b.cfg.content {
 		// The spans record outputs only with content; without it they are
 		// not decoded at all (TakesRawOutput).
-		e.DecodeOutput()
+		e.Call.Output.Decode()
 	}
 	w.b.write(e, v)
 	if err := w.emitErr; err != nil {

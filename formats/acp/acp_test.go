@@ -21,7 +21,7 @@ func TestReadPromptTurn(t *testing.T) {
 	if len(evs[2].Todos) != 4 || evs[2].Todos[0].Status != "pending" {
 		t.Errorf("plan: %+v", evs[2].Todos)
 	}
-	if r := evs[6].Call; r.ID != "call_001" || r.Status != formats.Completed || !strings.HasPrefix(r.Output, "Analysis complete") {
+	if r := evs[6].Call; r.ID != "call_001" || r.Status != formats.Completed || !strings.HasPrefix(r.Output.Text(), "Analysis complete") {
 		t.Errorf("result: %+v", r)
 	}
 	if u := evs[7].Usage; u.CostUSD.V != 0.045 || u.ContextTokens.V != 200000 {
@@ -60,7 +60,7 @@ func TestReadHarborEnvelopeAndV2(t *testing.T) {
 	if got, want := formatstest.Kinds(evs), "run_start user_message message tool_call tool_result raw run_end"; got != want {
 		t.Fatalf("kinds:\n got %s\nwant %s", got, want)
 	}
-	if evs[4].Call.Output != "a b" || evs[6].Status != formats.Cancelled {
+	if evs[4].Call.Output.Text() != "a b" || evs[6].Status != formats.Cancelled {
 		t.Errorf("result %+v, end %v", evs[4].Call, evs[6].Status)
 	}
 }
@@ -196,7 +196,7 @@ func TestWriteSessionUpdates(t *testing.T) {
 		{Kind: formats.ThinkingDelta, Text: "I will run ls"},
 		{Kind: formats.TextDelta, Text: "Listing."},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "Bash", Args: []byte(`{"command":"ls"}`)}},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Bash", Status: formats.Completed, Output: "a b"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Bash", Status: formats.Completed, Output: formats.TextOutput("a b")}},
 		{Kind: formats.Todos, Todos: []formats.Todo{{Content: "check", Status: "in_progress"}}},
 		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](5), CostUSD: formats.Some(0.01)}},
 		{Kind: formats.RunEnd, Status: formats.Completed},

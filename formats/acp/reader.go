@@ -451,7 +451,7 @@ func (r *reader) tool(u *update, agent string, me map[string]any) []*formats.Eve
 		Error  *string `json:"error"`
 	}
 	if len(u.RawOutput) > 0 && json.Unmarshal(u.RawOutput, &out) == nil && (out.Output != nil || out.Error != nil) {
-		c.Output, c.Error = formats.Deref(out.Output), formats.Deref(out.Error)
+		c.Output, c.Error = formats.TextOutput(formats.Deref(out.Output)), formats.Deref(out.Error)
 	} else {
 		t := toolContentText(u.Content)
 		if t == "" && len(u.RawOutput) > 0 {
@@ -460,7 +460,7 @@ func (r *reader) tool(u *update, agent string, me map[string]any) []*formats.Eve
 			}
 		}
 		if st == formats.Completed {
-			c.Output = t
+			c.Output = formats.TextOutput(t)
 		} else {
 			c.Error = t
 		}

@@ -89,21 +89,21 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Agent != "" {
 			return nil // the pipeline reports it (SubagentPrompts)
 		}
-		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Text)})
+		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Prompt())})
 	case formats.TextDelta:
 		if e.Agent == "" {
 			w.streamed[e.Agent] = true
 			if w.saying {
-				w.said.Add(e.Text)
+				w.said.Add(e.Piece())
 			} else {
-				w.said.Set(e.Text)
+				w.said.Set(e.Piece())
 				w.saying = true
 			}
-			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Piece())})
 		}
 	case formats.ThinkingDelta:
 		w.streamedThought[e.Agent] = true
-		return w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Text)})
+		return w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Piece())})
 	case formats.Message:
 		return w.message(e)
 	case formats.ToolCall:
@@ -167,10 +167,10 @@ func (w *writer) message(e *formats.Event) error {
 			return err
 		}
 	}
-	if e.Text != "" && e.Agent == "" {
-		w.said.Set(e.Text)
+	if e.MessageText() != "" && e.Agent == "" {
+		w.said.Set(e.MessageText())
 		if !streamed {
-			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Text)})
+			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.MessageText())})
 		}
 	}
 	return nil
@@ -216,9 +216,9 @@ func (w *writer) toolResult(e *formats.Event) error {
 	u["_meta"] = m
 	raw := map[string]any{}
 	var content []any
-	if c.Output != "" {
-		raw["output"] = c.Output
-		content = append(content, map[string]any{"type": "content", "content": text(c.Output)})
+	if c.Output.Text() != "" {
+		raw["output"] = c.Output.Text()
+		content = append(content, map[string]any{"type": "content", "content": text(c.Output.Text())})
 	}
 	if c.Error != "" {
 		raw["error"] = c.Error

@@ -15,8 +15,8 @@ func TestStreamReaderSeed(t *testing.T) {
 	if got, want := formatstest.Kinds(evs), "tool_call tool_result tool_call tool_result answer run_end"; got != want {
 		t.Fatalf("kinds %q, want %q", got, want)
 	}
-	evs[1].DecodeOutput()
-	if c := evs[1].Call; c.ID != "3f9c..." || c.Name != "bash" || c.Status != formats.Completed || !strings.HasPrefix(c.Output, "src/app.ts") {
+	evs[1].Call.Output.Decode()
+	if c := evs[1].Call; c.ID != "3f9c..." || c.Name != "bash" || c.Status != formats.Completed || !strings.HasPrefix(c.Output.Text(), "src/app.ts") {
 		t.Errorf("tool_result read as %+v", c)
 	}
 	if string(evs[0].Call.Args) != `{"command":"npx eslint src/"}` {
@@ -100,7 +100,7 @@ func TestJSONWriterPreview(t *testing.T) {
 	big := strings.Repeat("é", 40000) // 80000 bytes
 	evs := []*formats.Event{
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "c", Name: "cat"}},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "c", Status: formats.Completed, Output: big}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c", Status: formats.Completed, Output: formats.TextOutput(big)}},
 		{Kind: formats.RunEnd, Status: formats.Completed},
 	}
 	var out bytes.Buffer
@@ -116,8 +116,8 @@ func TestJSONWriterPreview(t *testing.T) {
 	// AdaL's preview: 40,000 characters are past 30,000; it keeps the
 	// first 2,000 and the last 1,000.
 	want := strings.Repeat("é", 2000) + "\n... (37000 characters omitted) ...\n" + strings.Repeat("é", 1000)
-	if !c.Truncated || c.Output != want {
-		t.Errorf("preview: truncated=%v len=%d", c.Truncated, len(c.Output))
+	if !c.Truncated || c.Output.Text() != want {
+		t.Errorf("preview: truncated=%v len=%d", c.Truncated, len(c.Output.Text()))
 	}
 	if rep.Losses() != 1 {
 		t.Errorf("the preview was not reported as a loss")

@@ -41,7 +41,7 @@ func messagesLost(v *formats.RunView, wroteAnswer bool) int {
 // mergesError reports whether a result's error text is merged into its
 // output, which AdaL has a single field for.
 func mergesError(e *formats.Event) bool {
-	return e.Call.Status != formats.Denied && e.Call.Error != "" && (e.Call.Output != "" || len(e.Call.OutputJSON) > 0)
+	return e.Call.Status != formats.Denied && e.Call.Error != "" && (e.Call.Output.Text() != "" || e.Call.Output.Undecoded())
 }
 
 func args(a json.RawMessage) json.RawMessage {
@@ -67,11 +67,11 @@ func resultStatus(s formats.Status) string {
 func outputOf(c *formats.Call) string {
 	switch {
 	case c.Error == "":
-		return c.Output
-	case c.Output == "":
+		return c.Output.Text()
+	case c.Output.Text() == "":
 		return c.Error
 	}
-	return c.Output + "\n" + c.Error
+	return c.Output.Text() + "\n" + c.Error
 }
 
 // AdaL's preview rule: a tool output longer than 30,000 characters is kept

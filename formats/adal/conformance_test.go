@@ -40,11 +40,7 @@ func TestConformance(t *testing.T) {
 		)
 	})
 	t.Run(adal.Session.Name, func(t *testing.T) {
-		formatstest.ConformanceOpen(t, adal.Session, []formatstest.Open{
-			{Rule: "usage", Why: "a request's usage is read after the results of its calls (found by this check, not yet fixed)"},
-			{Rule: "read back: times", Why: "the adal-session writer orders its records so that, read back, an agent's times go back"},
-			{Rule: "read back: usage", Why: "the adal-session writer's usage records, read back, do not sit with their request's output"},
-		},
+		formatstest.Conformance(t, adal.Session,
 			"agents/adal/1.8.6/api-error/json/home/.adal/sessions/conversation_85f6b49e-b27a-47e8-94fc-5f6c8c17945b.jsonl",
 			"agents/adal/1.8.6/api-error/stream-json/home/.adal/sessions/conversation_113b5d33-93e8-4d00-a51a-73a299c8e92d.jsonl",
 			"agents/adal/1.8.6/api-error/text/home/.adal/sessions/conversation_0b9c7fd4-ff50-4086-b03d-6a51b37217f6.jsonl",

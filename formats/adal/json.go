@@ -93,7 +93,7 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 		if !ok {
 			return formats.Errorf(n, "tool call %q: output is not valid JSON", call.ID)
 		}
-		call.Output, call.OutputValue = text, value
+		call.Output = formats.ValueOutput(value, text)
 		if value == nil && isPreview(text) {
 			call.Truncated = true
 		}
@@ -103,7 +103,7 @@ func decodeObject(q *formats.EventQueue, b []byte, n int, report *formats.Report
 		q.Add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: call.ID, Name: call.Name, Args: call.Args}})
 		if call.Status == formats.Denied {
 			// The output of a refused call is the refusal's reason.
-			call.Error, call.Output, call.OutputValue = text, "", nil
+			call.Error, call.Output = text, formats.Output{}
 			if call.Error == "" {
 				call.Error = formats.Deref(o.Error)
 			}
@@ -203,8 +203,8 @@ func (j *jsonWriter) Write(e *formats.Event, v *formats.RunView) error {
 			j.opts.Report.Quirk(formats.MergedToolErrors)
 		}
 		if c := v.Calls.Get(e.Call.ID); c != nil {
-			if len(e.Call.OutputValue) > 0 && e.Call.Error == "" {
-				j.outputs[c] = keptOutput{value: bytes.Clone(e.Call.OutputValue)}
+			if len(e.Call.Output.Value()) > 0 && e.Call.Error == "" {
+				j.outputs[c] = keptOutput{value: bytes.Clone(e.Call.Output.Value())}
 				break
 			}
 			out := keptOutput{text: outputOf(&e.Call)}

@@ -254,6 +254,10 @@ func (r *sessionReader) record(rec *sessionRecord, line []byte, n int) error {
 			r.lastError = content
 			add(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: content})
 		}
+		// A step's calls are the model's answer, their results its next
+		// input: the calls first, then the results, so that the step's
+		// Usage goes with all its calls.
+		var results []*formats.Event
 		for _, c := range m.Calls {
 			add(&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: c.ID, Name: c.Function.Name, Args: c.Function.Kwargs}})
 			res := formats.Call{ID: c.ID, Name: c.Function.Name, Status: formats.Completed}
@@ -264,7 +268,7 @@ func (r *sessionReader) record(rec *sessionRecord, line []byte, n int) error {
 				// what the tool says of a call it did not make.
 				res.Status, res.Error = formats.Denied, formats.Deref(c.Observation)
 				r.refused = true
-				add(&formats.Event{Kind: formats.ToolResult, Call: res})
+				results = append(results, &formats.Event{Kind: formats.ToolResult, Call: res})
 				continue
 			case c.Status == "cancelled":
 				res.Status = formats.Cancelled
@@ -276,11 +280,14 @@ func (r *sessionReader) record(rec *sessionRecord, line []byte, n int) error {
 				if !ok {
 					return formats.Errorf(n, "call %q: output is not valid JSON", c.ID)
 				}
-				res.Output, res.OutputValue, res.Truncated = text, value, c.Output.IsPreview
+				res.Output, res.Truncated = formats.ValueOutput(value, text), c.Output.IsPreview
 			} else {
-				res.Output = formats.Deref(c.Observation)
+				res.Output = formats.TextOutput(formats.Deref(c.Observation))
 			}
-			add(&formats.Event{Kind: formats.ToolResult, Call: res})
+			results = append(results, &formats.Event{Kind: formats.ToolResult, Call: res})
+		}
+		for _, e := range results {
+			add(e)
 		}
 	default:
 		r.opts.Report.Warn(n, "adal-session record type %q is not known; kept as an unknown event", rec.Type)

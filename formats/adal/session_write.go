@@ -126,7 +126,7 @@ func (w *sessionWriter) Observe(e *formats.Event, v *formats.RunView) {
 	case "message":
 		f.messages++
 		if e.Kind == formats.UserMessage {
-			f.user(e.Text)
+			f.user(e.Prompt())
 		}
 	}
 }
@@ -269,16 +269,16 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if err := w.flushStep(); err != nil {
 			return err
 		}
-		w.cur.user(e.Text)
+		w.cur.user(e.Prompt())
 		var meta record
 		meta.null("context_str")
-		return w.message(e, "user", strPtr(e.Text), meta.bytes())
+		return w.message(e, "user", strPtr(e.Prompt()), meta.bytes())
 	case formats.TextDelta:
-		w.run.text.WriteString(e.Text)
+		w.run.text.WriteString(e.Piece())
 	case formats.ThinkingDelta:
-		w.run.thinking.WriteString(e.Text)
+		w.run.thinking.WriteString(e.Piece())
 	case formats.Message:
-		return w.said(e, e.Text, e.Thinking)
+		return w.said(e, e.MessageText(), e.Thinking)
 	case formats.ToolCall:
 		s := w.run.step
 		if s != nil && s.results > 0 {
@@ -308,10 +308,17 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		w.result(c, e)
 		s.results++
 	case formats.Usage:
+		if s := w.run.step; !sub && s != nil && s.results > 0 {
+			// After the step's results: the usage of the model call
+			// that answers them, which goes after the step.
+			if err := w.flushStep(); err != nil {
+				return err
+			}
+		}
 		return w.usage(e, sub)
 	case formats.Notice:
 		if e.Severity == formats.Error {
-			return w.errorStep(e, e.Text)
+			return w.errorStep(e, e.NoticeText())
 		}
 	}
 	return nil
@@ -356,7 +363,7 @@ func (w *sessionWriter) flushText(e *formats.Event) {
 	th, tx := w.run.thinking.String(), w.run.text.String()
 	w.run.thinking.Reset()
 	w.run.text.Reset()
-	if e.Kind == formats.Message && e.Text == tx && (e.Thinking == th || th == "") {
+	if e.Kind == formats.Message && e.MessageText() == tx && (e.Thinking == th || th == "") {
 		return // the whole message repeats them
 	}
 	w.said(e, tx, th) //nolint:errcheck // said fails only when a step with calls is flushed, which flushStep reports on the next write
@@ -378,12 +385,12 @@ func (w *sessionWriter) result(c *stepCall, e *formats.Event) {
 	}
 	c.obs = outputOf(call)
 	switch {
-	case len(call.OutputValue) > 0:
-		c.output = call.OutputValue
-	case call.Output == "" && call.Error != "":
+	case len(call.Output.Value()) > 0:
+		c.output = call.Output.Value()
+	case call.Output.Text() == "" && call.Error != "":
 		// The error alone: AdaL's observation says it.
 	default:
-		b, _ := formats.Marshal(call.Output)
+		b, _ := formats.Marshal(call.Output.Text())
 		c.output = b
 	}
 }
@@ -499,6 +506,12 @@ func (w *sessionWriter) usage(e *formats.Event, sub bool) error {
 		model = w.view.Info.Model
 	}
 	at := w.stamps.Next(e)
+	if s := w.run.step; s != nil && s.at.Before(at) {
+		// Written before the step being made, as AdaL writes a model
+		// call's usage before its step: at the step's time, that the
+		// times read back do not go back.
+		at = s.at
+	}
 	src := "main"
 	if sub {
 		src = "subagent"

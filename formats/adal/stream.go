@@ -286,13 +286,14 @@ func (r *streamReader) Next() (*formats.Event, error) {
 	switch l.Type {
 	case "tool_call":
 		ev.Kind = formats.ToolCall
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: r.args(l.Args), ArgsCompact: l.argsCompact}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name}
+		ev.Call.SetArgs(r.args(l.Args), l.argsCompact)
 	case "tool_result":
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: r.resultID(l.ID, l.Name, n), Name: l.Name, Status: statusWords.Parse(l.Status)}
 		switch {
 		case len(l.Output) > 0 && l.Output[0] == '"':
-			ev.Call.OutputJSON = l.Output
+			ev.Call.Output = formats.JSONOutput(l.Output)
 			ev.Call.Truncated = rawIsPreview(l.Output)
 		case len(l.Output) > 0 && string(l.Output) != "null":
 			// Any other JSON value (AdaL's file tools return objects),
@@ -301,7 +302,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 			if !ok {
 				return nil, formats.Errorf(n, "tool_result output is not valid JSON")
 			}
-			ev.Call.Output, ev.Call.OutputValue = text, value
+			ev.Call.Output = formats.ValueOutput(value, text)
 		}
 		if ev.Call.Status == formats.StatusUnknown {
 			r.opts.Report.Warn(n, "tool_result status %q is not completed, failed or cancelled; kept as failed", l.Status)
@@ -309,7 +310,8 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		}
 	case "permission_denied":
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Args: r.args(l.Args), ArgsCompact: l.argsCompact, Status: formats.Denied, Error: l.Reason}
+		ev.Call = formats.Call{ID: r.callID(l.ID, l.Name), Name: l.Name, Status: formats.Denied, Error: l.Reason}
+		ev.Call.SetArgs(r.args(l.Args), l.argsCompact)
 	case "answer":
 		ev.Kind = formats.Answer
 		ev.Text = l.Content
@@ -518,11 +520,11 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return s.line(toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), s.outputJSON(e)}, false)
 	case formats.Answer:
 		if e.Agent == "" {
-			return s.line(textLine{Type: "answer", Content: e.Text}, true)
+			return s.line(textLine{Type: "answer", Content: e.AnswerText()}, true)
 		}
 	case formats.Notice:
 		if e.Severity == formats.Error && e.Agent == "" {
-			return s.error(e.Text)
+			return s.error(e.NoticeText())
 		}
 	case formats.RunEnd:
 		return s.end(e, v)
@@ -627,8 +629,8 @@ func (s *streamWriter) end(e *formats.Event, v *formats.RunView) error {
 	// An error event only when the source says why the run failed (the
 	// stream of a run that failed without a word has none either), and
 	// not again what was said.
-	if !v.Success() && e.Text != "" && !s.errs[e.Text] {
-		if err := s.error(e.Text); err != nil {
+	if !v.Success() && e.ErrorText() != "" && !s.errs[e.ErrorText()] {
+		if err := s.error(e.ErrorText()); err != nil {
 			return err
 		}
 	}
@@ -658,15 +660,15 @@ func (s *streamWriter) TakesRawOutput() {}
 // a string, merged with its error text when it has one, and cut to AdaL's
 // preview when it is longer than that.
 func (s *streamWriter) outputJSON(e *formats.Event) json.RawMessage {
-	if e.Call.Error == "" && len(e.Call.OutputValue) > 0 {
-		return e.Call.OutputValue
+	if e.Call.Error == "" && len(e.Call.Output.Value()) > 0 {
+		return e.Call.Output.Value()
 	}
 	// A literal no longer than the preview size holds no more
 	// characters than that.
-	if e.Call.Error == "" && (s.preview <= 0 || len(e.Call.OutputJSON) <= s.preview) && (len(e.Call.OutputJSON) > 0 || len(e.Call.Output) <= s.preview) {
-		return e.Call.AppendOutputJSON(nil)
+	if e.Call.Error == "" && (s.preview <= 0 || e.Call.Output.SizeBound() <= s.preview) && (e.Call.Output.Undecoded() || len(e.Call.Output.Text()) <= s.preview) {
+		return e.Call.Output.AppendJSON(nil)
 	}
-	e.DecodeOutput()
+	e.Call.Output.Decode()
 	out, cut := cutPreview(outputOf(&e.Call), s.preview)
 	if cut {
 		s.opts.Report.Quirk(lossPreviews)

@@ -52,7 +52,7 @@ func newTextReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 func (t *textReader) Next() (*formats.Event, error) {
 	if !t.done {
 		t.done = true
-		b, err := io.ReadAll(io.LimitReader(t.r, formats.MaxLine+1))
+		b, err := io.ReadAll(io.LimitReader(t.r, int64(formats.MaxLine)+1))
 		if err != nil {
 			return nil, err
 		}

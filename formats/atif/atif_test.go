@@ -30,7 +30,7 @@ func TestReadRFCExample(t *testing.T) {
 		t.Errorf("message: %+v", evs[4])
 	}
 	r := evs[7]
-	if r.Call.ID != "call_price_1" || r.Call.Name != "financial_search" || r.Call.Status != formats.Completed || !strings.Contains(r.Call.Output, "185.35") {
+	if r.Call.ID != "call_price_1" || r.Call.Name != "financial_search" || r.Call.Status != formats.Completed || !strings.Contains(r.Call.Output.Text(), "185.35") {
 		t.Errorf("result: %+v", r.Call)
 	}
 	if evs[0].Time.IsZero() || evs[4].Time.Format("15:04:05") != "10:30:02" {
@@ -103,7 +103,7 @@ func TestWriteSubagentsAndRefusals(t *testing.T) {
 		{Kind: formats.AgentStart, Agent: "t1", AgentInfo: formats.AgentInfo{Label: "Explore", ParentCall: "t1"}},
 		{Kind: formats.Message, Agent: "t1", Text: "found it"},
 		{Kind: formats.AgentEnd, Agent: "t1", Status: formats.Completed, Text: "report"},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Name: "Task", Status: formats.Completed, Output: "found it"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Name: "Task", Status: formats.Completed, Output: formats.TextOutput("found it")}},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "b1", Name: "Bash", Args: []byte(`{"command":"rm -rf /"}`)}},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "b1", Name: "Bash", Status: formats.Denied, Error: "not allowed"}},
 		{Kind: formats.RunEnd, Status: formats.Denied},
@@ -283,7 +283,7 @@ func TestWriteStepsAndMetrics(t *testing.T) {
 		{Kind: formats.Usage, Agent: "a1", Usage: u(40, 0, 0, 4, 0, 0.5)},
 		{Kind: formats.Message, Agent: "a1", Text: "done"},
 		{Kind: formats.AgentEnd, Agent: "a1", Status: formats.Completed},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Task", Status: formats.Completed, Output: "done"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Task", Status: formats.Completed, Output: formats.TextOutput("done")}},
 		{Kind: formats.Usage, Usage: u(200, 150, 0, 10, 0, 0.125)},
 		{Kind: formats.Message, Text: "finished"},
 		{Kind: formats.Compaction, Text: "the summary"},

@@ -272,9 +272,9 @@ func (d *decoder) results(st *readStep, agent string, at time.Time, subs map[str
 			e.Call.Status = formats.Failed // as Harbor's converters mark it
 		}
 		if errText, ok := r.Extra[extraError]; ok {
-			e.Call.Output, e.Call.Error = content, str(errText)
+			e.Call.Output, e.Call.Error = formats.TextOutput(content), str(errText)
 		} else if e.Call.Status == formats.Completed {
-			e.Call.Output = content
+			e.Call.Output = formats.TextOutput(content)
 		} else {
 			e.Call.Error = content
 		}

@@ -70,15 +70,15 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		w.endAgent(e)
 	case formats.UserMessage:
 		a.close()
-		a.t.Steps = append(a.t.Steps, &step{Source: "user", Timestamp: stamp(e), Message: jsonString(e.Text)})
+		a.t.Steps = append(a.t.Steps, &step{Source: "user", Timestamp: stamp(e), Message: jsonString(e.Prompt())})
 	case formats.TextDelta:
 		a.open(e)
-		a.pending.WriteString(e.Text)
+		a.pending.WriteString(e.Piece())
 	case formats.ThinkingDelta:
 		a.open(e)
-		a.pendingThinking.WriteString(e.Text)
+		a.pendingThinking.WriteString(e.Piece())
 	case formats.Message:
-		if a.cur != nil && ((e.Thinking != "" || e.Text != "") && a.text.Len() > 0 || e.Thinking != "" && a.thinking.Len() > 0) {
+		if a.cur != nil && ((e.Thinking != "" || e.MessageText() != "") && a.text.Len() > 0 || e.Thinking != "" && a.thinking.Len() > 0) {
 			// Reasoning or a message after the step's text, or reasoning
 			// after its reasoning, is the next response's: a step holds
 			// one of each.
@@ -89,12 +89,12 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Thinking != "" {
 			a.pendingThinking.Reset()
 		}
-		if e.Text != "" {
+		if e.MessageText() != "" {
 			a.pending.Reset()
 		}
 		a.flush()
 		add(&a.thinking, e.Thinking)
-		add(&a.text, e.Text)
+		add(&a.text, e.MessageText())
 		a.flush()
 	case formats.ToolCall:
 		st := a.open(e)
@@ -116,13 +116,13 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		a.close()
 		st := &step{Source: "system", Timestamp: stamp(e), Message: jsonString(""),
 			Extra: map[string]any{extraContextMgmt: map[string]string{"type": "compaction", "boundary": "replace"}}}
-		if e.Text != "" {
-			st.Obs = &observation{Results: []*result{{Content: jsonString(e.Text)}}}
+		if e.Summary() != "" {
+			st.Obs = &observation{Results: []*result{{Content: jsonString(e.Summary())}}}
 		}
 		a.t.Steps = append(a.t.Steps, st)
 	case formats.Notice:
 		a.close()
-		a.t.Steps = append(a.t.Steps, &step{Source: "system", Timestamp: stamp(e), Message: jsonString(e.Text),
+		a.t.Steps = append(a.t.Steps, &step{Source: "system", Timestamp: stamp(e), Message: jsonString(e.NoticeText()),
 			Extra: map[string]any{extraNotice: e.Severity.String()}})
 	case formats.ModelChange:
 		a.close()
@@ -131,8 +131,8 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Agent == "" {
 			a.flush()
 		}
-		if e.Text != "" && e.Text != a.lastMessage() {
-			setExtra(&a.t.Extra, extraAnswer, e.Text)
+		if e.AnswerText() != "" && e.AnswerText() != a.lastMessage() {
+			setExtra(&a.t.Extra, extraAnswer, e.AnswerText())
 		}
 	}
 	return nil
@@ -217,8 +217,8 @@ func (w *writer) endAgent(e *formats.Event) {
 	if e.Status != formats.StatusUnknown && e.Status != formats.Completed {
 		setExtra(&a.t.Extra, extraStatus, e.Status.String())
 	}
-	if e.Text != "" {
-		setExtra(&a.t.Extra, extraReport, e.Text)
+	if e.Report() != "" {
+		setExtra(&a.t.Extra, extraReport, e.Report())
 	}
 }
 
@@ -241,7 +241,7 @@ func (w *writer) result(e *formats.Event, a *agentTraj) {
 	// The content is the output, else the error; an error beside an
 	// output, and the (empty) error of a call that did not succeed but has
 	// an output, go in extra, so that a reader tells the two apart.
-	content := e.Call.Output
+	content := e.Call.Output.Text()
 	if content == "" {
 		content = e.Call.Error
 	} else if e.Call.Error != "" || e.Call.Status != formats.Completed && e.Call.Status != formats.StatusUnknown {
@@ -301,7 +301,7 @@ func (w *writer) end(e *formats.Event, v *formats.RunView) error {
 	w.prune(t)
 	if len(t.Steps) == 0 {
 		// A trajectory needs a step: the run's end is one.
-		t.Steps = append(t.Steps, &step{Source: "system", Timestamp: stamp(e), Message: jsonString(e.Text)})
+		t.Steps = append(t.Steps, &step{Source: "system", Timestamp: stamp(e), Message: jsonString(e.ErrorText())})
 	}
 	number(t)
 	if fm := totals(v.Usage, len(t.Steps)); fm != nil {

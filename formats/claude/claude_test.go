@@ -408,7 +408,7 @@ func TestWriteFromDeltas(t *testing.T) {
 		{Kind: formats.TextDelta, Text: "Let me "},
 		{Kind: formats.TextDelta, Text: "look."},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "Read", Args: []byte(`{"file_path":"a"}`)}},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "x"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: formats.TextOutput("x")}},
 		{Kind: formats.TextDelta, Text: "Done."},
 		{Kind: formats.RunEnd, Status: formats.Completed},
 	}
@@ -441,7 +441,7 @@ func TestServerToolResult(t *testing.T) {
 	if got := formatstest.Kinds(evs); got != "run_start tool_call tool_result message" {
 		t.Fatalf("kinds: %s", got)
 	}
-	if r := evs[2].Call; r.ID != "srvtoolu_1" || r.Name != "web_search" || r.Status != formats.Completed || !strings.Contains(r.Output, "https://go.dev") {
+	if r := evs[2].Call; r.ID != "srvtoolu_1" || r.Name != "web_search" || r.Status != formats.Completed || !strings.Contains(r.Output.Text(), "https://go.dev") {
 		t.Errorf("result: %+v", r)
 	}
 }
@@ -454,7 +454,7 @@ func TestWriteReportsSilentSubagent(t *testing.T) {
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "t1", Name: "Task"}},
 		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{ParentCall: "t1"}},
 		{Kind: formats.AgentEnd, Agent: "a1", Status: formats.Completed},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Completed, Output: "done"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Completed, Output: formats.TextOutput("done")}},
 		{Kind: formats.RunEnd, Status: formats.Completed},
 	})
 	if !strings.Contains(rep, "1 × subagents that say nothing") {

@@ -48,7 +48,7 @@ func TestConformance(t *testing.T) {
 		formatstest.ConformanceOpen(t, claude.Session, []formatstest.Open{
 			{Rule: "calls", Why: "a sidechain's result is read in the main run without the call that started it (claude-code-log-sidechain-integrated.jsonl)"},
 			{Rule: "read back: calls", Why: "the same sidechain, written and read back"},
-			{Rule: "read back: usage", Why: "the claude-session writer's message usage, read back, does not sit with every request's output"},
+			{Rule: "read back: usage", Why: "a refusal whose call the source never gave is written as a tool_use of a response of its own, with no usage to carry"},
 		},
 			"claude/sessions/agentcmd-claude-session-2.0.14.jsonl",
 			"claude/sessions/claude-code-log-showcase-55550000-0000-4000-8000-000000000001.jsonl",

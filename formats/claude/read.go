@@ -493,9 +493,9 @@ func (d *decoder) emit(ev *formats.Event) {
 			d.streamed[ev.Agent] = st
 		}
 		if ev.Kind == formats.TextDelta {
-			st.text.WriteString(ev.Text)
+			st.text.WriteString(ev.Piece())
 		} else {
-			st.thinking.WriteString(ev.Text)
+			st.thinking.WriteString(ev.Piece())
 		}
 	case formats.Message:
 		delete(d.streamed, ev.Agent)
@@ -504,8 +504,8 @@ func (d *decoder) emit(ev *formats.Event) {
 		d.errors = d.errors[:0]
 		d.errCode = ""
 	case formats.Notice:
-		if ev.Severity == formats.Error && ev.Text != "" {
-			d.errors = append(d.errors, ev.Text)
+		if ev.Severity == formats.Error && ev.NoticeText() != "" {
+			d.errors = append(d.errors, ev.NoticeText())
 			d.errCode = ev.Code
 		}
 	case formats.ToolCall, formats.ToolResult, formats.UserMessage, formats.AgentEnd, formats.Compaction:
@@ -532,8 +532,8 @@ func (d *decoder) wholeStreamed(agent string) {
 	}
 	delete(d.streamed, agent)
 	ev := &formats.Event{Kind: formats.Message, Agent: agent, Text: st.text.String(), Thinking: st.thinking.String()}
-	if agent == "" && ev.Text != "" {
-		d.lastText = ev.Text
+	if agent == "" && ev.MessageText() != "" {
+		d.lastText = ev.MessageText()
 	}
 	d.push(ev)
 }
@@ -1030,9 +1030,9 @@ func (d *decoder) toolResult(agent string, b *block) {
 		out = strings.ToValidUTF8(string(c), "\uFFFD")
 	}
 	c := d.calls[b.ToolUseID]
-	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: out}
+	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: formats.TextOutput(out)}
 	if b.IsError != nil && *b.IsError {
-		res.Status, res.Output, res.Error = formats.Failed, "", out
+		res.Status, res.Output, res.Error = formats.Failed, formats.TextOutput(""), out
 		if d.copy.refused(out) || c != nil && c.refused {
 			// The result's permission_denials will list it: it ends here,
 			// once, as refused.
@@ -1173,11 +1173,11 @@ func (d *decoder) result(r *record) {
 		// for a run that stopped on a refused call.
 		end.Status, end.Run.ExitCode = formats.Failed, formats.Opt[int]{}
 		end.Text = errorText(r.Error)
-		if end.Text == "" {
+		if end.ErrorText() == "" {
 			end.Text = strings.Join(d.errors, "\n")
 			end.Code = d.errCode
 		}
-		if end.Text == "" && r.Result != nil {
+		if end.ErrorText() == "" && r.Result != nil {
 			end.Text = *r.Result
 		}
 		if c := errorCode(r.APIErrorType, r.APIErrorStatus); c != "" {
@@ -1186,7 +1186,7 @@ func (d *decoder) result(r *record) {
 			end.Code = apiErrorCode(*r.Result, nil) // "API Error: 529 {…}"
 		}
 		switch {
-		case end.Text != "":
+		case end.ErrorText() != "":
 		case r.Subtype != "" && r.Subtype != "success":
 			end.Text = "the run ended with " + r.Subtype
 		default:

@@ -36,7 +36,7 @@ func sameEvents(t *testing.T, what string, got, want []*formats.Event) {
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if g.Kind != w.Kind || g.Text != w.Text || g.Call.ID != w.Call.ID || g.Call.Output != w.Call.Output ||
+		if g.Kind != w.Kind || g.Text != w.Text || g.Call.ID != w.Call.ID || g.Call.Output.Text() != w.Call.Output.Text() ||
 			g.Source.LineNo != w.Source.LineNo || !bytes.Equal(g.Source.Line, w.Source.Line) {
 			t.Fatalf("%s: event %d is %v %q (line %d), want %v %q (line %d)", what, i, g.Kind, g.Text, g.Source.LineNo, w.Kind, w.Text, w.Source.LineNo)
 		}

@@ -1577,9 +1577,9 @@ func (b *sessBuild) resultEvent(agent string, bl block) *formats.Event {
 	if c := bytes.TrimSpace(bl.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
 		out = strings.ToValidUTF8(string(c), "\uFFFD")
 	}
-	res := formats.Call{ID: bl.ToolUseID, Status: formats.Completed, Output: out}
+	res := formats.Call{ID: bl.ToolUseID, Status: formats.Completed, Output: formats.TextOutput(out)}
 	if bl.IsError != nil && *bl.IsError {
-		res.Status, res.Output, res.Error = formats.Failed, "", out
+		res.Status, res.Output, res.Error = formats.Failed, formats.TextOutput(""), out
 		if isRefusal(out) {
 			res.Status = formats.Denied
 		}
@@ -1648,7 +1648,7 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 				if !a.inline {
 					b.agentEvents(a)
 				}
-				report := ev.Call.Output
+				report := ev.Call.Output.Text()
 				if ev.Call.Status != formats.Completed {
 					report = ev.Call.Error
 				}

@@ -106,6 +106,9 @@ type sessResp struct {
 	usage   *usageOut
 	stop    *string
 	written bool
+	// made: its id is the writer's, made for text or calls that no
+	// usage announced.
+	made bool
 }
 
 type sessionWriter struct {
@@ -441,7 +444,7 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 	}
 	switch e.Kind {
 	case formats.TextDelta:
-		s.text.Delta(a, e.Text)
+		s.text.Delta(a, e.Piece())
 		s.deltas[a] = true
 	case formats.ThinkingDelta:
 		b := s.thinking[a]
@@ -449,12 +452,12 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 			b = &strings.Builder{}
 			s.thinking[a] = b
 		}
-		b.WriteString(e.Text)
+		b.WriteString(e.Piece())
 		s.deltas[a] = true
 	case formats.UserMessage:
 		s.lateUsage(a)
 		s.resp[a] = nil
-		rec := &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Text}}
+		rec := &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Prompt()}}
 		if s.compacted == a && s.compactedOK {
 			// The summary a compaction goes on with (claude-stream prints
 			// it as a user message after compact_boundary).
@@ -472,7 +475,7 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		delete(s.thinking, a)
 		delete(s.deltas, a)
-		if blocks := s.content(e.Text, thinking, e.Thoughts); len(blocks) > 0 {
+		if blocks := s.content(e.MessageText(), thinking, e.Thoughts); len(blocks) > 0 {
 			s.assistant(e, v, s.response(e, v, true), blocks)
 		}
 	case formats.ToolCall:
@@ -498,8 +501,8 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		s.record(e, v, &sessOut{Type: "system", Subtype: "compact_boundary", Content: "Conversation compacted", Level: "info",
 			CompactMetadata: &compactMetaOut{Trigger: "auto"}, LogicalParentUUID: prev, ParentUUID: nil}, noParent)
-		if e.Text != "" {
-			s.record(e, v, &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Text}, IsCompactSummary: true})
+		if e.Summary() != "" {
+			s.record(e, v, &sessOut{Type: "user", Message: sessUserMsg{Role: "user", Content: e.Summary()}, IsCompactSummary: true})
 		} else {
 			s.compacted, s.compactedOK = a, true
 		}
@@ -640,7 +643,7 @@ func (s *sessionWriter) response(e *formats.Event, v *formats.RunView, message b
 	r := s.resp[a]
 	if r == nil || (message && r.written) {
 		s.flushHeld()
-		r = &sessResp{id: s.ids.message()}
+		r = &sessResp{id: s.ids.message(), made: true}
 		s.resp[a] = r
 	}
 	if r.model == "" {
@@ -663,16 +666,23 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 	if e.Response.ID == "" && (r == nil || !r.written) {
 		r = s.last[a]
 	}
-	if r != nil && r.written && r.usage == nil && (e.Response.ID == "" || e.Response.ID == r.id) {
-		// Usage given after its response goes on its records.
+	if r != nil && r.written && r.usage == nil && (e.Response.ID == "" || e.Response.ID == r.id || r.made && r.gen == s.gen) {
+		// Usage given after its response goes on its records, with the
+		// response's id where the writer made one (they are still held).
 		r.usage = u
 		if r.gen != s.gen {
 			s.rep.Quirk(lossLateUsage)
 			return
 		}
 		s.wrote.Add(e.Usage)
+		if id := e.Response.ID; id != "" && id != r.id {
+			r.id, r.made = id, false
+		}
+		if stop := e.Response.StopReason; stop != "" && r.stop == nil {
+			r.stop = &stop
+		}
 		for _, m := range r.msgs {
-			m.Usage = u
+			m.Usage, m.ID, m.StopReason = u, r.id, r.stop
 		}
 		return
 	}
@@ -722,7 +732,7 @@ func (s *sessionWriter) toolResult(e *formats.Event, v *formats.RunView) {
 		s.assistant(e, v, s.response(e, v, true), []any{toolUseOut{"tool_use", c.ID, c.Name, args(c.Args)}})
 		s.called[c.ID] = true
 	}
-	out := c.Output
+	out := c.Output.Text()
 	isErr := c.Status != formats.Completed
 	if c.Error != "" {
 		if out == "" {

@@ -548,22 +548,22 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		s.line(initOut{Type: "system", Subtype: "init", Cwd: e.Run.Cwd, SessionID: v.Info.SessionID,
 			Tools: []string{}, MCPServers: []string{}, Model: e.Run.Model, PermissionMode: "default", UUID: s.run.ids.uuid()})
 	case formats.TextDelta:
-		s.text.Delta(a, e.Text)
+		s.text.Delta(a, e.Piece())
 		s.deltas[a] = true
 		index := 0
 		if s.thinking[a] != nil {
 			index = 1
 		}
-		s.delta(a, index, deltaOut{Type: "text_delta", Text: e.Text})
+		s.delta(a, index, deltaOut{Type: "text_delta", Text: e.Piece()})
 	case formats.ThinkingDelta:
 		b := s.thinking[a]
 		if b == nil {
 			b = &strings.Builder{}
 			s.thinking[a] = b
 		}
-		b.WriteString(e.Text)
+		b.WriteString(e.Piece())
 		s.deltas[a] = true
-		s.delta(a, 0, deltaOut{Type: "thinking_delta", Thinking: e.Text})
+		s.delta(a, 0, deltaOut{Type: "thinking_delta", Thinking: e.Piece()})
 	case formats.Message:
 		// The whole message replaces the deltas that streamed it.
 		s.text.Whole(a)
@@ -575,7 +575,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 			delete(s.thinking, a)
 		}
 		delete(s.deltas, a)
-		blocks, _ := content(e.Text, thinking, thoughts, false)
+		blocks, _ := content(e.MessageText(), thinking, thoughts, false)
 		s.assistant(a, true, blocks...)
 	case formats.ToolCall:
 		s.flushText(a)
@@ -586,7 +586,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		s.toolResult(e)
 	case formats.UserMessage:
 		s.flushText(a)
-		s.user(a, textOut{"text", e.Text})
+		s.user(a, textOut{"text", e.Prompt()})
 	case formats.Usage:
 		// A request's usage goes on the agent's message just written, if
 		// it has none, else with its next message.
@@ -622,9 +622,9 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if a != "" && !s.said[a] {
 			s.rep.Quirk(lossSilentAgents)
 		}
-		if e.Text != "" {
+		if e.Report() != "" {
 			if p := s.parents[a]; p != nil && v.Calls.Get(*p) != nil && !v.Calls.Get(*p).Done {
-				s.reports[*p] = e.Text
+				s.reports[*p] = e.Report()
 			} else {
 				s.rep.Quirk(lossReports)
 			}
@@ -745,7 +745,7 @@ func (s *streamWriter) toolResult(e *formats.Event) {
 		}
 		return
 	}
-	out := c.Output
+	out := c.Output.Text()
 	if c.Error != "" {
 		s.told[c.ID] = true
 		if out == "" {

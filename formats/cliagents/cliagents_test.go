@@ -25,7 +25,7 @@ func TestReadClaudeRun(t *testing.T) {
 		start.Run.Cwd != "/home/cyou/claude-agent-sdk-gleam" || start.Run.Provider != "anthropic" || start.Source.Line == nil {
 		t.Errorf("run start %+v", start.Run)
 	}
-	if r := evs[6]; r.Call.Status != formats.Failed || r.Call.Name != "Bash" || r.Call.Error != "Exit code 1" || r.Call.Output != "1 test, 1 failure" {
+	if r := evs[6]; r.Call.Status != formats.Failed || r.Call.Name != "Bash" || r.Call.Error != "Exit code 1" || r.Call.Output.Text() != "1 test, 1 failure" {
 		t.Errorf("failed call %+v", r.Call)
 	}
 	end := evs[len(evs)-1]
@@ -99,10 +99,10 @@ func TestWriteFlattensSubagentsAndRefusals(t *testing.T) {
 		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{ParentCall: "t1"}},
 		{Kind: formats.TextDelta, Agent: "a1", Text: "sub says"},
 		{Kind: formats.ToolCall, Agent: "a1", Call: formats.Call{ID: "t2", Name: "grep"}},
-		{Kind: formats.ToolResult, Agent: "a1", Call: formats.Call{ID: "t2", Status: formats.Completed, Output: "hit"}},
+		{Kind: formats.ToolResult, Agent: "a1", Call: formats.Call{ID: "t2", Status: formats.Completed, Output: formats.TextOutput("hit")}},
 		{Kind: formats.Usage, Agent: "a1", Usage: formats.UsageInfo{InputTokens: formats.Some[int64](10), OutputTokens: formats.Some[int64](1)}},
 		{Kind: formats.AgentEnd, Agent: "a1", Status: formats.Completed, Text: "report"},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Completed, Output: "report"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Completed, Output: formats.TextOutput("report")}},
 		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](5), OutputTokens: formats.Some[int64](2), CostUSD: formats.Some(0.5)}},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "t3", Name: "bash", Status: formats.Denied, Error: "no approval"}},
 		{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{ExitCode: formats.Some(2)}},

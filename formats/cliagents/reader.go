@@ -122,7 +122,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		r.names[rec.ToolID] = rec.ToolName
 	case "tool_end":
 		ev.Kind = formats.ToolResult
-		ev.Call = formats.Call{ID: rec.ToolID, Name: r.names[rec.ToolID], Output: stringOf(rec.Output), Error: stringOf(rec.Error), Status: formats.Completed}
+		ev.Call = formats.Call{ID: rec.ToolID, Name: r.names[rec.ToolID], Output: formats.TextOutput(stringOf(rec.Output)), Error: stringOf(rec.Error), Status: formats.Completed}
 		if rec.Success == nil {
 			r.opts.Report.Warn(n, "tool_end without success; kept as failed")
 		}
@@ -203,7 +203,7 @@ func (r *reader) done(rec *record, n int) []*formats.Event {
 		end.Status, end.Text = formats.Cancelled, text
 	default:
 		end.Status, end.Text = formats.Failed, text
-		if end.Text == "" {
+		if end.ErrorText() == "" {
 			end.Text, stderr = stderr, ""
 		}
 	}

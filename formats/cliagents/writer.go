@@ -94,10 +94,10 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 	switch e.Kind {
 	case formats.TextDelta:
 		r.turnText, r.streamedText = true, true
-		return c.line(textLine{"text_delta", e.Text})
+		return c.line(textLine{"text_delta", e.Piece()})
 	case formats.ThinkingDelta:
 		r.streamedThinking = true
-		return c.line(textLine{"thinking_delta", e.Text})
+		return c.line(textLine{"thinking_delta", e.Piece()})
 	case formats.Message:
 		return c.message(e)
 	case formats.ToolCall:
@@ -105,9 +105,9 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.ToolResult:
 		return c.toolEnd(e)
 	case formats.TurnEnd:
-		if e.Text != "" && !r.turnText {
+		if e.FinalText() != "" && !r.turnText {
 			// The turn's text came only with its end.
-			if err := c.line(textLine{"text_delta", e.Text}); err != nil {
+			if err := c.line(textLine{"text_delta", e.FinalText()}); err != nil {
 				return err
 			}
 		}
@@ -117,7 +117,7 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Severity == formats.Info {
 			return nil
 		}
-		return c.line(errorLine{"error", e.Text, e.Severity.String()})
+		return c.line(errorLine{"error", e.NoticeText(), e.Severity.String()})
 	case formats.RunEnd:
 		return c.done(e, v)
 	}
@@ -148,11 +148,11 @@ func (c *writer) message(e *formats.Event) error {
 			return err
 		}
 	}
-	if streamedText || e.Text == "" {
+	if streamedText || e.MessageText() == "" {
 		return nil
 	}
 	r.turnText = true
-	return c.line(textLine{"text_delta", e.Text})
+	return c.line(textLine{"text_delta", e.MessageText()})
 }
 
 func (c *writer) toolStart(call *formats.Call) error {
@@ -172,7 +172,7 @@ func (c *writer) toolEnd(e *formats.Event) error {
 			return err
 		}
 	}
-	return c.line(toolEndLine{"tool_end", e.Call.ID, e.Call.Status.OK(), formats.NilIfEmpty(e.Call.Output), formats.NilIfEmpty(e.Call.Error)})
+	return c.line(toolEndLine{"tool_end", e.Call.ID, e.Call.Status.OK(), formats.NilIfEmpty(e.Call.Output.Text()), formats.NilIfEmpty(e.Call.Error)})
 }
 
 // done writes the run's RunResult from the run view. The stats are in the

@@ -25,7 +25,7 @@ func TestReadCapture(t *testing.T) {
 	if c := evs[3].Call; c.ID != "item_1" || c.Name != "command_execution" || string(c.Args) != `{"command":"zsh -lc ls"}` || c.Summary != "zsh -lc ls" {
 		t.Errorf("tool call %+v", c)
 	}
-	if c := evs[4].Call; c.Status != formats.Completed || !strings.Contains(c.Output, "hello.txt") || c.Error != "" {
+	if c := evs[4].Call; c.Status != formats.Completed || !strings.Contains(c.Output.Text(), "hello.txt") || c.Error != "" {
 		t.Errorf("tool result %+v", c)
 	}
 	end := evs[10]
@@ -52,7 +52,7 @@ func TestReadToolsAndTodos(t *testing.T) {
 	for _, r := range results {
 		byID[r.Call.ID] = r.Call
 	}
-	if c := byID["item_3"]; c.Status != formats.Failed || c.Error != "exit code 1" || !strings.Contains(c.Output, "FAIL") {
+	if c := byID["item_3"]; c.Status != formats.Failed || c.Error != "exit code 1" || !strings.Contains(c.Output.Text(), "FAIL") {
 		t.Errorf("failed command %+v", c)
 	}
 	if c := byID["item_5"]; c.Status != formats.Denied || c.Error != "declined" || string(c.Args) != `{"command":"bash -lc 'rm -rf build'"}` {
@@ -61,7 +61,7 @@ func TestReadToolsAndTodos(t *testing.T) {
 	if c := byID["item_6"]; c.Status != formats.Failed || c.Error != "docs server timed out" || c.Name != "mcp__docs__search" {
 		t.Errorf("mcp error %+v", c)
 	}
-	if c := byID["item_9"]; c.Status != formats.Completed || c.Output != "PR #12 opened" {
+	if c := byID["item_9"]; c.Status != formats.Completed || c.Output.Text() != "PR #12 opened" {
 		t.Errorf("mcp result %+v", c)
 	}
 	// The web search's item id is the first "id", not the search's.
@@ -211,10 +211,10 @@ func TestReadLegacy(t *testing.T) {
 	if c := evs[5].Call; c.ID != "call_a1" || c.Name != "command_execution" || string(c.Args) != `{"command":"bash -lc npm test -- checkout"}` {
 		t.Errorf("exec begin read as %+v", c)
 	}
-	if c := evs[7].Call; c.Status != formats.Failed || c.Error != "exit code 1" || c.Output != "FAIL checkout.test.ts\n" {
+	if c := evs[7].Call; c.Status != formats.Failed || c.Error != "exit code 1" || c.Output.Text() != "FAIL checkout.test.ts\n" {
 		t.Errorf("exec end read as %+v", c)
 	}
-	if c := evs[9].Call; c.Name != "mcp__docs__search" || c.Output != "Number.prototype.toFixed()" || c.Status != formats.Completed {
+	if c := evs[9].Call; c.Name != "mcp__docs__search" || c.Output.Text() != "Number.prototype.toFixed()" || c.Status != formats.Completed {
 		t.Errorf("mcp end read as %+v", c)
 	}
 	if c := evs[11].Call; c.Name != "file_change" || c.Status != formats.Completed {
@@ -288,7 +288,7 @@ func TestWriter(t *testing.T) {
 		{Kind: formats.TextDelta, Text: "Let me "},
 		{Kind: formats.TextDelta, Text: "look."},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "bash", Args: []byte(`{"command":"ls"}`)}},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "a\n"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: formats.TextOutput("a\n")}},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Name: "rm", Status: formats.Denied, Error: "not allowed"}},
 		{Kind: formats.Todos, Todos: []formats.Todo{{Content: "x", Status: "pending"}}},
 		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](10), OutputTokens: formats.Some[int64](2)}},
@@ -358,7 +358,7 @@ func TestWriterFailures(t *testing.T) {
 	// A command's exit code and a fatal error survive.
 	got = write(
 		&formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: "x", Name: "command_execution", Args: []byte(`{"command":"make"}`)}},
-		&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "x", Status: formats.Failed, Output: "no", Error: "exit code 2"}},
+		&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "x", Status: formats.Failed, Output: formats.TextOutput("no"), Error: "exit code 2"}},
 		&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: "quota"},
 		&formats.Event{Kind: formats.RunEnd, Status: formats.Failed},
 	)
@@ -421,10 +421,10 @@ func TestWebSearchActions(t *testing.T) {
 	}
 	r := results[0].Call
 	if string(r.Args) != done ||
-		!strings.HasPrefix(r.Output, `[{"type":"text_result","domain":"www.npmjs.com"`) || !strings.Contains(r.Output, `"title":"@openai/codex - npm"`) {
-		t.Errorf("completed search: %s\n%s", r.Args, r.Output)
+		!strings.HasPrefix(r.Output.Text(), `[{"type":"text_result","domain":"www.npmjs.com"`) || !strings.Contains(r.Output.Text(), `"title":"@openai/codex - npm"`) {
+		t.Errorf("completed search: %s\n%s", r.Args, r.Output.Text())
 	}
-	if r := results[1].Call; r.ID != "item_3" || !strings.Contains(r.Output, `"title":"Internal Error"`) || string(r.Args) != `{"query":"","action":{"type":"other"}}` {
+	if r := results[1].Call; r.ID != "item_3" || !strings.Contains(r.Output.Text(), `"title":"Internal Error"`) || string(r.Args) != `{"query":"","action":{"type":"other"}}` {
 		t.Errorf("second search: %+v", r)
 	}
 	if got := formatstest.Kinds(evs); got != "run_start turn_start tool_call tool_result tool_call tool_result message usage turn_end answer run_end" {

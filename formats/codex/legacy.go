@@ -142,9 +142,9 @@ func legacyResult(m *legacyMsg) formats.Call {
 	switch {
 	case strings.HasPrefix(m.Type, "exec_command"):
 		if m.AggregatedOutput != nil {
-			c.Output = *m.AggregatedOutput
+			c.Output = formats.TextOutput(*m.AggregatedOutput)
 		} else {
-			c.Output = m.Stdout + m.Stderr
+			c.Output = formats.TextOutput(m.Stdout + m.Stderr)
 		}
 		if m.ExitCode != nil && *m.ExitCode != 0 {
 			c.Status, c.Error = formats.Failed, "exit code "+strconv.Itoa(*m.ExitCode)
@@ -159,7 +159,7 @@ func legacyResult(m *legacyMsg) formats.Call {
 			for _, p := range m.Result.Ok.Content {
 				parts = append(parts, p.Text)
 			}
-			c.Output = strings.Join(parts, "\n")
+			c.Output = formats.TextOutput(strings.Join(parts, "\n"))
 		} else if m.Result != nil {
 			c.Status, c.Error = formats.Failed, rawString(m.Result.Err)
 		}

@@ -648,7 +648,7 @@ func resultOf(id string, it *item) formats.Call {
 	c := formats.Call{ID: id, Name: toolName(it), Status: statusWords.Parse(it.Status)}
 	switch it.Type {
 	case typeCommand:
-		c.Output = it.AggregatedOutput
+		c.Output = formats.TextOutput(it.AggregatedOutput)
 		c.ExitCode = formats.OptFrom(it.ExitCode)
 		if it.ExitCode != nil && *it.ExitCode != 0 {
 			c.Error = "exit code " + strconv.Itoa(*it.ExitCode)
@@ -659,7 +659,7 @@ func resultOf(id string, it *item) formats.Call {
 		if c.Status == formats.Denied {
 			// A declined command has no output: the writer keeps the
 			// reason in aggregated_output.
-			c.Output, c.Error = "", it.AggregatedOutput
+			c.Output, c.Error = formats.TextOutput(""), it.AggregatedOutput
 			if c.Error == "" {
 				c.Error = "declined"
 			}
@@ -672,9 +672,9 @@ func resultOf(id string, it *item) formats.Call {
 					parts = append(parts, p.Text)
 				}
 			}
-			c.Output = strings.Join(parts, "\n")
-			if c.Output == "" && len(it.Result.StructuredContent) > 0 && string(it.Result.StructuredContent) != "null" {
-				c.Output = compact(it.Result.StructuredContent)
+			c.Output = formats.TextOutput(strings.Join(parts, "\n"))
+			if c.Output.Text() == "" && len(it.Result.StructuredContent) > 0 && string(it.Result.StructuredContent) != "null" {
+				c.Output = formats.TextOutput(compact(it.Result.StructuredContent))
 			}
 		}
 		if it.Error != nil {
@@ -692,11 +692,11 @@ func resultOf(id string, it *item) formats.Call {
 		}
 		c.Args = callOf(id, it).Args
 		if r := nilIfNull(it.Results); r != nil && string(r) != "[]" {
-			c.Output = compact(r)
+			c.Output = formats.TextOutput(compact(r))
 		}
 	case typeCollab:
 		if len(it.AgentsStates) > 0 && string(it.AgentsStates) != "null" && string(it.AgentsStates) != "{}" {
-			c.Output = compact(it.AgentsStates)
+			c.Output = formats.TextOutput(compact(it.AgentsStates))
 		}
 	}
 	if c.Status == formats.Running {

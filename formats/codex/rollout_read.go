@@ -397,7 +397,7 @@ func (r *rolloutReader) prompt(before []pre, ev *formats.Event, fromEvent bool) 
 	}
 	r.run.prompted = true
 	if !fromEvent {
-		r.run.userItem = append(r.run.userItem, ev.Text)
+		r.run.userItem = append(r.run.userItem, ev.Prompt())
 	}
 	r.q = append(r.q, ev)
 }
@@ -761,7 +761,7 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 		r.output()
 		c := formats.Call{ID: p.CallID, Status: formats.Completed}
 		if t := nilIfNull(p.Tools); t != nil {
-			c.Output = compact(t)
+			c.Output = formats.TextOutput(compact(t))
 		}
 		r.endCall(c, 0, false)
 	case "ghost_snapshot", "compaction", "compaction_summary":
@@ -829,7 +829,7 @@ func outputResult(raw json.RawMessage) (c formats.Call, d time.Duration) {
 	case raw[0] == '"':
 		s := rawString(raw)
 		if w, ok := wrapped(s); ok {
-			c.Output = *w.Output
+			c.Output = formats.TextOutput(*w.Output)
 			if w.Metadata != nil {
 				if w.Metadata.Duration != nil && *w.Metadata.Duration > 0 {
 					d = time.Duration(*w.Metadata.Duration * float64(time.Second))
@@ -847,21 +847,21 @@ func outputResult(raw json.RawMessage) (c formats.Call, d time.Duration) {
 			}
 			return c, d
 		}
-		c.Output = s
+		c.Output = formats.TextOutput(s)
 	case raw[0] == '[':
-		c.Output = messageText(raw)
+		c.Output = formats.TextOutput(messageText(raw))
 	case raw[0] == '{':
 		var o struct {
 			Content string `json:"content"`
 			Success *bool  `json:"success"`
 		}
 		json.Unmarshal(raw, &o)
-		c.Output = o.Content
+		c.Output = formats.TextOutput(o.Content)
 		if o.Success != nil && !*o.Success {
 			c.Status = formats.Failed
 		}
 	default:
-		c.Output = string(raw)
+		c.Output = formats.TextOutput(string(raw))
 	}
 	return c, d
 }
@@ -973,7 +973,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		var before []pre
 		var match *formats.Event
 		for _, e := range r.preface {
-			if e.cand && match == nil && strings.TrimSpace(e.ev.Text) == strings.TrimSpace(msg) {
+			if e.cand && match == nil && strings.TrimSpace(e.ev.Prompt()) == strings.TrimSpace(msg) {
 				match = e.ev
 				continue
 			}
@@ -1078,9 +1078,9 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		r.startCall(formats.Call{ID: p.CallID, Name: "shell", Args: args, Summary: strings.Join(cmd, " ")}, true)
 	case "exec_command_end":
 		r.output()
-		c := formats.Call{ID: p.CallID, Status: formats.Completed, Output: p.AggregatedOutput}
-		if c.Output == "" {
-			c.Output = p.Stdout + p.Stderr
+		c := formats.Call{ID: p.CallID, Status: formats.Completed, Output: formats.TextOutput(p.AggregatedOutput)}
+		if c.Output.Text() == "" {
+			c.Output = formats.TextOutput(p.Stdout + p.Stderr)
 		}
 		c.ExitCode = formats.OptFrom(p.ExitCode)
 		if p.ExitCode != nil && *p.ExitCode != 0 {
@@ -1095,7 +1095,7 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		r.startCall(formats.Call{ID: p.CallID, Name: "apply_patch", Args: args}, true)
 	case "patch_apply_end":
 		r.output()
-		c := formats.Call{ID: p.CallID, Status: formats.Completed, Output: p.Stdout}
+		c := formats.Call{ID: p.CallID, Status: formats.Completed, Output: formats.TextOutput(p.Stdout)}
 		if p.Success != nil && !*p.Success {
 			c.Status, c.Error = formats.Failed, p.Stderr
 		}
@@ -1118,7 +1118,9 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 			break
 		}
 		c.Status = formats.Completed
-		c.Output, c.Error = mcpResultText(p.Result)
+		var out string
+		out, c.Error = mcpResultText(p.Result)
+		c.Output = formats.TextOutput(out)
 		if c.Error != "" {
 			c.Status = formats.Failed
 		}

@@ -335,7 +335,7 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 			return w.event(e, map[string]any{"type": "turn_aborted", "turn_id": w.run.turnID, "reason": "interrupted"})
 		}
 		if e.Status == formats.Failed && !w.run.errored {
-			if err := w.event(e, map[string]any{"type": "error", "message": e.Text}); err != nil {
+			if err := w.event(e, map[string]any{"type": "error", "message": e.FinalText()}); err != nil {
 				return err
 			}
 			w.run.errored = true
@@ -357,21 +357,21 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 			}
 		}
 		if err := w.item(e, map[string]any{"type": "message", "role": "user",
-			"content": []contentPart{{Type: "input_text", Text: e.Text}}}); err != nil {
+			"content": []contentPart{{Type: "input_text", Text: e.Prompt()}}}); err != nil {
 			return err
 		}
-		if err := w.event(e, map[string]any{"type": "user_message", "message": e.Text, "images": []string{}}); err != nil {
+		if err := w.event(e, map[string]any{"type": "user_message", "message": e.Prompt(), "images": []string{}}); err != nil {
 			return err
 		}
 		return w.turnContext(e)
 	case formats.TextDelta:
 		if !sub {
-			w.run.text.WriteString(e.Text)
+			w.run.text.WriteString(e.Piece())
 		}
 		return nil
 	case formats.ThinkingDelta:
 		if !sub {
-			w.run.thinking.WriteString(e.Text)
+			w.run.thinking.WriteString(e.Piece())
 		}
 		return nil
 	case formats.Message:
@@ -386,8 +386,8 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 				return err
 			}
 		}
-		if e.Text != "" {
-			return w.message(e, e.Text)
+		if e.MessageText() != "" {
+			return w.message(e, e.MessageText())
 		}
 		return nil
 	case formats.ToolCall, formats.ToolResult:
@@ -432,7 +432,7 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		return w.event(e, map[string]any{"type": "plan_update", "explanation": nil, "plan": plan})
 	case formats.Compaction:
-		return w.line("compacted", e, map[string]any{"message": e.Text})
+		return w.line("compacted", e, map[string]any{"message": e.Summary()})
 	case formats.ModelChange:
 		if sub || e.Run.Model == "" || e.Run.Model == w.run.model {
 			return nil
@@ -449,11 +449,11 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 		switch e.Severity {
 		case formats.Error:
 			w.run.errored = true
-			return w.event(e, map[string]any{"type": "error", "message": e.Text})
+			return w.event(e, map[string]any{"type": "error", "message": e.NoticeText()})
 		case formats.Warning:
-			return w.event(e, map[string]any{"type": "warning", "message": e.Text})
+			return w.event(e, map[string]any{"type": "warning", "message": e.NoticeText()})
 		}
-		return w.event(e, map[string]any{"type": "background_event", "message": e.Text})
+		return w.event(e, map[string]any{"type": "background_event", "message": e.NoticeText()})
 	}
 	return nil
 }
@@ -534,7 +534,7 @@ func (w *rolloutWriter) flushText(e *formats.Event) error {
 		}
 	}
 	if tx != "" {
-		if e.Kind == formats.Message && e.Text == tx {
+		if e.Kind == formats.Message && e.MessageText() == tx {
 			return nil
 		}
 		return w.message(e, tx)
@@ -564,10 +564,10 @@ func outputText(e *formats.Event) string {
 	c := &e.Call
 	failed := c.Status != formats.Completed && c.Status != formats.StatusUnknown
 	if !failed && !c.ExitCode.OK && e.Duration <= 0 {
-		return c.Output
+		return c.Output.Text()
 	}
 	var j formats.JSONLine
-	j.Begin().Str("output", c.Output)
+	j.Begin().Str("output", c.Output.Text())
 	if c.ExitCode.OK || e.Duration > 0 {
 		var m formats.JSONLine
 		m.Begin()

@@ -204,10 +204,10 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	}
 	switch e.Kind {
 	case formats.TextDelta:
-		w.text.Delta("", e.Text)
+		w.text.Delta("", e.Piece())
 		return nil
 	case formats.ThinkingDelta:
-		w.run.thinking.WriteString(e.Text)
+		w.run.thinking.WriteString(e.Piece())
 		return nil
 	case formats.Usage:
 		w.run.usage.Add(e.Usage)
@@ -228,10 +228,10 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		return w.ensureTurn()
 	case formats.TurnEnd:
-		if e.Text != "" && (!w.run.wroteText || w.run.lastText != e.Text) {
+		if e.FinalText() != "" && (!w.run.wroteText || w.run.lastText != e.FinalText()) {
 			// The turn's final text, which no message gave: the turn's
 			// last agent_message.
-			if err := w.message(e.Text); err != nil {
+			if err := w.message(e.FinalText()); err != nil {
 				return err
 			}
 		}
@@ -243,7 +243,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Message:
 		// Deltas that carried this very text were its stream; other
 		// streamed text was a message of its own.
-		if t := w.text.Flush(""); t != "" && t != e.Text {
+		if t := w.text.Flush(""); t != "" && t != e.MessageText() {
 			if err := w.message(t); err != nil {
 				return err
 			}
@@ -253,12 +253,12 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 				return err
 			}
 		}
-		if e.Text != "" || e.Thinking == "" {
-			return w.message(e.Text)
+		if e.MessageText() != "" || e.Thinking == "" {
+			return w.message(e.MessageText())
 		}
 	case formats.Answer:
-		if !w.run.wroteText || w.run.lastText != e.Text {
-			return w.message(e.Text)
+		if !w.run.wroteText || w.run.lastText != e.AnswerText() {
+			return w.message(e.AnswerText())
 		}
 	case formats.ToolCall:
 		c := v.Calls.Get(e.Call.ID)
@@ -272,7 +272,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 				// id ended: another call (a refusal needs no start),
 				// written as the source gave it, without an id.
 				call := e.Call
-				call.OutputJSON = nil
+				call.Output = formats.TextOutput(call.Output.Text())
 				return w.writeItem("item.completed", w.toolItem(&call, ""))
 			}
 			// Its item is complete already: a thread item ends once.
@@ -282,7 +282,7 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		it.completed = true
 		w.run.openCalls[it.id]--
 		call := c.Call
-		call.Output, call.OutputJSON = e.Call.Output, nil
+		call.Output = formats.TextOutput(e.Call.Output.Text())
 		return w.writeItem("item.completed", w.toolItem(&call, it.id))
 	case formats.Todos:
 		items := make([]todoItem, len(e.Todos))
@@ -299,10 +299,10 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		return w.writeItem(typ, todoListItem{w.run.todoID, "todo_list", items})
 	case formats.Notice:
 		if e.Severity == formats.Error {
-			w.run.lastError, w.run.errored = e.Text, true
-			return w.line(errorLine{"error", e.Text})
+			w.run.lastError, w.run.errored = e.NoticeText(), true
+			return w.line(errorLine{"error", e.NoticeText()})
 		}
-		return w.writeItem("item.completed", errorItem{w.newID(), "error", e.Text})
+		return w.writeItem("item.completed", errorItem{w.newID(), "error", e.NoticeText()})
 	case formats.RunEnd:
 		return w.endRun(e, v)
 	}
@@ -487,7 +487,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 	case typeCommand:
 		var a commandArgs
 		json.Unmarshal(c.Args, &a)
-		it := commandItem{ID: id, Type: typeCommand, Command: a.Command, AggregatedOutput: c.Output, Status: status}
+		it := commandItem{ID: id, Type: typeCommand, Command: a.Command, AggregatedOutput: c.Output.Text(), Status: status}
 		switch c.Status {
 		case formats.Completed:
 			it.ExitCode = intPtr(0)
@@ -501,7 +501,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 				}
 			}
 			if c.Error != "" {
-				it.AggregatedOutput = joinLines(c.Output, c.Error)
+				it.AggregatedOutput = joinLines(c.Output.Text(), c.Error)
 				w.opts.Report.Quirk(formats.MergedToolErrors)
 			}
 		}
@@ -519,7 +519,7 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 			status = ""
 		}
 		it := searchItem{ID: id, Type: typeSearch, Query: a.Query, Action: a.Action, Status: status}
-		if out := strings.TrimSpace(c.Output); done(c.Status) && strings.HasPrefix(out, "[") && json.Valid([]byte(out)) {
+		if out := strings.TrimSpace(c.Output.Text()); done(c.Status) && strings.HasPrefix(out, "[") && json.Valid([]byte(out)) {
 			it.Results = json.RawMessage(out)
 		}
 		return it
@@ -528,8 +528,8 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 		json.Unmarshal(c.Args, &a)
 		w.loseError(c)
 		states := json.RawMessage("{}")
-		if c.Output != "" && json.Valid([]byte(c.Output)) {
-			states = json.RawMessage(c.Output)
+		if c.Output.Text() != "" && json.Valid([]byte(c.Output.Text())) {
+			states = json.RawMessage(c.Output.Text())
 		}
 		return collabItem{id, typeCollab, orNull(a.Tool), a.SenderThreadID, orNull(a.ReceiverThreadIDs), a.Prompt, states, status}
 	}
@@ -546,10 +546,10 @@ func (w *writer) toolItem(c *formats.Call, id string) any {
 		if c.Error != "" {
 			it.Error = &message{c.Error}
 		}
-		if c.Output != "" || c.Error == "" {
+		if c.Output.Text() != "" || c.Error == "" {
 			it.Result = &mcpResultLine{Content: []mcpContent{}, StructuredContent: json.RawMessage("null")}
-			if c.Output != "" {
-				it.Result.Content = append(it.Result.Content, mcpContent{"text", c.Output})
+			if c.Output.Text() != "" {
+				it.Result.Content = append(it.Result.Content, mcpContent{"text", c.Output.Text()})
 			}
 		}
 	}
@@ -590,7 +590,7 @@ func (w *writer) endRun(e *formats.Event, v *formats.RunView) error {
 	}
 	ok := v.Success()
 	msg := ""
-	if !ok && !(e.Text == "" && w.run.errored && w.run.lastError == "") {
+	if !ok && !(e.ErrorText() == "" && w.run.errored && w.run.lastError == "") {
 		// (A fatal error line without a message said it already: the
 		// view's words for it would read back as another error.)
 		msg = v.Failure

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/copilot"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -68,33 +67,6 @@ func served(t *testing.T, scenario string) []sent {
 		}
 	}
 	return out
-}
-
-// TestDetect: every capture's stdout is detected as copilot and its events
-// file as copilot-events, by every dialect's detection (a failed run's
-// stdout was read as claude-stream, as a success).
-func TestDetect(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join(captures, "*"))
-	if len(dirs) < 10 {
-		t.Fatalf("%d captures under %s", len(dirs), captures)
-	}
-	for _, dir := range dirs {
-		stdout, events := capture(t, filepath.Base(dir))
-		for _, c := range []struct {
-			data []byte
-			want string
-		}{{stdout, "copilot"}, {events, "copilot-events"}} {
-			head := c.data[:min(len(c.data), formats.DetectSize)]
-			if d, score := convert.Detect(head); d.Name != c.want || score < 90 {
-				t.Errorf("%s: detected as %s (score %d), want %s", filepath.Base(dir), d.Name, score, c.want)
-			}
-			for _, d := range convert.Readable() {
-				if d.Detect != nil && d.Name != c.want && d.Detect(head) > 0 {
-					t.Errorf("%s: %s scores %d on %s's", filepath.Base(dir), d.Name, d.Detect(head), c.want)
-				}
-			}
-		}
-	}
 }
 
 // TestUsage: the events file gives each request's tokens as the server

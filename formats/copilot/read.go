@@ -294,7 +294,7 @@ func (r *reader) toolResult(agent string, d *data) *formats.Event {
 		e.Call.Status = formats.Failed
 	}
 	if c := d.result().Content; c != nil {
-		e.Call.Output = *c
+		e.Call.Output = formats.TextOutput(*c)
 	}
 	if d.Error != nil {
 		e.Call.Error = d.Error.Message

@@ -221,7 +221,7 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if err := w.flush(at); err != nil {
 			return err
 		}
-		return w.put(at, "user.message", map[string]any{"content": e.Text})
+		return w.put(at, "user.message", map[string]any{"content": e.Prompt()})
 	case formats.TurnStart:
 		if err := w.flush(at); err != nil {
 			return err
@@ -235,10 +235,10 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		return w.put(at, "assistant.turn_end", map[string]any{"turnId": strconv.Itoa(w.turn - 1)})
 	case formats.TextDelta:
 		m := w.message(at)
-		m.text.Add(e.Text)
+		m.text.Add(e.Piece())
 	case formats.ThinkingDelta:
 		m := w.message(at)
-		m.thinking.Add(e.Text)
+		m.thinking.Add(e.Piece())
 	case formats.Message:
 		// A whole message repeats what its deltas streamed; after calls,
 		// or after another whole message, it is a message of its own.
@@ -248,7 +248,7 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 			}
 		}
 		m := w.message(at)
-		m.text.Set(e.Text)
+		m.text.Set(e.MessageText())
 		m.thinking.Set(e.Thinking)
 		m.whole = true
 	case formats.ToolCall:
@@ -279,11 +279,11 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Answer:
 		// The answer, when no message of the run said it (a source that
 		// gives it only at the end).
-		if e.Text != "" && e.Text != w.said && (w.msg == nil || w.msg.text.String() != e.Text) {
+		if e.AnswerText() != "" && e.AnswerText() != w.said && (w.msg == nil || w.msg.text.String() != e.AnswerText()) {
 			if err := w.flush(at); err != nil {
 				return err
 			}
-			w.message(at).text.Set(e.Text)
+			w.message(at).text.Set(e.AnswerText())
 		}
 	case formats.Usage:
 		return w.usage(at, e)
@@ -348,7 +348,7 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 	switch c.Status {
 	case formats.Completed:
 		d["success"] = true
-		d["result"] = map[string]any{"content": c.Output}
+		d["result"] = map[string]any{"content": c.Output.Text()}
 	default:
 		if c.Status == formats.Cancelled {
 			w.opts.Report.Quirk(lossCancelled)
@@ -359,7 +359,7 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 		}
 		msg := c.Error
 		if msg == "" {
-			msg = c.Output
+			msg = c.Output.Text()
 		}
 		d["success"] = false
 		d["error"] = map[string]any{"message": msg, "code": code}
@@ -370,8 +370,14 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 	return w.put(at, "tool.execution_complete", d)
 }
 
-// usage writes a request's counts as a usage record.
+// usage writes a request's counts as a usage record. It goes before the
+// request's message, as the CLI writes it; so, while the main agent's
+// message is held, it takes the message's time, that the times read back
+// do not go back.
 func (w *eventsWriter) usage(at time.Time, e *formats.Event) error {
+	if m := w.msg; m != nil && e.Agent == "" && m.at.Before(at) {
+		at = m.at
+	}
 	u := e.Usage
 	rec := map[string]any{}
 	put := func(k string, o formats.Opt[int64]) {
@@ -406,11 +412,11 @@ func (w *eventsWriter) notice(at time.Time, e *formats.Event) error {
 		if code == "" {
 			code = "error"
 		}
-		return w.put(at, "session.error", map[string]any{"errorType": code, "message": e.Text})
+		return w.put(at, "session.error", map[string]any{"errorType": code, "message": e.NoticeText()})
 	case formats.Warning:
-		return w.put(at, "session.warning", map[string]any{"warningType": "agentconv", "message": e.Text})
+		return w.put(at, "session.warning", map[string]any{"warningType": "agentconv", "message": e.NoticeText()})
 	}
-	return w.put(at, "session.info", map[string]any{"infoType": "agentconv", "message": e.Text})
+	return w.put(at, "session.info", map[string]any{"infoType": "agentconv", "message": e.NoticeText()})
 }
 
 // startRun writes the session's start, or its resume when the session has

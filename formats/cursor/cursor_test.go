@@ -39,7 +39,7 @@ func TestReadFixture(t *testing.T) {
 	if c.ID != "call_read_001" || c.Name != "read" || string(c.Args) != `{"path":"/home/user/project/README.md"}` {
 		t.Errorf("call %+v", c)
 	}
-	if r := evs[5].Call; r.ID != "call_read_001" || r.Name != "read" || r.Status != formats.Completed || r.Output != "Project README" {
+	if r := evs[5].Call; r.ID != "call_read_001" || r.Name != "read" || r.Status != formats.Completed || r.Output.Text() != "Project README" {
 		t.Errorf("result %+v", r)
 	}
 	if a := evs[7]; a.Text != "I found README.md. Here is the content: Project README" {
@@ -73,16 +73,16 @@ func TestReadToolResults(t *testing.T) {
 		t.Fatalf("results %s", formatstest.Kinds(evs))
 	}
 	want := []formats.Call{
-		{ID: "c1", Name: "shell", Status: formats.Failed, Output: "cc main.c", Error: "main.c:1: error"},
-		{ID: "call-1", Name: "read", Status: formats.Completed, Output: "{}"},
+		{ID: "c1", Name: "shell", Status: formats.Failed, Output: formats.TextOutput("cc main.c"), Error: "main.c:1: error"},
+		{ID: "call-1", Name: "read", Status: formats.Completed, Output: formats.TextOutput("{}")},
 		{ID: "c3", Name: "edit", Status: formats.Denied, Error: "not allowed"},
 		{ID: "c4", Name: "write", Status: formats.Failed, Error: "disk full"},
-		{ID: "c5", Name: "web.search", Status: formats.Completed, Output: `{"hits":3}`},
-		{ID: "c6", Name: "glob", Status: formats.Completed, Output: "a.go\nwarn"},
+		{ID: "c5", Name: "web.search", Status: formats.Completed, Output: formats.TextOutput(`{"hits":3}`)},
+		{ID: "c6", Name: "glob", Status: formats.Completed, Output: formats.TextOutput("a.go\nwarn")},
 	}
 	for i, w := range want {
 		g := res[i].Call
-		if g.ID != w.ID || g.Name != w.Name || g.Status != w.Status || g.Output != w.Output || g.Error != w.Error {
+		if g.ID != w.ID || g.Name != w.Name || g.Status != w.Status || g.Output.Text() != w.Output.Text() || g.Error != w.Error {
 			t.Errorf("result %d:\n got %+v\nwant %+v", i, g, w)
 		}
 	}
@@ -110,8 +110,8 @@ func TestReadPartialOutput(t *testing.T) {
 	if m := evs[3]; m.Text != "Looking." {
 		t.Errorf("message %q", m.Text)
 	}
-	if r := evs[5].Call; r.Output != `{"directoryTreeRoot":{}}` {
-		t.Errorf("ls output %q", r.Output)
+	if r := evs[5].Call; r.Output.Text() != `{"directoryTreeRoot":{}}` {
+		t.Errorf("ls output %q", r.Output.Text())
 	}
 	u := evs[len(evs)-1].Usage
 	if u.InputTokens != formats.Some[int64](135) || u.OutputTokens != formats.Some[int64](20) || u.CacheReadTokens != formats.Some[int64](30) ||
@@ -181,11 +181,11 @@ func TestWrite(t *testing.T) {
 		{Kind: formats.TextDelta, Text: "Run", Time: at},
 		{Kind: formats.TextDelta, Text: "ning.", Time: at},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "t1", Name: "Bash", Args: []byte(`{"command":"ls"}`)}, Time: at},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Failed, Output: "o", Error: "boom"}, Time: at},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Status: formats.Failed, Output: formats.TextOutput("o"), Error: "boom"}, Time: at},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "t2", Name: "mcp__gh__pr", Status: formats.Denied, Error: "no"}, Time: at},
 		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{ParentCall: "t1", Model: "small"}},
 		{Kind: formats.ToolCall, Agent: "a1", Call: formats.Call{ID: "t3", Name: "shell"}, Time: at},
-		{Kind: formats.ToolResult, Agent: "a1", Call: formats.Call{ID: "t3", Status: formats.Completed, Output: "x"}, Time: at},
+		{Kind: formats.ToolResult, Agent: "a1", Call: formats.Call{ID: "t3", Status: formats.Completed, Output: formats.TextOutput("x")}, Time: at},
 		{Kind: formats.ThinkingDelta, Agent: "a1", Text: "sub"},
 		{Kind: formats.AgentEnd, Agent: "a1", Status: formats.Completed},
 		{Kind: formats.Message, Text: "Done.", Thinking: "ok"},
@@ -206,9 +206,9 @@ func TestWrite(t *testing.T) {
 {"type":"tool_call","subtype":"completed","call_id":"t2","tool_call":{"mcp__gh__prToolCall":{"args":{},"result":{"rejected":{"reason":"no","isReadonly":false}}}},"model_call_id":"M2","session_id":"s","timestamp_ms":1700000000000}
 {"type":"tool_call","subtype":"started","call_id":"t3","tool_call":{"shellToolCall":{"args":{}}},"model_call_id":"M3","session_id":"s","timestamp_ms":1700000000000}
 {"type":"tool_call","subtype":"completed","call_id":"t3","tool_call":{"shellToolCall":{"args":{},"result":{"success":{"stdout":"x","stderr":"","exitCode":0}}}},"model_call_id":"M3","session_id":"s","timestamp_ms":1700000000000}
-{"type":"thinking","subtype":"delta","text":"ok","session_id":"s","timestamp_ms":946684800013}
-{"type":"thinking","subtype":"completed","session_id":"s","timestamp_ms":946684800013}
-{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"session_id":"s","model_call_id":"M4","timestamp_ms":946684800013}
+{"type":"thinking","subtype":"delta","text":"ok","session_id":"s","timestamp_ms":1700000000000}
+{"type":"thinking","subtype":"completed","session_id":"s","timestamp_ms":1700000000000}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done."}]},"session_id":"s","model_call_id":"M4","timestamp_ms":1700000000000}
 {"type":"result","subtype":"success","duration_ms":3000,"duration_api_ms":3000,"is_error":false,"result":"Done.","session_id":"s","usage":{"inputTokens":30,"outputTokens":5,"cacheReadTokens":20,"totalCost":0.5}}
 `
 	if got := modelCalls(out); got != want {

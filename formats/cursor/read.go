@@ -414,7 +414,9 @@ func (r *reader) toolCall(rec *record) []*formats.Event {
 		return append(evs, &formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: rec.CallID, Name: name, Args: args}})
 	}
 	c := formats.Call{ID: rec.CallID, Name: name, Args: args}
-	c.Status, c.Output, c.Error = outcome(result)
+	var out string
+	c.Status, out, c.Error = outcome(result)
+	c.Output = formats.TextOutput(out)
 	return append(evs, &formats.Event{Kind: formats.ToolResult, Call: c})
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -122,6 +123,10 @@ type writer struct {
 	response  string
 	responses int
 	errors    []string // the main agent's error notices
+	// timed is the source's last time; at is the current event's
+	// timestamp_ms.
+	timed time.Time
+	at    int64
 }
 
 func newWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
@@ -154,14 +159,26 @@ func (c *writer) reset() {
 
 func (c *writer) session() string { return c.run.Info.SessionID }
 
-// ms is the time of an event as timestamp_ms: the source's, else when it
-// was read; 0 when neither is known.
-func ms(e *formats.Event) int64 {
-	t := e.TimeOf()
-	if t.IsZero() || t.UnixMilli() <= 0 {
-		return 0
+// ms is the time of the event being written as timestamp_ms.
+func (c *writer) ms() int64 { return c.at }
+
+// stamp sets the time of event e's lines: the source's; for an event
+// the source left without one, the source's last time, so that the
+// lines, read back, do not go back in time (a final assistant line of
+// Cursor's own has none); in a source without times, when it was read;
+// 0 when nothing is known.
+func (c *writer) stamp(e *formats.Event) {
+	t := e.Arrived
+	switch {
+	case !e.Time.IsZero():
+		c.timed, t = e.Time, e.Time
+	case !c.timed.IsZero():
+		t = c.timed
 	}
-	return t.UnixMilli()
+	c.at = 0
+	if !t.IsZero() && t.UnixMilli() > 0 {
+		c.at = t.UnixMilli()
+	}
 }
 
 // modelCall is the model_call_id of the response an event belongs to,
@@ -178,6 +195,7 @@ func (c *writer) modelCall() string {
 
 func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 	c.run = v
+	c.stamp(e)
 	if e.Kind != formats.ThinkingDelta || e.Agent != "" {
 		c.endThinking(e)
 	}
@@ -201,31 +219,31 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if stamped {
 			c.opts.Report.Quirk(lostTimes)
 		}
-		c.line(userOut{Type: "user", Message: message("user", e.Text), SessionID: c.session()})
+		c.line(userOut{Type: "user", Message: message("user", e.Prompt()), SessionID: c.session()})
 	case formats.ThinkingDelta:
-		if e.Text == "" {
+		if e.Piece() == "" {
 			break
 		}
 		c.thinking, c.thought = true, true
-		c.line(thinkingOut{Type: "thinking", Subtype: "delta", Text: e.Text, SessionID: c.session(), TimestampMS: ms(e)})
+		c.line(thinkingOut{Type: "thinking", Subtype: "delta", Text: e.Piece(), SessionID: c.session(), TimestampMS: c.ms()})
 	case formats.TextDelta:
-		if e.Text == "" {
+		if e.Piece() == "" {
 			break
 		}
 		c.modelCall()
-		c.text.Delta("", e.Text)
+		c.text.Delta("", e.Piece())
 		c.deltas = true
-		c.line(assistantOut{Type: "assistant", Message: message("assistant", e.Text), SessionID: c.session(), TimestampMS: ms(e)})
+		c.line(assistantOut{Type: "assistant", Message: message("assistant", e.Piece()), SessionID: c.session(), TimestampMS: c.ms()})
 	case formats.Message:
 		c.text.Whole("")
 		c.deltas = false
 		if e.Thinking != "" && !c.thought {
-			c.line(thinkingOut{Type: "thinking", Subtype: "delta", Text: e.Thinking, SessionID: c.session(), TimestampMS: ms(e)})
-			c.line(thinkingOut{Type: "thinking", Subtype: "completed", SessionID: c.session(), TimestampMS: ms(e)})
+			c.line(thinkingOut{Type: "thinking", Subtype: "delta", Text: e.Thinking, SessionID: c.session(), TimestampMS: c.ms()})
+			c.line(thinkingOut{Type: "thinking", Subtype: "completed", SessionID: c.session(), TimestampMS: c.ms()})
 		}
 		c.thought = false
-		if e.Text != "" && e.Text != c.flushed {
-			c.assistant(e, e.Text)
+		if e.MessageText() != "" && e.MessageText() != c.flushed {
+			c.assistant(e, e.MessageText())
 		}
 		c.flushed = ""
 	case formats.ToolCall:
@@ -240,8 +258,8 @@ func (c *writer) Write(e *formats.Event, v *formats.RunView) error {
 		c.moveOn(e)
 		c.response = ""
 	case formats.Notice:
-		if e.Severity == formats.Error && e.Text != "" {
-			c.errors = append(c.errors, e.Text)
+		if e.Severity == formats.Error && e.NoticeText() != "" {
+			c.errors = append(c.errors, e.NoticeText())
 		}
 	case formats.RunEnd:
 		c.moveOn(e)
@@ -278,7 +296,7 @@ func message(role, text string) messageOut {
 // assistant writes a whole assistant message of the current response.
 func (c *writer) assistant(e *formats.Event, text string) {
 	c.line(assistantOut{Type: "assistant", Message: message("assistant", text), SessionID: c.session(),
-		ModelCallID: c.modelCall(), TimestampMS: ms(e)})
+		ModelCallID: c.modelCall(), TimestampMS: c.ms()})
 }
 
 // endThinking writes the completed line of streamed thinking.
@@ -287,7 +305,7 @@ func (c *writer) endThinking(e *formats.Event) {
 		return
 	}
 	c.thinking = false
-	c.line(thinkingOut{Type: "thinking", Subtype: "completed", SessionID: c.session(), TimestampMS: ms(e)})
+	c.line(thinkingOut{Type: "thinking", Subtype: "completed", SessionID: c.session(), TimestampMS: c.ms()})
 }
 
 // moveOn writes the whole message of text the main agent streamed without
@@ -324,7 +342,7 @@ func (c *writer) toolLine(e *formats.Event, subtype, name string, args json.RawM
 		return
 	}
 	c.line(toolCallOut{Type: "tool_call", Subtype: subtype, CallID: e.Call.ID, ToolCall: map[string]json.RawMessage{key: b},
-		ModelCallID: c.modelCall(), SessionID: c.session(), TimestampMS: ms(e)})
+		ModelCallID: c.modelCall(), SessionID: c.session(), TimestampMS: c.ms()})
 }
 
 // toolResult writes a call's completed line, with its started line first
@@ -383,14 +401,14 @@ func resultOf(call *formats.Call) any {
 			}
 		}
 		if shell {
-			return map[string]any{"failure": shellOut{Stdout: call.Output, Stderr: msg, ExitCode: 1}}
+			return map[string]any{"failure": shellOut{Stdout: call.Output.Text(), Stderr: msg, ExitCode: 1}}
 		}
-		return map[string]any{"error": errorOut{ErrorMessage: msg, Content: call.Output}}
+		return map[string]any{"error": errorOut{ErrorMessage: msg, Content: call.Output.Text()}}
 	}
 	if shell {
-		return map[string]any{"success": shellOut{Stdout: call.Output}}
+		return map[string]any{"success": shellOut{Stdout: call.Output.Text()}}
 	}
-	return map[string]any{"success": contentOut{Content: call.Output}}
+	return map[string]any{"success": contentOut{Content: call.Output.Text()}}
 }
 
 // result writes the run's result line, from the run view: outcome,

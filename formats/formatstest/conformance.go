@@ -468,7 +468,7 @@ func EveryKind() []*formats.Event {
 		{Kind: formats.Message, Text: "Listing the files.", Thinking: "I will run ls."},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "call_1", Name: "Bash", Args: []byte(`{"command":"ls"}`), Summary: "ls"}},
 		{Kind: formats.Usage, Usage: u(100, 20), Response: formats.Response{ID: "resp_1", Model: "model-a", StopReason: "tool_use"}},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "call_1", Name: "Bash", Status: formats.Completed, Output: "a.txt\nb.txt\n", ExitCode: formats.Some(0)}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "call_1", Name: "Bash", Status: formats.Completed, Output: formats.TextOutput("a.txt\nb.txt\n"), ExitCode: formats.Some(0)}},
 		{Kind: formats.Todos, Todos: []formats.Todo{{Content: "read a.txt", Status: "in_progress"}, {Content: "read b.txt", Status: "pending"}}},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "call_2", Name: "Task", Args: []byte(`{"prompt":"read a.txt"}`), Summary: "read a.txt"}},
 		{Kind: formats.Usage, Usage: u(140, 10)},
@@ -476,11 +476,11 @@ func EveryKind() []*formats.Event {
 		{Kind: formats.UserMessage, Agent: "agent_1", Text: "read a.txt"},
 		{Kind: formats.ToolCall, Agent: "agent_1", Call: formats.Call{ID: "call_3", Name: "Read", Args: []byte(`{"path":"a.txt"}`)}},
 		{Kind: formats.Usage, Agent: "agent_1", Usage: u(50, 5)},
-		{Kind: formats.ToolResult, Agent: "agent_1", Call: formats.Call{ID: "call_3", Name: "Read", Status: formats.Completed, Output: "hello"}},
+		{Kind: formats.ToolResult, Agent: "agent_1", Call: formats.Call{ID: "call_3", Name: "Read", Status: formats.Completed, Output: formats.TextOutput("hello")}},
 		{Kind: formats.Message, Agent: "agent_1", Text: "a.txt says hello."},
 		{Kind: formats.Usage, Agent: "agent_1", Usage: u(60, 6)},
 		{Kind: formats.AgentEnd, Agent: "agent_1", Status: formats.Completed, Text: "a.txt says hello."},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "call_2", Name: "Task", Status: formats.Completed, Output: "a.txt says hello."}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "call_2", Name: "Task", Status: formats.Completed, Output: formats.TextOutput("a.txt says hello.")}},
 		{Kind: formats.PermissionRequest, Permission: formats.Permission{RequestID: "perm_1"}, Call: formats.Call{ID: "call_4", Name: "Bash", Args: []byte(`{"command":"rm b.txt"}`)}},
 		{Kind: formats.PermissionAnswer, Permission: formats.Permission{RequestID: "perm_1", Allowed: false, Reason: "not allowed"}},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "call_4", Name: "Bash", Status: formats.Denied, Error: "not allowed"}},
@@ -525,7 +525,7 @@ func CheckWriter(d formats.Dialect, evs []*formats.Event) []Problem {
 		clock = clock.Add(time.Millisecond)
 		e.Arrived = clock
 		if !raw {
-			e.DecodeOutput()
+			e.Call.Output.Decode()
 		}
 		view.Observe(e)
 		if e.Kind == formats.RunEnd {

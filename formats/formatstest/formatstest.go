@@ -53,15 +53,36 @@ func ReadAll(d formats.Dialect, data []byte) (evs []*formats.Event, bad []error,
 	}
 }
 
-// Fixture reads testdata/<dir>/<name> from the test of a package under
-// formats/ (its working directory is the package's).
+// Fixture reads testdata/<dir>/<name> of the module, from the test of any
+// of its packages.
 func Fixture(t testing.TB, dir, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, name))
+	b, err := os.ReadFile(filepath.Join(Root(t), "testdata", dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Root returns the module's root, the nearest directory above the test's
+// own that holds go.mod, so that a test reads the shared testdata from
+// whichever package it runs in.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = up
+	}
 }
 
 // Read reads every event of data with the dialect's reader, and fails the
@@ -150,7 +171,7 @@ func writeAll(d formats.Dialect, evs []*formats.Event, strip bool, report *forma
 	for i, ev := range evs {
 		e := *ev
 		if !raw {
-			e.DecodeOutput()
+			e.Call.Output.Decode()
 		}
 		if strip {
 			e.Source = formats.Source{}
@@ -201,12 +222,7 @@ func Compare(evs []*formats.Event, kinds ...formats.Kind) []Comparable {
 		if !keep[e.Kind] {
 			continue
 		}
-		output := e.Call.Output
-		if len(e.Call.OutputJSON) > 0 {
-			d := *e
-			d.DecodeOutput()
-			output = d.Call.Output
-		}
+		output := e.Call.Output.Decoded()
 		out = append(out, Comparable{Kind: e.Kind, Agent: e.Agent, Text: e.Text, CallID: e.Call.ID,
 			Name: name, Status: e.Call.Status, Output: output, Session: e.Run.SessionID})
 	}

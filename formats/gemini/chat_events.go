@@ -291,7 +291,7 @@ func (e *emitter) gemini(en *entry, t time.Time) {
 		out, errText := resultOf(tc.Result, tc.ResultDisplay, st)
 		e.endCall(tc.ID)
 		e.q.Add(&formats.Event{Kind: formats.ToolResult, Time: orTime(parseTime(tc.Timestamp), t), Agent: e.agent,
-			Call: formats.Call{ID: tc.ID, Name: tc.Name, Status: st, Output: out, Error: errText}})
+			Call: formats.Call{ID: tc.ID, Name: tc.Name, Status: st, Output: formats.TextOutput(out), Error: errText}})
 	}
 }
 
@@ -352,7 +352,7 @@ func (e *emitter) responses(en *entry, t time.Time) {
 		}
 		e.endCall(fr.ID)
 		e.q.Add(&formats.Event{Kind: formats.ToolResult, Time: t, Agent: e.agent,
-			Call: formats.Call{ID: c.ID, Name: c.Name, Status: st, Output: out, Error: errText}})
+			Call: formats.Call{ID: c.ID, Name: c.Name, Status: st, Output: formats.TextOutput(out), Error: errText}})
 	}
 }
 

@@ -86,7 +86,7 @@ func TestChatFixtures(t *testing.T) {
 			if r.Call.ID != "replace-1761077322005-e180d6d44397f" || !strings.HasPrefix(r.Call.Error, "A secondary check by an LLM") {
 				t.Errorf("failed call read as %+v", r.Call)
 			}
-		} else if r.Call.Status != formats.Completed || r.Call.Output == "" {
+		} else if r.Call.Status != formats.Completed || r.Call.Output.Text() == "" {
 			t.Errorf("call read as %+v", r.Call)
 		}
 	}
@@ -152,7 +152,7 @@ func comparable(evs []*formats.Event) []string {
 	var out []string
 	for _, e := range evs {
 		out = append(out, strings.Join([]string{e.Kind.String(), e.Time.String(), e.Agent, e.Text, e.Call.ID, e.Call.Name,
-			e.Call.Status.String(), e.Call.Output, e.Call.Error, string(e.Call.Args), e.Run.SessionID, e.Run.Model, e.Status.String(),
+			e.Call.Status.String(), e.Call.Output.Text(), e.Call.Error, string(e.Call.Args), e.Run.SessionID, e.Run.Model, e.Status.String(),
 			formatUsage(e.Usage)}, "|"))
 	}
 	return out
@@ -222,7 +222,7 @@ func TestChatLog(t *testing.T) {
 	if th := evs[2].Text; th != "**Plan**\nread it" {
 		t.Errorf("thinking read as %q", th)
 	}
-	if c := evs[5].Call; c.ID != "c1" || c.Status != formats.Completed || c.Output != "A" {
+	if c := evs[5].Call; c.ID != "c1" || c.Status != formats.Completed || c.Output.Text() != "A" {
 		t.Errorf("result read as %+v", c)
 	}
 	if evs[5].Time.Second() != 3 {

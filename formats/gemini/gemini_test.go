@@ -169,7 +169,7 @@ func sampleRun() []*formats.Event {
 		{Kind: formats.TextDelta, Time: at, Text: "Look"},
 		{Kind: formats.Message, Time: at, Text: "Look"},
 		{Kind: formats.ToolCall, Time: at, Call: formats.Call{ID: "c1", Name: "bash", Args: []byte(`{"command":"ls"}`)}},
-		{Kind: formats.ToolResult, Time: at, Call: formats.Call{ID: "c1", Status: formats.Failed, Output: "o", Error: "exit 1"}},
+		{Kind: formats.ToolResult, Time: at, Call: formats.Call{ID: "c1", Status: formats.Failed, Output: formats.TextOutput("o"), Error: "exit 1"}},
 		{Kind: formats.ToolResult, Time: at, Call: formats.Call{ID: "c2", Name: "rm", Status: formats.Denied, Error: "refused"}},
 		{Kind: formats.Todos, Time: at, Todos: []formats.Todo{{Content: "x"}}},
 		{Kind: formats.Answer, Time: at, Text: "Done."},

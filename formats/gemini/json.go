@@ -232,7 +232,7 @@ func (j *jsonWriter) Write(e *formats.Event, v *formats.RunView) error {
 		j.warnings = nil
 	case formats.Notice:
 		if e.Severity == formats.Warning {
-			j.warnings = append(j.warnings, e.Text)
+			j.warnings = append(j.warnings, e.NoticeText())
 		}
 	case formats.RunEnd:
 		defer func() { j.warnings = nil }()

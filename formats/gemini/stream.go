@@ -190,7 +190,7 @@ func (r *streamReader) Next() (*formats.Event, error) {
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: l.ToolID, Name: run.names[l.ToolID], Status: statusWords.Parse(l.Status)}
 		if l.Output != nil {
-			ev.Call.Output = *l.Output
+			ev.Call.Output = formats.TextOutput(*l.Output)
 		}
 		if l.Error != nil {
 			ev.Call.Error = l.Error.Message

@@ -114,26 +114,26 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 			return nil // the pipeline reports it (SubagentPrompts)
 		}
 		s.answer.other()
-		return formats.WriteJSONLine(s.w, messageLine{"message", ts, "user", e.Text, false})
+		return formats.WriteJSONLine(s.w, messageLine{"message", ts, "user", e.Prompt(), false})
 	case formats.TextDelta:
 		if main {
-			s.text.Delta("", e.Text)
-			s.answer.delta(e.Text)
-			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.Text, true})
+			s.text.Delta("", e.Piece())
+			s.answer.delta(e.Piece())
+			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.Piece(), true})
 		}
 	case formats.Message:
 		// Deltas that carried this very text were its stream; any other
 		// message is one of its own.
-		if streamed := s.text.Flush(""); main && (streamed == "" || streamed != e.Text) && (e.Text != "" || e.Thinking == "") {
-			s.answer.whole(e.Text)
-			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.Text, false})
+		if streamed := s.text.Flush(""); main && (streamed == "" || streamed != e.MessageText()) && (e.MessageText() != "" || e.Thinking == "") {
+			s.answer.whole(e.MessageText())
+			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.MessageText(), false})
 		}
 	case formats.Answer:
 		// Gemini's answer is its last message: one that the reader would
 		// not take for it is printed.
-		if main && e.Text != "" && e.Text != s.answer.text.String() {
-			s.answer.whole(e.Text)
-			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.Text, false})
+		if main && e.AnswerText() != "" && e.AnswerText() != s.answer.text.String() {
+			s.answer.whole(e.AnswerText())
+			return formats.WriteJSONLine(s.w, messageLine{"message", ts, "assistant", e.AnswerText(), false})
 		}
 	case formats.ToolCall:
 		s.answer.tool()
@@ -155,7 +155,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Severity == formats.Error {
 			sev = "error"
 		}
-		return formats.WriteJSONLine(s.w, errorLine{"error", ts, sev, e.Text})
+		return formats.WriteJSONLine(s.w, errorLine{"error", ts, sev, e.NoticeText()})
 	case formats.RunEnd:
 		defer s.reset()
 		if e.Run.SessionID != "" && s.session == "" {
@@ -181,8 +181,8 @@ func (s *streamWriter) start(ts, sessionID, model string) error {
 
 func toolResult(ts string, c *formats.Call) toolResultLine {
 	l := toolResultLine{Type: "tool_result", Timestamp: ts, ToolID: c.ID, Status: "success"}
-	if c.Output != "" || c.Status == formats.Completed {
-		out := c.Output
+	if c.Output.Text() != "" || c.Status == formats.Completed {
+		out := c.Output.Text()
 		l.Output = &out
 	}
 	switch c.Status {

@@ -71,7 +71,7 @@ func TestEveryType(t *testing.T) {
 	if e := byKind[formats.Message]; e.Text != "a" || e.Thinking != "t" {
 		t.Errorf("message %q %q", e.Text, e.Thinking)
 	}
-	if e := byKind[formats.ToolResult]; e.Call.Status != formats.Completed || e.Call.Output != "x" || e.Duration.Milliseconds() != 12 || e.Call.Name != "bash" {
+	if e := byKind[formats.ToolResult]; e.Call.Status != formats.Completed || e.Call.Output.Text() != "x" || e.Duration.Milliseconds() != 12 || e.Call.Name != "bash" {
 		t.Errorf("result %+v", e)
 	}
 	if e := byKind[formats.Usage]; e.Usage.InputTokens.V != 5 || e.Usage.ContextTokens.V != 9 {
@@ -222,7 +222,7 @@ func TestWriteAdalRefusal(t *testing.T) {
 	evs := []*formats.Event{
 		{Kind: formats.RunStart},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "read_file", Args: []byte(`{"p":1}`)}},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "ok"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: formats.TextOutput("ok")}},
 		{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Name: "bash", Args: []byte(`{"command":"rm"}`), Status: formats.Denied, Error: "needs approval"}},
 		{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: "s1", ExitCode: formats.Some(2)}},
 	}

@@ -277,7 +277,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		ev.Kind = formats.ToolResult
 		ev.Call = formats.Call{ID: rec.CallID, Name: stringOf(rec.Tool), Status: formats.Completed}
 		if rec.Output != nil {
-			ev.Call.Output = *rec.Output
+			ev.Call.Output = formats.TextOutput(*rec.Output)
 		}
 		if rec.Millis != nil && *rec.Millis > 0 {
 			ev.Duration = time.Duration(*rec.Millis * float64(time.Millisecond))
@@ -285,7 +285,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 		c := run.calls[rec.CallID]
 		switch {
 		case c != nil && c.denied:
-			ev.Call.Status, ev.Call.Error, ev.Call.Output = formats.Denied, ev.Call.Output, ""
+			ev.Call.Status, ev.Call.Error, ev.Call.Output = formats.Denied, ev.Call.Output.Text(), formats.TextOutput("")
 			if ev.Call.Error == "" {
 				ev.Call.Error = "permission denied"
 			}
@@ -333,6 +333,7 @@ func (r *reader) events(rec *record, n int) []*formats.Event {
 	case "usage":
 		ev.Kind = formats.Usage
 		ev.Usage = readUsage(r.opts.Report, n, rec.Turn, run.models[agent])
+		ev.Aggregate = true // "turn": the counts of the turn's requests together
 		if rec.ContextTokens != nil {
 			ev.Usage.ContextTokens = formats.Some(int64(*rec.ContextTokens))
 		}

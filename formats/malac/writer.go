@@ -61,7 +61,7 @@ type toolStartedLine struct {
 	Tool    string          `json:"tool"`
 	Summary string          `json:"summary"`
 	Input   json.RawMessage `json:"input"`
-	// compact: Input is checked compact JSON (Call.ArgsCompact).
+	// compact: Input is checked compact JSON (Call.ArgsCompact()).
 	compact bool
 }
 
@@ -227,22 +227,22 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 		m.run.models[e.Agent] = e.AgentInfo.Model
 		return m.line(agentStartedLine{m.env(e, "agent_started"), e.AgentInfo.Label, &parent, formats.NilIfEmpty(e.AgentInfo.Model), formats.NilIfEmpty(e.AgentInfo.Cwd)})
 	case formats.AgentEnd:
-		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Text, nil})
+		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Report(), nil})
 	case formats.ModelChange:
 		m.run.models[e.Agent] = e.Run.Model
 		return m.line(modelLine{m.env(e, "model_changed"), e.Run.Model})
 	case formats.UserMessage:
-		return m.line(textLine{m.env(e, "user_message"), e.Text})
+		return m.line(textLine{m.env(e, "user_message"), e.Prompt()})
 	case formats.TextDelta:
-		return m.line(textLine{m.env(e, "text_delta"), e.Text})
+		return m.line(textLine{m.env(e, "text_delta"), e.Piece()})
 	case formats.ThinkingDelta:
-		return m.line(textLine{m.env(e, "thinking_delta"), e.Text})
+		return m.line(textLine{m.env(e, "thinking_delta"), e.Piece()})
 	case formats.Message:
 		var blocks []contentBlock
 		if e.Thinking != "" {
 			blocks = append(blocks, contentBlock{Type: "thinking", Thinking: e.Thinking})
 		}
-		blocks = append(blocks, contentBlock{Type: "text", Text: e.Text})
+		blocks = append(blocks, contentBlock{Type: "text", Text: e.MessageText()})
 		return m.line(messageLine{m.env(e, "assistant_message"), assistantMessage{"assistant", blocks}})
 	case formats.ToolCall:
 		m.run.announced[e.Call.ID] = true
@@ -272,14 +272,14 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Usage:
 		return m.usage(e)
 	case formats.Compaction:
-		return m.line(compactedLine{m.env(e, "compacted"), e.Text})
+		return m.line(compactedLine{m.env(e, "compacted"), e.Summary()})
 	case formats.Notice:
 		if e.Severity == formats.Error {
-			m.run.lastError = e.Text
+			m.run.lastError = e.NoticeText()
 		}
-		return m.line(noticeLine{m.env(e, "notice"), e.Severity.String(), e.Text})
+		return m.line(noticeLine{m.env(e, "notice"), e.Severity.String(), e.NoticeText()})
 	case formats.TurnEnd:
-		text := e.Text
+		text := e.FinalText()
 		if e.Agent == "" {
 			if text == "" && m.run.active && e.Status.OK() {
 				// The source ends turns without their text: it is the
@@ -403,7 +403,7 @@ func (m *writer) perm(callID string) *permState {
 // malac shows a refusal, unless the source already said so.
 func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	if e.Call.Error != "" {
-		e.DecodeOutput() // the error text is merged into it
+		e.Call.Output.Decode() // the error text is merged into it
 	}
 	c := v.Calls.Get(e.Call.ID)
 	if c == nil { // not the view of this run: never in a pipeline
@@ -431,10 +431,10 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 		}
 	}
 	m.run.refusedLast = e.Call.Status == formats.Denied
-	if e.Call.Status != formats.Denied && e.Call.Error != "" && e.Call.Output != "" {
+	if e.Call.Status != formats.Denied && e.Call.Error != "" && e.Call.Output.Text() != "" {
 		m.opts.Report.Quirk(formats.MergedToolErrors)
 	}
-	out := joinText(e.Call.Output, e.Call.Error)
+	out := joinText(e.Call.Output.Text(), e.Call.Error)
 	name := e.Call.Name
 	if name == "" {
 		name = c.Name
@@ -444,8 +444,8 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	env := m.env(e, "tool_finished")
 	j := m.buf.Begin().Str("agent", env.Agent).Int("seq", env.Seq).Str("at", env.At).Str("type", env.Type).
 		Str("call_id", c.ID).Str("tool", name)
-	if e.Call.Error == "" && len(e.Call.OutputJSON) > 0 {
-		j.Raw("output", e.Call.OutputJSON)
+	if e.Call.Error == "" && e.Call.Output.Undecoded() {
+		j.Output("output", e.Call.Output)
 	} else {
 		j.Str("output", out)
 	}
@@ -501,7 +501,7 @@ func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 		}
 	}
 	status := v.Status
-	if msg := e.Text; !status.OK() && msg != "" && msg != r.lastError && status != formats.Denied {
+	if msg := e.ErrorText(); !status.OK() && msg != "" && msg != r.lastError && status != formats.Denied {
 		level := "error"
 		if status == formats.Cancelled {
 			level = "warning"
@@ -605,7 +605,7 @@ func maxSeq(rec []byte) int64 {
 // startedLine is the tool_started line of a call: its input compact as
 // its reader checked it, or to be compacted.
 func startedLine(env envelope, c *formats.Call) toolStartedLine {
-	return toolStartedLine{env, c.ID, c.Name, c.Summary, args(c.Args), c.ArgsCompact && len(c.Args) > 0}
+	return toolStartedLine{env, c.ID, c.Name, c.Summary, args(c.Args), c.ArgsCompact()}
 }
 
 func args(a json.RawMessage) json.RawMessage {

@@ -291,10 +291,10 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 			// a stream that never printed the prompt): a synthetic part,
 			// which starts no run. A run's second prompt starts one (the
 			// pipeline reports that).
-			w.userMsg(a, e.Text, true, at)
+			w.userMsg(a, e.Prompt(), true, at)
 			break
 		}
-		w.userMsg(a, e.Text, false, at)
+		w.userMsg(a, e.Prompt(), false, at)
 	case formats.TextDelta, formats.Message:
 		text, thinking := e.Text, e.Thinking
 		if e.Kind == formats.TextDelta {
@@ -340,11 +340,11 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 	case formats.Answer:
 		// The run's answer, where no message said it (a result's text).
-		if t := strings.TrimSpace(e.Text); t != "" && e.Agent == "" && t != strings.TrimSpace(a.said) {
+		if t := strings.TrimSpace(e.AnswerText()); t != "" && e.Agent == "" && t != strings.TrimSpace(a.said) {
 			if m := a.cur; m != nil && (m.text || m.calls) {
 				w.closeMsg(a, at)
 			}
-			text := e.Text
+			text := e.AnswerText()
 			m := w.open(a, at)
 			m.text = true
 			a.said = text
@@ -354,12 +354,12 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if m := a.cur; m != nil && m.reasoning && !m.text && !m.calls {
 			p := m.Parts[len(m.Parts)-1]
 			if p.Type == "reasoning" {
-				a.grown.add(p.Text, e.Text)
+				a.grown.add(p.Text, e.Piece())
 				p.Time.End = msp64(at)
 				return nil
 			}
 		}
-		t := e.Text
+		t := e.Piece()
 		m := w.open(a, at)
 		m.reasoning = true
 		w.part(a, m, &docPart{Type: "reasoning", Text: &t, Time: &span{Start: ms64(at), End: msp64(at)}}, at)
@@ -384,8 +384,8 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 			a.usage = &u
 		}
 	case formats.Notice:
-		if e.Severity == formats.Error && e.Text != "" {
-			a.errs = append(a.errs, e.Text)
+		if e.Severity == formats.Error && e.NoticeText() != "" {
+			a.errs = append(a.errs, e.NoticeText())
 		}
 	case formats.ModelChange:
 		if e.Run.Model != "" {
@@ -571,13 +571,13 @@ func (w *exportWriter) startAgent(e *formats.Event, at time.Time) {
 
 func (w *exportWriter) endAgent(a *agentDoc, e *formats.Event, at time.Time) {
 	w.closeMsg(a, at)
-	if e.Text == "" {
+	if e.Report() == "" {
 		return
 	}
 	// The report is the task call's output, when its result has none.
 	for _, p := range w.run.agents[""].calls {
 		if p.State != nil && p.State.Metadata["sessionId"] == a.doc.Info.ID && p.State.done && (p.State.Output == nil || *p.State.Output == "") {
-			t := e.Text
+			t := e.Report()
 			p.State.Output = &t
 		}
 	}
@@ -724,7 +724,7 @@ func (w *exportWriter) result(a *agentDoc, e *formats.Event, at time.Time) {
 		end = st.Time.Start + e.Duration.Milliseconds()
 	}
 	st.Time.End = &end
-	out := e.Call.Output
+	out := e.Call.Output.Text()
 	switch e.Call.Status {
 	case formats.Completed, formats.StatusUnknown:
 		st.Status = "completed"

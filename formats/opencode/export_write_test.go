@@ -41,7 +41,7 @@ func summary(evs []*formats.Event) []string {
 			_ = json.Compact(&args, e.Call.Args)
 			out = append(out, fmt.Sprintf("%s call %s %s %s", who(e.Agent), e.Call.ID, e.Call.Name, args.String()))
 		case formats.ToolResult:
-			out = append(out, fmt.Sprintf("%s result %s %s %x %q exit %v %v", who(e.Agent), e.Call.ID, e.Call.Status, sha256.Sum256([]byte(e.Call.Output)), e.Call.Error, e.Call.ExitCode, e.Duration))
+			out = append(out, fmt.Sprintf("%s result %s %s %x %q exit %v %v", who(e.Agent), e.Call.ID, e.Call.Status, sha256.Sum256([]byte(e.Call.Output.Text())), e.Call.Error, e.Call.ExitCode, e.Duration))
 		case formats.AgentStart:
 			out = append(out, fmt.Sprintf("agent %s %s", e.AgentInfo.Label, e.AgentInfo.ParentCall))
 		case formats.Usage:

@@ -212,7 +212,7 @@ func toolEvents(p *part, agent string, t time.Time, ev func(formats.Event) *form
 	}
 	res := formats.Call{ID: p.CallID, Name: p.Tool, Status: statuses.Parse(st.Status)}
 	if st.Output != nil {
-		res.Output = *st.Output
+		res.Output = formats.TextOutput(*st.Output)
 	}
 	if st.Status == "error" {
 		res.Error = st.Error

@@ -160,9 +160,9 @@ func (x *events) message(m *message, at time.Time) {
 		x.assistant(m, at)
 		return
 	case "toolResult":
-		c := formats.Call{ID: m.ToolCallID, Name: m.ToolName, Status: formats.Completed, Output: m.text()}
+		c := formats.Call{ID: m.ToolCallID, Name: m.ToolName, Status: formats.Completed, Output: formats.TextOutput(m.text())}
 		if m.IsError {
-			c.Status, c.Error = formats.Failed, c.Output
+			c.Status, c.Error = formats.Failed, c.Output.Text()
 		}
 		x.emit(&formats.Event{Kind: formats.ToolResult, Time: at, Call: c})
 		return
@@ -206,7 +206,7 @@ func (x *events) assistant(m *message, at time.Time) {
 	if anySigned(thoughts) {
 		ev.Thoughts = thoughts
 	}
-	if ev.Text != "" || ev.Thinking != "" {
+	if ev.MessageText() != "" || ev.Thinking != "" {
 		x.emit(ev)
 	}
 	if !(m.StopReason == "error" && m.Usage.zero()) {
@@ -226,8 +226,8 @@ func (x *events) assistant(m *message, at time.Time) {
 		x.emit(&formats.Event{Kind: formats.Notice, Time: at, Severity: formats.Error, Text: msg, Code: codeOf(msg)})
 	}
 	x.stop, x.errMsg = m.StopReason, m.ErrorMessage
-	if ev.Text != "" {
-		x.lastText = ev.Text
+	if ev.MessageText() != "" {
+		x.lastText = ev.MessageText()
 	}
 }
 
@@ -249,7 +249,7 @@ func (x *events) end(at time.Time, run formats.RunInfo) {
 	switch x.stop {
 	case "error":
 		end.Status, end.Text, end.Code = formats.Failed, x.errMsg, codeOf(x.errMsg)
-		if end.Text == "" {
+		if end.ErrorText() == "" {
 			end.Text = "the model request failed"
 		}
 	case "aborted":

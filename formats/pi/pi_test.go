@@ -114,7 +114,7 @@ func TestStreamFinal(t *testing.T) {
 		t.Errorf("usage %+v", u)
 	}
 	calls, results := kinds(evs, formats.ToolCall), kinds(evs, formats.ToolResult)
-	if len(calls) != 1 || len(results) != 1 || results[0].Call.Output != "agentconv-shell-output\n" {
+	if len(calls) != 1 || len(results) != 1 || results[0].Call.Output.Text() != "agentconv-shell-output\n" {
 		t.Errorf("calls %+v results %+v", calls, results)
 	}
 	if ends := kinds(evs, formats.RunEnd); len(ends) != 1 || ends[0].Status != formats.Completed {
@@ -197,7 +197,7 @@ func TestWriterChain(t *testing.T) {
 		{Kind: formats.Message, Text: "I will call."},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "bash", Args: []byte(`{"command":"ls"}`)}},
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "c2", Name: "bash", Args: []byte(`{"command":"pwd"}`)}},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "a\n"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: formats.TextOutput("a\n")}},
 		{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](100), CacheReadTokens: formats.Some[int64](40), OutputTokens: formats.Some[int64](5), CostUSD: formats.Some(0.01)}},
 		{Kind: formats.RunEnd, Status: formats.Failed, Text: "boom"},
 	}

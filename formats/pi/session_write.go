@@ -273,14 +273,14 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if err := w.flush(f, e); err != nil {
 			return err
 		}
-		w.add(f, e, map[string]any{"role": "user", "content": []any{textBlock(e.Text)}})
+		w.add(f, e, map[string]any{"role": "user", "content": []any{textBlock(e.Prompt())}})
 	case formats.TextDelta:
 		a := w.response(f, e)
-		f.lastOut = appendText(a, "text", e.Text)
+		f.lastOut = appendText(a, "text", e.Piece())
 		f.streamed = true
 	case formats.ThinkingDelta:
 		a := w.response(f, e)
-		appendText(a, "thinking", e.Text)
+		appendText(a, "thinking", e.Piece())
 		f.streamed = true
 	case formats.Message:
 		if f.streamed && f.asst != nil {
@@ -323,9 +323,9 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 		case e.Thinking != "":
 			a.content = append(a.content, map[string]any{"type": "thinking", "thinking": e.Thinking})
 		}
-		if e.Text != "" {
-			a.content = append(a.content, textBlock(e.Text))
-			f.lastOut = e.Text
+		if e.MessageText() != "" {
+			a.content = append(a.content, textBlock(e.MessageText()))
+			f.lastOut = e.MessageText()
 		}
 	case formats.ToolCall:
 		a := w.response(f, e)
@@ -395,11 +395,11 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 				"provider": "agentconv", "modelId": e.Run.Model}, true)
 		}
 	case formats.Answer:
-		if strings.TrimSpace(e.Text) != "" && strings.TrimSpace(e.Text) != strings.TrimSpace(f.lastOut) {
+		if strings.TrimSpace(e.AnswerText()) != "" && strings.TrimSpace(e.AnswerText()) != strings.TrimSpace(f.lastOut) {
 			f.asst = nil
 			a := w.response(f, e)
-			a.content = append(a.content, textBlock(e.Text))
-			f.lastOut = e.Text
+			a.content = append(a.content, textBlock(e.AnswerText()))
+			f.lastOut = e.AnswerText()
 		}
 	case formats.RunEnd:
 		if c := e.Run.ExitCode; c.OK && c.V != 0 && c.V != 1 {
@@ -419,7 +419,7 @@ func (w *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 			if e.Status == formats.Cancelled {
 				a.msg["stopReason"] = "aborted"
 			}
-			msg := e.Text
+			msg := e.ErrorText()
 			if msg == "" {
 				msg = "the run " + e.Status.String()
 			}
@@ -546,7 +546,7 @@ func (w *sessionWriter) result(f *piFile, e *formats.Event, c formats.Call, unan
 		name = f.open[c.ID]
 	}
 	delete(f.open, c.ID)
-	out := c.Output
+	out := c.Output.Text()
 	isErr := c.Status == formats.Failed || c.Status == formats.Denied || c.Status == formats.Cancelled || c.Error != ""
 	if isErr && c.Error != "" && !strings.Contains(out, c.Error) {
 		out = strings.TrimSpace(out + "\n" + c.Error)

@@ -149,11 +149,11 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.UserMessage:
 		w.userMessage(e)
 	case formats.TextDelta:
-		w.run.text.Delta(e.Agent, e.Text)
-		w.text(w.agent(e.Agent), textBlock, e.Text)
+		w.run.text.Delta(e.Agent, e.Piece())
+		w.text(w.agent(e.Agent), textBlock, e.Piece())
 	case formats.ThinkingDelta:
-		w.run.thinking.Delta(e.Agent, e.Text)
-		w.text(w.agent(e.Agent), thinkingBlock, e.Text)
+		w.run.thinking.Delta(e.Agent, e.Piece())
+		w.text(w.agent(e.Agent), thinkingBlock, e.Piece())
 	case formats.Message:
 		w.message(e)
 	case formats.Answer:
@@ -341,8 +341,8 @@ func (w *writer) beginRun(e *formats.Event) {
 func (w *writer) endRun(e *formats.Event, v *formats.RunView) {
 	main := w.run.agents[""]
 	w.endLine()
-	if e.Text != "" && strings.TrimSpace(e.Text) != strings.TrimSpace(w.run.lastError) {
-		w.problem(main, w.paint(boldRed, "✗"), e.Text, red)
+	if e.ErrorText() != "" && strings.TrimSpace(e.ErrorText()) != strings.TrimSpace(w.run.lastError) {
+		w.problem(main, w.paint(boldRed, "✗"), e.ErrorText(), red)
 	}
 	var parts []string
 	switch v.Status {
@@ -477,7 +477,7 @@ func (w *writer) agentEnd(e *formats.Event) {
 	}
 	w.endLine()
 	w.print(w.gutter(a.depth-1), w.paint(blue, "  └ "), w.paint(bold, a.label), " ", w.status(e.Status, ""))
-	report := strings.TrimSpace(e.Text)
+	report := strings.TrimSpace(e.Report())
 	if report != "" && !a.repeats(report) {
 		lines, more := firstLines(report, 1)
 		r := shorten(oneLine(lines[0]), inlineWidth)
@@ -504,8 +504,8 @@ func (w *writer) turnEnd(e *formats.Event) {
 	// Deltas that no whole message repeated are done with.
 	w.run.text.Flush(e.Agent)
 	w.run.thinking.Flush(e.Agent)
-	if t := strings.TrimSpace(e.Text); t != "" && !a.textInTurn && !a.repeats(t) {
-		w.textBlock(a, e.Text)
+	if t := strings.TrimSpace(e.FinalText()); t != "" && !a.textInTurn && !a.repeats(t) {
+		w.textBlock(a, e.FinalText())
 	}
 	a.textInTurn = false
 	switch e.Status {
@@ -518,7 +518,7 @@ func (w *writer) turnEnd(e *formats.Event) {
 
 func (w *writer) userMessage(e *formats.Event) {
 	a := w.agent(e.Agent)
-	lines, more := firstLines(e.Text, 6)
+	lines, more := firstLines(e.Prompt(), 6)
 	for i, l := range lines {
 		mark := "  "
 		if i == 0 {
@@ -539,17 +539,17 @@ func (w *writer) message(e *formats.Event) {
 	}
 	if w.run.text.Whole(e.Agent) {
 		a.lastText.Reset() // the deltas printed it
-		a.lastText.WriteString(e.Text)
-	} else if e.Text != "" {
-		w.textBlock(a, e.Text)
+		a.lastText.WriteString(e.MessageText())
+	} else if e.MessageText() != "" {
+		w.textBlock(a, e.MessageText())
 	}
 }
 
 func (w *writer) answer(e *formats.Event) {
 	a := w.agent(e.Agent)
 	w.run.text.Flush(e.Agent)
-	if t := strings.TrimSpace(e.Text); t != "" && !a.repeats(t) {
-		w.textBlock(a, e.Text)
+	if t := strings.TrimSpace(e.AnswerText()); t != "" && !a.repeats(t) {
+		w.textBlock(a, e.AnswerText())
 	}
 }
 
@@ -682,7 +682,7 @@ func (w *writer) callEnd(e *formats.Event, v *formats.RunView) {
 
 	// A failed call shows why: its error, else its output, which is then
 	// the error. The output of a call that went well is not shown.
-	why, output := e.Call.Error, e.Call.Output
+	why, output := e.Call.Error, e.Call.Output.Text()
 	if why == "" && e.Call.Status == formats.Failed {
 		why, output = output, ""
 	}
@@ -826,7 +826,7 @@ func todoBox(status string) string {
 func (w *writer) compaction(e *formats.Event) {
 	a := w.agent(e.Agent)
 	s := "⟲ context compacted"
-	if t := oneLine(e.Text); t != "" {
+	if t := oneLine(e.Summary()); t != "" {
 		s += ": " + shorten(t, inlineWidth)
 	}
 	w.line(a, w.paint(dim, s))
@@ -836,12 +836,12 @@ func (w *writer) notice(e *formats.Event) {
 	a := w.agent(e.Agent)
 	switch e.Severity {
 	case formats.Error:
-		w.problem(a, w.paint(boldRed, "✗"), e.Text, red)
-		w.run.lastError = e.Text
+		w.problem(a, w.paint(boldRed, "✗"), e.NoticeText(), red)
+		w.run.lastError = e.NoticeText()
 	case formats.Warning:
-		w.problem(a, w.paint(yellow, "⚠"), e.Text, yellow)
+		w.problem(a, w.paint(yellow, "⚠"), e.NoticeText(), yellow)
 	default:
-		w.problem(a, w.paint(dim, "ℹ"), e.Text, dim)
+		w.problem(a, w.paint(dim, "ℹ"), e.NoticeText(), dim)
 	}
 }
 

@@ -52,7 +52,7 @@ func toolCall(agent, id, name, a string) *formats.Event {
 }
 
 func result(agent, id string, st formats.Status, output, errText string) *formats.Event {
-	return &formats.Event{Kind: formats.ToolResult, Agent: agent, Call: formats.Call{ID: id, Status: st, Output: output, Error: errText}}
+	return &formats.Event{Kind: formats.ToolResult, Agent: agent, Call: formats.Call{ID: id, Status: st, Output: formats.TextOutput(output), Error: errText}}
 }
 
 func runEnd(st formats.Status, code int) *formats.Event {
@@ -64,7 +64,7 @@ func TestRun(t *testing.T) {
 		runStart(),
 		&formats.Event{Kind: formats.UserMessage, Text: "fix the lint"},
 		toolCall("", "c1", "bash", `{"command":"bash -lc 'npx eslint src/'","timeout":5}`),
-		&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: "ok"}, Duration: 2500 * time.Millisecond},
+		&formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: formats.TextOutput("ok")}, Duration: 2500 * time.Millisecond},
 		&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](1000), OutputTokens: formats.Some[int64](20), CostUSD: formats.Some(0.5)}},
 		&formats.Event{Kind: formats.Message, Text: "Fixed it."},
 		&formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some[int64](1500), OutputTokens: formats.Some[int64](30), CostUSD: formats.Some(0.25)}},

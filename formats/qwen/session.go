@@ -397,7 +397,7 @@ func (s *sessionReader) endRun() {
 		Run: formats.RunInfo{SessionID: s.session, Model: s.model, Cwd: s.cwd, AgentName: AgentName, AgentVersion: s.version}}
 	if f := s.failed; f != nil {
 		end.Status, end.Text, end.Code = formats.Failed, f.ErrorMsg, f.ErrorType
-		if end.Text == "" {
+		if end.ErrorText() == "" {
 			end.Text = "the run failed"
 		}
 	} else if s.lastText != "" {
@@ -532,7 +532,7 @@ func (s *sessionReader) toolResults(r *record, agent string) {
 		c := formats.Call{ID: fr.ID, Name: fr.Name, Status: formats.Completed}
 		var dur time.Duration
 		if fr.Response != nil {
-			c.Output = jsonText(fr.Response.Output)
+			c.Output = formats.TextOutput(jsonText(fr.Response.Output))
 			c.Error = jsonText(fr.Response.Error)
 		}
 		if tr := r.ToolCallResult; tr != nil && (tr.CallID == "" || tr.CallID == fr.ID) {

@@ -241,7 +241,7 @@ func hostilePage(t *testing.T) string {
 		{Kind: formats.AgentStart, Agent: "a", AgentInfo: formats.AgentInfo{Label: bad, ParentCall: "1", Model: bad}},
 		{Kind: formats.Message, Agent: "a", Text: bad},
 		{Kind: formats.AgentEnd, Agent: "a", Status: formats.Completed, Text: "report " + bad},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "1", Name: bad, Status: formats.Failed, Output: strings.Repeat(bad+"\n", 30), Error: bad}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "1", Name: bad, Status: formats.Failed, Output: formats.TextOutput(strings.Repeat(bad+"\n", 30)), Error: bad}},
 		{Kind: formats.Todos, Todos: []formats.Todo{{Content: bad, Status: "completed"}}},
 		{Kind: formats.Notice, Severity: formats.Error, Text: bad},
 		{Kind: formats.RunEnd, Status: formats.Failed, Text: "end " + bad},

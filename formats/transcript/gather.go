@@ -192,21 +192,21 @@ func (g *gather) add(e *formats.Event, v *formats.RunView) {
 	a := g.agent(e.Agent)
 	switch e.Kind {
 	case formats.TextDelta:
-		g.text.Delta(e.Agent, e.Text)
-		g.stream(a, kText, e.Text)
+		g.text.Delta(e.Agent, e.Piece())
+		g.stream(a, kText, e.Piece())
 		a.textInTurn = true
 		return
 	case formats.ThinkingDelta:
-		g.thinking.Delta(e.Agent, e.Text)
-		g.stream(a, kThinking, e.Text)
+		g.thinking.Delta(e.Agent, e.Piece())
+		g.stream(a, kThinking, e.Piece())
 		return
 	}
 	a.open = nil
 	switch e.Kind {
 	case formats.AgentEnd:
 		a.Status, a.Mark, a.Bad = statusWord(e.Status), mark(e.Status), bad(e.Status)
-		if r := strings.TrimSpace(e.Text); r != "" && r != strings.TrimSpace(a.lastText()) {
-			a.Report = clean(e.Text)
+		if r := strings.TrimSpace(e.Report()); r != "" && r != strings.TrimSpace(a.lastText()) {
+			a.Report = clean(e.Report())
 		}
 		if av := v.Agent(e.Agent); av != nil {
 			a.usage = av.Usage
@@ -220,8 +220,8 @@ func (g *gather) add(e *formats.Event, v *formats.RunView) {
 	case formats.TurnEnd:
 		g.text.Flush(e.Agent)
 		g.thinking.Flush(e.Agent)
-		if t := strings.TrimSpace(e.Text); t != "" && !a.textInTurn && t != strings.TrimSpace(a.lastText()) {
-			a.add(&item{Kind: kText, Text: clean(e.Text)})
+		if t := strings.TrimSpace(e.FinalText()); t != "" && !a.textInTurn && t != strings.TrimSpace(a.lastText()) {
+			a.add(&item{Kind: kText, Text: clean(e.FinalText())})
 		}
 		a.textInTurn = false
 		switch e.Status {
@@ -235,21 +235,21 @@ func (g *gather) add(e *formats.Event, v *formats.RunView) {
 		} else if e.Agent != "" {
 			label = "task"
 		}
-		a.add(&item{Kind: kPrompt, Text: clean(e.Text), Label: label, Time: clock(e)})
+		a.add(&item{Kind: kPrompt, Text: clean(e.Prompt()), Label: label, Time: clock(e)})
 	case formats.Message:
 		if e.Thinking != "" && !g.thinking.Whole(e.Agent) {
 			a.add(&item{Kind: kThinking, Text: clean(e.Thinking)})
 		} else if e.Thinking == "" {
 			g.thinking.Whole(e.Agent)
 		}
-		if !g.text.Whole(e.Agent) && strings.TrimSpace(e.Text) != "" {
-			a.add(&item{Kind: kText, Text: clean(e.Text)})
+		if !g.text.Whole(e.Agent) && strings.TrimSpace(e.MessageText()) != "" {
+			a.add(&item{Kind: kText, Text: clean(e.MessageText())})
 			a.textInTurn = true
 		}
 	case formats.Answer:
 		g.text.Flush(e.Agent)
-		if t := strings.TrimSpace(e.Text); t != "" && t != strings.TrimSpace(a.lastText()) {
-			a.add(&item{Kind: kText, Text: clean(e.Text)})
+		if t := strings.TrimSpace(e.AnswerText()); t != "" && t != strings.TrimSpace(a.lastText()) {
+			a.add(&item{Kind: kText, Text: clean(e.AnswerText())})
 		}
 	case formats.ToolCall:
 		c := g.callOf(e, v, a)
@@ -286,11 +286,11 @@ func (g *gather) add(e *formats.Event, v *formats.RunView) {
 		it.Label = strconv.Itoa(done) + "/" + strconv.Itoa(len(e.Todos)) + " done"
 		a.add(it)
 	case formats.Compaction:
-		a.add(&item{Kind: kCompaction, Text: clean(e.Text)})
+		a.add(&item{Kind: kCompaction, Text: clean(e.Summary())})
 	case formats.Notice:
-		it := &item{Kind: kNotice, Label: e.Severity.String(), Text: clean(e.Text), Bad: e.Severity == formats.Error}
+		it := &item{Kind: kNotice, Label: e.Severity.String(), Text: clean(e.NoticeText()), Bad: e.Severity == formats.Error}
 		if it.Bad {
-			g.lastErr = e.Text
+			g.lastErr = e.NoticeText()
 		}
 		a.add(it)
 	case formats.ModelChange:
@@ -361,13 +361,7 @@ func (g *gather) result(c *call, e *formats.Event) {
 	if e.Call.ExitCode.OK {
 		c.Exit = strconv.Itoa(e.Call.ExitCode.V)
 	}
-	out := e.Call
-	if len(out.OutputJSON) > 0 {
-		tmp := formats.Event{Call: out}
-		tmp.DecodeOutput()
-		out = tmp.Call
-	}
-	c.Output = clean(out.Output)
+	c.Output = clean(e.Call.Output.Decoded())
 	c.Error = clean(e.Call.Error)
 	c.Preview = e.Call.Truncated
 }

@@ -1,4 +1,4 @@
-package adal_test
+package convert_test
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 // get the pipeline's run view, its losses and its copies of their own
 // dialect.
 
-// run converts stdin with the command line and returns stdout and stderr;
+// adalRun converts stdin with the command line and returns stdout and stderr;
 // the conversion must exit 0.
-func run(t *testing.T, stdin string, args ...string) (string, string) {
+func adalRun(t *testing.T, stdin string, args ...string) (string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := convert.Run(append([]string{"agentconv", "--deterministic"}, args...), convert.Sys{
@@ -32,9 +32,9 @@ func run(t *testing.T, stdin string, args ...string) (string, string) {
 	return out.String(), errb.String()
 }
 
-func fixture(t *testing.T, name string) string {
+func adalFixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestJSONErrorIsTheFailureAndOtherErrorsAreLost(t *testing.T) {
 {"type":"answer","content":"done anyway"}
 {"type":"complete","exit_code":0}
 `
-	out, stderr := run(t, in, "--to", "adal-json")
+	out, stderr := adalRun(t, in, "--to", "adal-json")
 	objs := objects(t, out)
 	if len(objs) != 2 {
 		t.Fatalf("%d objects:\n%s", len(objs), out)
@@ -124,7 +124,7 @@ func TestJSONErrorIsTheFailureAndOtherErrorsAreLost(t *testing.T) {
 // and then succeeded is a failed tool_result (permission_denied would say
 // that the run stopped), and is reported.
 func TestStreamRefusalInARunThatSucceeded(t *testing.T) {
-	out, stderr := run(t, fixture(t, "malac/two-runs.jsonl"), "--to", "adal-stream")
+	out, stderr := adalRun(t, adalFixture(t, "malac/two-runs.jsonl"), "--to", "adal-stream")
 	want := "tool_call:r1c1 tool_result:r1c1 answer complete=1 " +
 		"tool_call:r2c1 tool_result:r2c1 tool_call:r2c2 tool_result:r2c2 answer complete=0"
 	if got := types(t, out); got != want {
@@ -137,7 +137,7 @@ func TestStreamRefusalInARunThatSucceeded(t *testing.T) {
 		t.Errorf("the refusal is not reported:\n%s", stderr)
 	}
 	// And it reads back as the run it was: the second succeeded.
-	back := objects(t, first(run(t, out, "--from", "adal-stream", "--to", "adal-json")))
+	back := objects(t, first(adalRun(t, out, "--from", "adal-stream", "--to", "adal-json")))
 	if len(back) != 2 || back[0].Success || !back[1].Success || back[1].ExitCode != 0 {
 		t.Errorf("read back as %+v", back)
 	}
@@ -149,7 +149,7 @@ func TestStreamRefusalInARunThatSucceeded(t *testing.T) {
 // tool_result, written as soon as the next line shows that it went on.
 func TestStreamStopsAtRefusal(t *testing.T) {
 	in := `{"success":false,"answer":"I could not clean up.","error":"rm needs approval","exit_code":2,"tool_calls":[{"id":"c1","name":"ls","args":{},"status":"completed","output":"a"},{"id":"c2","name":"bash","args":{"command":"rm -rf a"},"status":"denied"}]}`
-	out, stderr := run(t, in, "--to", "adal-stream")
+	out, stderr := adalRun(t, in, "--to", "adal-stream")
 	// AdaL prints a refused call's tool_call before permission_denied.
 	if got, want := types(t, out), "tool_call:c1 tool_result:c1 tool_call:c2 permission_denied:c2 complete=2"; got != want {
 		t.Errorf("lines %q, want %q:\n%s", got, want, out)
@@ -158,12 +158,12 @@ func TestStreamStopsAtRefusal(t *testing.T) {
 		t.Errorf("the dropped answer is not reported:\n%s", stderr)
 	}
 
-	out, _ = run(t, fixture(t, "malac/denied.jsonl"), "--to", "adal-stream")
+	out, _ = adalRun(t, adalFixture(t, "malac/denied.jsonl"), "--to", "adal-stream")
 	if got := types(t, out); !strings.HasSuffix(got, "permission_denied:c2 complete=2") {
 		t.Errorf("lines %q:\n%s", got, out)
 	}
 
-	out, stderr = run(t, fixture(t, "malac/refused-then-failed.jsonl"), "--to", "adal-stream")
+	out, stderr = adalRun(t, adalFixture(t, "malac/refused-then-failed.jsonl"), "--to", "adal-stream")
 	if got, want := types(t, out), "tool_call:p1 tool_result:p1 tool_call:p2 tool_result:p2 answer complete=1"; got != want {
 		t.Errorf("lines %q, want %q:\n%s", got, want, out)
 	}
@@ -179,11 +179,11 @@ func TestErrorOfASucceededRunIsKept(t *testing.T) {
 {"agent":"s","seq":2,"type":"notice","level":"error","message":"index stale, rebuilt"}
 {"agent":"s","seq":3,"type":"turn_finished","status":"completed","text":"All good."}
 `
-	out, _ := run(t, in, "--from", "malac", "--to", "adal-stream")
+	out, _ := adalRun(t, in, "--from", "malac", "--to", "adal-stream")
 	if got, want := types(t, out), "error answer complete=0"; got != want {
 		t.Errorf("lines %q, want %q:\n%s", got, want, out)
 	}
-	out, stderr := run(t, in, "--from", "malac", "--to", "adal-text")
+	out, stderr := adalRun(t, in, "--from", "malac", "--to", "adal-text")
 	if out != "All good.\n" || !strings.HasPrefix(stderr, "index stale, rebuilt\n") {
 		t.Errorf("stdout %q, stderr %q", out, stderr)
 	}
@@ -201,21 +201,21 @@ func TestPreviewCharsFlag(t *testing.T) {
 		in := in
 		if to == "adal-stream" {
 			// adal-stream copies AdaL's own lines: its outputs are AdaL's.
-			in = first(run(t, in, "--to", "adal-json", "--adal-preview-chars", "0"))
+			in = first(adalRun(t, in, "--to", "adal-json", "--adal-preview-chars", "0"))
 		}
-		out, stderr := run(t, in, "--to", to, "--adal-preview-chars", "4000")
+		out, stderr := adalRun(t, in, "--to", to, "--adal-preview-chars", "4000")
 		if !strings.Contains(out, strings.ReplaceAll(want, "\n", `\n`)) {
 			t.Errorf("%s: no preview of 2,000 and 1,000 characters:\n%.300s", to, out)
 		}
 		if !strings.Contains(stderr, "lost: 1 × tool outputs past AdaL's preview size") {
 			t.Errorf("%s: preview not reported:\n%s", to, stderr)
 		}
-		out, stderr = run(t, in, "--to", to, "--adal-preview-chars", "0")
+		out, stderr = adalRun(t, in, "--to", to, "--adal-preview-chars", "0")
 		if !strings.Contains(out, big) || strings.Contains(stderr, "lost:") {
 			t.Errorf("%s: --adal-preview-chars 0 cut the output:\n%s", to, stderr)
 		}
 		// The default is AdaL's 30,000 characters.
-		if out, _ := run(t, in, "--to", to); !strings.Contains(out, big) {
+		if out, _ := adalRun(t, in, "--to", to); !strings.Contains(out, big) {
 			t.Errorf("%s cut an output of 5,000 characters", to)
 		}
 	}
@@ -229,7 +229,7 @@ func TestPreviewCharsFlag(t *testing.T) {
 func TestJSONCopiesItsOwnObjects(t *testing.T) {
 	in := "{\n  \"success\": true, \"answer\": \"done\", \"error\": null, \"exit_code\": 0,\n  \"tool_calls\": [{\"id\":\"c1\",\"name\":\"ls\",\"args\":{},\"status\":\"completed\",\"output\":\"a\"}]\n}\n" +
 		`{"success":false,"answer":null,"error":"boom","exit_code":1,"extra":"kept","tool_calls":[]}` + "\n"
-	out, stderr := run(t, in, "--to", "adal-json")
+	out, stderr := adalRun(t, in, "--to", "adal-json")
 	if out != in {
 		t.Errorf("adal-json → adal-json changed the objects:\n%s\nwant\n%s", out, in)
 	}
@@ -244,12 +244,12 @@ func first(a, _ string) string { return a }
 // adal-stream read it and keep it as the object it is, from either to
 // either; other targets get its JSON text and report it.
 func TestObjectOutputs(t *testing.T) {
-	stream := fixture(t, "agents/adal/1.8.6/edit/stream-json/stdout.ndjson")
-	object := fixture(t, "agents/adal/1.8.6/edit/json/stdout.json")
+	stream := adalFixture(t, "agents/adal/1.8.6/edit/stream-json/stdout.ndjson")
+	object := adalFixture(t, "agents/adal/1.8.6/edit/json/stdout.json")
 	const value = `{"success":true,"llmContent":"Created: (+1).","resultDisplay":{"fileDiff":"--- Current\n+++ Proposed\n@@ -0,0 +1 @@\n+agentconv wrote this\n","fileName":"notes.txt","statusMessage":"Created: (+1)."},"error":null}`
 	for name, in := range map[string]string{"stream": stream, "object": object} {
 		for _, to := range []string{"adal-json", "adal-stream"} {
-			out, stderr := run(t, in, "--to", to)
+			out, stderr := adalRun(t, in, "--to", to)
 			if !strings.Contains(formatstest.OneLine(out), `"output":`+value) {
 				t.Errorf("%s → %s lost the object:\n%s", name, to, out)
 			}
@@ -257,15 +257,15 @@ func TestObjectOutputs(t *testing.T) {
 				t.Errorf("%s → %s: %s", name, to, stderr)
 			}
 		}
-		out, stderr := run(t, in, "--to", "claude-stream")
+		out, stderr := adalRun(t, in, "--to", "claude-stream")
 		if !strings.Contains(out, `Created: (+1).`) || !strings.Contains(stderr, "lost: 1 × tool outputs that are JSON values (written as their JSON text)") {
 			t.Errorf("%s → claude-stream: %s", name, stderr)
 		}
 	}
 	evs := formatstest.Read(t, adal.JSON, object)
 	for _, e := range evs {
-		if e.Kind == formats.ToolResult && (string(e.Call.OutputValue) != value || e.Call.Output != value) {
-			t.Errorf("read as %q / %q", e.Call.OutputValue, e.Call.Output)
+		if e.Kind == formats.ToolResult && (string(e.Call.Output.Value()) != value || e.Call.Output.Text() != value) {
+			t.Errorf("read as %q / %q", e.Call.Output.Value(), e.Call.Output.Text())
 		}
 	}
 }
@@ -277,7 +277,7 @@ func TestTextPrintsTheRefusalItStoppedAt(t *testing.T) {
 	in := `{"type":"tool_call","id":"c1","name":"bash","args":{"command":"rm -rf a"}}` + "\n" +
 		`{"type":"permission_denied","id":"c1","name":"bash","args":{"command":"rm -rf a"},"reason":"bash needs approval"}` + "\n" +
 		`{"type":"complete","exit_code":2,"session_id":null,"model":null}` + "\n"
-	_, stderr := run(t, in, "--to", "adal-text")
+	_, stderr := adalRun(t, in, "--to", "adal-text")
 	if !strings.Contains(stderr, "Stopped: bash needs approval\nRefused call: bash {\"command\":\"rm -rf a\"}\n") {
 		t.Errorf("the refusal is not printed:\n%s", stderr)
 	}

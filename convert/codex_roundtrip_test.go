@@ -1,4 +1,4 @@
-package codex_test
+package convert_test
 
 import (
 	"encoding/json"
@@ -13,19 +13,19 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-// survivor is what a trip through another dialect must keep of a run.
-type survivor struct {
+// codexSurvivor is what a trip through another dialect must keep of a run.
+type codexSurvivor struct {
 	Calls   []string // name:status of each result, in order
 	Answer  string
 	Status  formats.Status
 	Session string
 }
 
-func survivors(t *testing.T, data []byte) []survivor {
+func codexSurvivors(t *testing.T, data []byte) []codexSurvivor {
 	t.Helper()
 	evs := formatstest.Read(t, codex.Dialect, data)
-	var out []survivor
-	var cur survivor
+	var out []codexSurvivor
+	var cur codexSurvivor
 	for _, e := range evs {
 		switch e.Kind {
 		case formats.RunStart:
@@ -37,26 +37,26 @@ func survivors(t *testing.T, data []byte) []survivor {
 		case formats.RunEnd:
 			cur.Status = e.Status
 			out = append(out, cur)
-			cur = survivor{}
+			cur = codexSurvivor{}
 		}
 	}
 	return out
 }
 
-// TestThroughAdaL: codex → adal-* → codex keeps every call's tool and
+// TestCodexThroughAdaL: codex → adal-* → codex keeps every call's tool and
 // status, the answer and the outcome of each run; adal-json keeps the
 // session too (adal-stream names it only at the run's end, too late for
 // thread.started, and writes a refusal in a run that succeeded as a
 // failed call), and adal-text keeps the answer alone.
-func TestThroughAdaL(t *testing.T) {
+func TestCodexThroughAdaL(t *testing.T) {
 	for _, name := range []string{"agentcmd-stream-output-5.jsonl", "tools-and-todos.jsonl", "turn-failed.jsonl", "fatal-error.jsonl"} {
 		in := formatstest.Fixture(t, "codex", name)
-		want := survivors(t, in)
+		want := codexSurvivors(t, in)
 		for _, via := range []string{"adal-stream", "adal-json", "adal-text"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
 				back := converttest.Convert(t, converttest.Convert(t, in, "codex", via), via, "codex")
-				got := survivors(t, back)
-				exp := append([]survivor(nil), want...)
+				got := codexSurvivors(t, back)
+				exp := append([]codexSurvivor(nil), want...)
 				for i := range exp {
 					switch via {
 					case "adal-stream":
@@ -72,7 +72,7 @@ func TestThroughAdaL(t *testing.T) {
 							}
 						}
 					case "adal-text":
-						exp[i] = survivor{Answer: exp[i].Answer, Status: formats.Completed}
+						exp[i] = codexSurvivor{Answer: exp[i].Answer, Status: formats.Completed}
 					}
 				}
 				if via == "adal-text" && exp[0].Answer == "" {
@@ -88,11 +88,11 @@ func TestThroughAdaL(t *testing.T) {
 	}
 }
 
-// TestFromAdaL: adal-stream → codex → adal-stream gives the calls and
+// TestCodexFromAdaL: adal-stream → codex → adal-stream gives the calls and
 // answers back unchanged, and a failed run stays failed. The session id
 // and model (which AdaL gives at the end, too late for codex) and the exit
 // code 2 of a refusal (codex exec exits 0 or 1) are lost.
-func TestFromAdaL(t *testing.T) {
+func TestCodexFromAdaL(t *testing.T) {
 	for _, name := range []string{"seed-stream.ndjson", "refused-stream.ndjson", "error-stream.ndjson"} {
 		in := formatstest.Fixture(t, "adal", name)
 		back := converttest.Convert(t, converttest.Convert(t, in, "adal-stream", "codex"), "codex", "adal-stream")
@@ -146,9 +146,9 @@ func callLines(b []byte) (lines []string, failed bool) {
 	return lines, failed
 }
 
-// run runs the command line on in and returns its exit status, output and
+// codexRun runs the command line on in and returns its exit status, output and
 // standard error.
-func run(in []byte, args ...string) (int, string, string) {
+func codexRun(in []byte, args ...string) (int, string, string) {
 	return converttest.Run(string(in), append([]string{"--deterministic"}, args...)...)
 }
 
@@ -164,7 +164,7 @@ func TestCutCopied(t *testing.T) {
 `,
 		"whole": string(formatstest.Fixture(t, "codex", "tools-and-todos.jsonl")),
 	} {
-		code, out, stderr := run([]byte(in), "--from", "codex", "--to", "codex")
+		code, out, stderr := codexRun([]byte(in), "--from", "codex", "--to", "codex")
 		if code != 0 || out != in {
 			t.Errorf("%s: exit %d, output\n%s\nwant the input\n%s", name, code, out, in)
 		}
@@ -180,20 +180,20 @@ func TestCutCopied(t *testing.T) {
 func TestExitStatus(t *testing.T) {
 	for _, name := range []string{"turn-failed.jsonl", "fatal-error.jsonl"} {
 		in := formatstest.Fixture(t, "codex", name)
-		_, obj, _ := run(in, "--to", "adal-json")
+		_, obj, _ := codexRun(in, "--to", "adal-json")
 		obj = formatstest.OneLine(obj)
 		if !strings.Contains(obj, `"exit_code":1`) || !strings.Contains(obj, `"success":false`) {
 			t.Errorf("%s → adal-json: %s", name, obj)
 		}
 		for _, to := range []string{"codex", "adal-json", "claude-stream"} {
-			if code, _, stderr := run(in, "--exit-status", "--to", to); code != 1 {
+			if code, _, stderr := codexRun(in, "--exit-status", "--to", to); code != 1 {
 				t.Errorf("%s --exit-status --to %s: exit %d: %s", name, to, code, stderr)
 			}
 		}
 	}
 	in := formatstest.Fixture(t, "adal", "error-stream.ndjson")
 	mid := converttest.Convert(t, in, "adal-stream", "codex")
-	if code, _, _ := run(mid, "--exit-status", "--from", "codex", "--to", "adal-json"); code != 1 {
+	if code, _, _ := codexRun(mid, "--exit-status", "--from", "codex", "--to", "adal-json"); code != 1 {
 		t.Errorf("adal-stream → codex → --exit-status: exit %d from\n%s", code, mid)
 	}
 }

@@ -1,4 +1,4 @@
-package cliagents_test
+package convert_test
 
 import (
 	"path/filepath"
@@ -12,23 +12,23 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-func agentconv(t *testing.T, stdin string, args ...string) (int, string, string) {
+func cliagentsRun(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	return converttest.Run(stdin, append([]string{"--deterministic"}, args...)...)
 }
 
-func fixture(t *testing.T, dir, name string) string {
+func cliagentsFixture(t *testing.T, dir, name string) string {
 	t.Helper()
 	return string(formatstest.Fixture(t, dir, name))
 }
 
-// TestSameDialectIsCopied: the pipeline copies cli-agents back byte for
+// TestCLIAgentsSameDialectIsCopied: the pipeline copies cli-agents back byte for
 // byte, and the writer only observes.
-func TestSameDialectIsCopied(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "cli-agents", "*"))
+func TestCLIAgentsSameDialectIsCopied(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "cli-agents", "*"))
 	for _, f := range files {
-		in := fixture(t, "cli-agents", filepath.Base(f))
-		if _, out, errs := agentconv(t, in, "--from", "cli-agents", "--to", "cli-agents"); out != in {
+		in := cliagentsFixture(t, "cli-agents", filepath.Base(f))
+		if _, out, errs := cliagentsRun(t, in, "--from", "cli-agents", "--to", "cli-agents"); out != in {
 			t.Errorf("%s: cli-agents → cli-agents changed the input:\n%s\n%s", f, out, errs)
 		}
 	}
@@ -58,13 +58,13 @@ func TestClaudeStatsLeaveOutCache(t *testing.T) {
 // TestDoneFromTheView: the result says the view's outcome, exit code,
 // answer, totals and calls, each call once.
 func TestDoneFromTheView(t *testing.T) {
-	_, out, _ := agentconv(t, fixture(t, "gemini", "error-result-stream.jsonl"), "--to", "cli-agents")
+	_, out, _ := cliagentsRun(t, cliagentsFixture(t, "gemini", "error-result-stream.jsonl"), "--to", "cli-agents")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	last := lines[len(lines)-1]
 	if !strings.Contains(last, `"success":false`) || !strings.Contains(last, `"exitCode":53`) {
 		t.Errorf("done %s", last)
 	}
-	_, out, _ = agentconv(t, fixture(t, "adal", "refused-stream.ndjson"), "--to", "cli-agents")
+	_, out, _ = cliagentsRun(t, cliagentsFixture(t, "adal", "refused-stream.ndjson"), "--to", "cli-agents")
 	if n, m := strings.Count(out, `"type":"tool_start"`), strings.Count(out, `"type":"tool_end"`); n != m || !strings.Contains(out, `"toolCalls":`+strconv.Itoa(n)+`}`) {
 		t.Errorf("%d starts, %d ends:\n%s", n, m, out)
 	}

@@ -1,4 +1,4 @@
-package codex_test
+package convert_test
 
 import (
 	"io"
@@ -25,7 +25,7 @@ func TestRolloutSaysPromptMissing(t *testing.T) {
 	if !slices.Contains(formats.QuirkNames(codex.Rollout.Quirks), lost) {
 		t.Errorf("codex-rollout does not declare %q", lost)
 	}
-	in := filepath.Join("..", "..", "testdata", "codex", "turn-failed.jsonl")
+	in := filepath.Join("..", "testdata", "codex", "turn-failed.jsonl")
 	code, _, stderr := converttest.Run("", "--deterministic", "--to", "codex-rollout", in)
 	if code != 0 || !strings.Contains(stderr, "lost: 1 × "+lost+" (codex-rollout cannot carry them)") {
 		t.Errorf("exit %d, stderr does not say the prompt is missing:\n%s", code, stderr)
@@ -47,7 +47,7 @@ func TestRolloutTimesIncrease(t *testing.T) {
 	for _, name := range []string{"codex/turn-failed.jsonl", "codex/tools-and-todos.jsonl", "cli-agents/codex-run.jsonl",
 		"claude/split-messages-stream.jsonl"} {
 		for _, det := range []bool{false, true} {
-			args := []string{"--to", "codex-rollout", filepath.Join("..", "..", "testdata", name)}
+			args := []string{"--to", "codex-rollout", filepath.Join("..", "testdata", name)}
 			if det {
 				args = append(args, "--deterministic")
 			}
@@ -104,7 +104,7 @@ func sessionMetaProvider(t *testing.T, out []byte) string {
 // Codex 0.171 resumes a session only under the provider its session_meta
 // names: a rollout source's own, else --codex-model-provider, else openai.
 func TestRolloutModelProvider(t *testing.T) {
-	in := filepath.Join("..", "..", "testdata", "codex", "turn-failed.jsonl")
+	in := filepath.Join("..", "testdata", "codex", "turn-failed.jsonl")
 	for want, args := range map[string][]string{
 		"openai": {"--to", "codex-rollout", in},
 		"ollama": {"--to", "codex-rollout", "--codex-model-provider", "ollama", in},
@@ -155,7 +155,7 @@ func TestRolloutAbortsCallsWithoutResult(t *testing.T) {
 			{Kind: formats.UserMessage, Text: "go"},
 			{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "shell", Args: []byte(`{"command":"sleep 99"}`)}},
 			{Kind: formats.ToolCall, Call: formats.Call{ID: "c2", Name: "shell", Args: []byte(`{"command":"ls"}`)}},
-			{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Status: formats.Completed, Output: "a\n"}},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Status: formats.Completed, Output: formats.TextOutput("a\n")}},
 			{Kind: formats.Message, Text: "done"},
 			{Kind: formats.RunEnd, Status: end},
 		}
@@ -194,9 +194,9 @@ func TestRolloutLeavesOutSubagentCalls(t *testing.T) {
 		{Kind: formats.ToolCall, Call: formats.Call{ID: "spawn", Name: "Task"}},
 		{Kind: formats.AgentStart, Agent: "sub", AgentInfo: formats.AgentInfo{ParentCall: "spawn"}},
 		{Kind: formats.ToolCall, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash"}},
-		{Kind: formats.ToolResult, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash", Output: "x"}, Status: formats.Completed},
+		{Kind: formats.ToolResult, Agent: "sub", Call: formats.Call{ID: "inner", Name: "Bash", Output: formats.TextOutput("x")}, Status: formats.Completed},
 		{Kind: formats.AgentEnd, Agent: "sub", Status: formats.Completed},
-		{Kind: formats.ToolResult, Call: formats.Call{ID: "spawn", Name: "Task", Output: "found"}, Status: formats.Completed},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "spawn", Name: "Task", Output: formats.TextOutput("found")}, Status: formats.Completed},
 		{Kind: formats.Message, Text: "done"},
 		{Kind: formats.RunEnd, Status: formats.Completed},
 	}
@@ -208,7 +208,7 @@ func TestRolloutLeavesOutSubagentCalls(t *testing.T) {
 		t.Errorf("the spawning call is not in the rollout:\n%s", out)
 	}
 	// Through the pipeline, which reports what the target does not carry.
-	in := filepath.Join("..", "..", "testdata", "malac", "subagents.jsonl")
+	in := filepath.Join("..", "testdata", "malac", "subagents.jsonl")
 	code, out, stderr := converttest.Run("", "--deterministic", "--to", "codex-rollout", in)
 	if code != 0 || strings.Contains(out, `"call_s1"`) || !strings.Contains(stderr, " × subagent tool calls (codex-rollout cannot carry them)") {
 		t.Errorf("exit %d; a subagent's call in the rollout: %v; stderr:\n%s", code, strings.Contains(out, `"call_s1"`), stderr)
@@ -219,7 +219,7 @@ func TestRolloutLeavesOutSubagentCalls(t *testing.T) {
 // answer alone) is the model's last response in the rollout, which Codex
 // resuming it sends; the task's end names it too.
 func TestRolloutWritesAnswerAlone(t *testing.T) {
-	in := filepath.Join("..", "..", "testdata", "adal", "seed-stream.ndjson")
+	in := filepath.Join("..", "testdata", "adal", "seed-stream.ndjson")
 	code, out, stderr := converttest.Run("", "--deterministic", "--to", "codex-rollout", in)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)

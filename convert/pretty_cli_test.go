@@ -1,4 +1,4 @@
-package pretty_test
+package convert_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/agentconv/agentconv/formats/pretty"
 )
 
-const seed = "../../testdata/adal/seed-stream.ndjson"
+const seed = "../testdata/adal/seed-stream.ndjson"
 
 // TestColorFlags: --color always colours even a pipe, --color never and
 // auto on a pipe do not, whatever NO_COLOR says.

@@ -1,4 +1,4 @@
-package claude_test
+package convert_test
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func convertWith(t *testing.T, from, to formats.Dialect, data []byte) (string, s
 // Every record of a stream goes through claude-stream → claude-stream as
 // it came, in order, held records included, and nothing is lost.
 func TestPassthrough(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "claude", "*.jsonl"))
 	if len(files) == 0 {
 		t.Fatal("no fixtures")
 	}

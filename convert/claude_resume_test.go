@@ -1,4 +1,4 @@
-package claude_test
+package convert_test
 
 import (
 	"maps"
@@ -91,7 +91,7 @@ func TestThinkingKeepsSignature(t *testing.T) {
 // unsigned thinking block, and reported as a declared loss. A stream,
 // which nobody sends back, keeps it.
 func TestUnsignedThinkingLeftOut(t *testing.T) {
-	in := filepath.Join("..", "..", "testdata", "codex", "agentcmd-codex-rollout.jsonl")
+	in := filepath.Join("..", "testdata", "codex", "agentcmd-codex-rollout.jsonl")
 	code, out, stderr := converttest.Run("", "--deterministic", "--to", "claude-session", in)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -137,7 +137,7 @@ func TestSessionSaysPromptMissing(t *testing.T) {
 	if !slices.Contains(formats.QuirkNames(claude.Session.Quirks), lost) {
 		t.Errorf("claude-session does not declare %q", lost)
 	}
-	in := filepath.Join("..", "..", "testdata", "claude", "split-messages-stream.jsonl")
+	in := filepath.Join("..", "testdata", "claude", "split-messages-stream.jsonl")
 	code, _, stderr := converttest.Run("", "--deterministic", "--to", "claude-session", in)
 	if code != 0 || !strings.Contains(stderr, "lost: 1 × "+lost+" (claude-session cannot carry them)") {
 		t.Errorf("exit %d, stderr does not say the prompt is missing:\n%s", code, stderr)
@@ -176,7 +176,7 @@ func TestSessionTimesIncrease(t *testing.T) {
 	for _, name := range []string{"claude/split-messages-stream.jsonl", "claude/subagent-stream.jsonl",
 		"cli-agents/claude-run.jsonl", "cli-agents/cancelled.jsonl", "codex/turn-failed.jsonl"} {
 		for _, det := range []bool{false, true} {
-			args := []string{"--to", "claude-session", filepath.Join("..", "..", "testdata", name)}
+			args := []string{"--to", "claude-session", filepath.Join("..", "testdata", name)}
 			if det {
 				args = append(args, "--deterministic")
 			}

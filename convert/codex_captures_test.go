@@ -1,4 +1,4 @@
-package codex_test
+package convert_test
 
 import (
 	"encoding/json"
@@ -15,16 +15,16 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-// captureDir is a capture of the real Codex (convert/agenttest): its
+// codexCaptureDir is a capture of the real Codex (convert/agenttest): its
 // stdout files and its rollouts under home/.codex/sessions.
-func captureDir(version, scenario string) string {
-	return filepath.Join("..", "..", "testdata", "agents", "codex", version, scenario, "json")
+func codexCaptureDir(version, scenario string) string {
+	return filepath.Join("..", "testdata", "agents", "codex", version, scenario, "json")
 }
 
 // captureFile reads a file of a capture.
 func captureFile(t *testing.T, version, scenario, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(captureDir(version, scenario), name))
+	b, err := os.ReadFile(filepath.Join(codexCaptureDir(version, scenario), name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func captureFile(t *testing.T, version, scenario, name string) []byte {
 // captureRollouts reads a capture's rollouts, in the order of their names.
 func captureRollouts(t *testing.T, version, scenario string) [][]byte {
 	t.Helper()
-	names, _ := filepath.Glob(filepath.Join(captureDir(version, scenario), "home", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
+	names, _ := filepath.Glob(filepath.Join(codexCaptureDir(version, scenario), "home", ".codex", "sessions", "*", "*", "*", "rollout-*.jsonl"))
 	sort.Strings(names)
 	if len(names) == 0 {
 		t.Fatalf("no rollout in the capture %s/%s", version, scenario)
@@ -258,7 +258,7 @@ func TestCaptureResumedConverted(t *testing.T) {
 			second = evs[i:]
 		}
 	}
-	c := count(second)
+	c := codexCount(second)
 	if c.prompts != 1 || c.calls != 1 || c.in != 2844 || c.out != 81 {
 		t.Errorf("the resumed run: %+v", c)
 	}
@@ -376,7 +376,7 @@ func TestCaptureInterAgentMessages(t *testing.T) {
 // codex-rollout -o DIR writes both rollouts as they were, and a copy to a
 // stream says that it leaves the subagent's out.
 func TestCaptureSubagent(t *testing.T) {
-	dir := filepath.Join(captureDir("0.171.0", "subagent"), "home", ".codex", "sessions")
+	dir := filepath.Join(codexCaptureDir("0.171.0", "subagent"), "home", ".codex", "sessions")
 	names, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*", "rollout-*.jsonl"))
 	parent := ""
 	for _, n := range names {

@@ -1,4 +1,4 @@
-package claude_test
+package convert_test
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 // tests (testdata/agents/claude-code/<version>/<scenario>/<mode>), and
 // real sessions copied into testdata/sessions.
 
-// captureDir is a capture's directory.
-func captureDir(version, scenario, mode string) string {
-	return filepath.Join("..", "..", "testdata", "agents", "claude-code", version, scenario, mode)
+// claudeCaptureDir is a capture's directory.
+func claudeCaptureDir(version, scenario, mode string) string {
+	return filepath.Join("..", "testdata", "agents", "claude-code", version, scenario, mode)
 }
 
 // captureMeta is what the tests use of a capture's meta.json.
@@ -63,7 +63,7 @@ func runEnds(evs []*formats.Event) []*formats.Event { return formatstest.OfKind(
 func TestAgentParallelResultsOnSiblingBranches(t *testing.T) {
 	for _, v := range []string{"2.0.77", "2.1.332", "1.0.128"} {
 		for _, mode := range []string{"json", "stream-json"} {
-			evs, warn := readSession(t, captureSession(t, captureDir(v, "parallel", mode)))
+			evs, warn := readSession(t, captureSession(t, claudeCaptureDir(v, "parallel", mode)))
 			if strings.Contains(warn, "abandoned") {
 				t.Errorf("%s %s: %s", v, mode, warn)
 			}
@@ -77,7 +77,7 @@ func TestAgentParallelResultsOnSiblingBranches(t *testing.T) {
 					done++
 				}
 			}
-			if n := count(evs, formats.ToolCall, ""); n != 2 || done != 2 {
+			if n := claudeCount(evs, formats.ToolCall, ""); n != 2 || done != 2 {
 				t.Errorf("%s %s: %d calls, %d completed results; want 2 and 2", v, mode, n, done)
 			}
 		}
@@ -88,7 +88,7 @@ func TestAgentParallelResultsOnSiblingBranches(t *testing.T) {
 // not the conversation (the parallel rule takes only a message's own
 // records and the results of its calls).
 func TestAgentRewindStillAbandons(t *testing.T) {
-	_, warn := readSession(t, filepath.Join("testdata", "sessions", "claude-code-log-dag-compact-after-rewind.jsonl"))
+	_, warn := readSession(t, filepath.Join("..", "formats", "claude", "testdata", "sessions", "claude-code-log-dag-compact-after-rewind.jsonl"))
 	if !strings.Contains(warn, "2 records are on abandoned branches") {
 		t.Errorf("warning: %q", warn)
 	}
@@ -100,7 +100,7 @@ func TestAgentRewindStillAbandons(t *testing.T) {
 // them: 152 responses (with the subagents'), 12,387,553 tokens read from
 // the cache.
 func TestAgentCompactionWithoutParent(t *testing.T) {
-	evs, warn := readSession(t, filepath.Join("testdata", "sessions", "marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"))
+	evs, warn := readSession(t, filepath.Join("..", "formats", "claude", "testdata", "sessions", "marot__spotter__4d5611e5-241a-462a-8d15-5122611a9569.jsonl"))
 	if strings.Contains(warn, "abandoned") {
 		t.Errorf("warning: %s", warn)
 	}
@@ -110,8 +110,8 @@ func TestAgentCompactionWithoutParent(t *testing.T) {
 	for _, u := range usage {
 		reads += u.Usage.CacheReadTokens.V
 	}
-	if len(usage) != 152 || count(evs, formats.Compaction, "") != 1 {
-		t.Errorf("%d responses, %d compactions; want 152 and 1", len(usage), count(evs, formats.Compaction, ""))
+	if len(usage) != 152 || claudeCount(evs, formats.Compaction, "") != 1 {
+		t.Errorf("%d responses, %d compactions; want 152 and 1", len(usage), claudeCount(evs, formats.Compaction, ""))
 	}
 	if reads != 12387553 {
 		t.Errorf("%d tokens read from the cache, want 12387553", reads)
@@ -122,14 +122,14 @@ func TestAgentCompactionWithoutParent(t *testing.T) {
 // stop_reason null on every record, whose last record is the answer; and
 // the captures, whose last run the agent ended with exit 0.
 func TestAgentLastRunEnds(t *testing.T) {
-	evs, _ := readSession(t, filepath.Join("testdata", "sessions", "DRMacIver__claude-reliability__hello-world-script.jsonl"))
+	evs, _ := readSession(t, filepath.Join("..", "formats", "claude", "testdata", "sessions", "DRMacIver__claude-reliability__hello-world-script.jsonl"))
 	if ends := runEnds(evs); len(ends) != 1 || ends[0].Status != formats.Completed {
 		t.Errorf("run ends %+v: want one, completed", ends)
 	}
 	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
 		for _, sc := range []string{"text-shell", "edit", "thinking", "large-output", "parallel"} {
 			for _, mode := range []string{"json", "stream-json"} {
-				f := captureSession(t, captureDir(v, sc, mode))
+				f := captureSession(t, claudeCaptureDir(v, sc, mode))
 				code, out, stderr := converttest.Run("", "--from", "claude-session", "--to", "adal-json", "--exit-status", f)
 				if code != 0 || !strings.Contains(formatstest.OneLine(out), `"success":true`) {
 					t.Errorf("%s %s %s: exit %d: %s", v, sc, mode, code, stderr)
@@ -142,7 +142,7 @@ func TestAgentLastRunEnds(t *testing.T) {
 // A session file cut in the middle of its last line is being written: a
 // warning, not an error, and its last run is cut.
 func TestAgentSessionCutMidLine(t *testing.T) {
-	b := mustRead(t, captureSession(t, captureDir("2.1.332", "text-shell", "json")))
+	b := mustRead(t, captureSession(t, claudeCaptureDir("2.1.332", "text-shell", "json")))
 	lines := bytes.SplitAfter(bytes.TrimSpace(b), []byte("\n"))
 	var last int
 	for i, l := range lines {
@@ -168,7 +168,7 @@ func TestAgentSessionCutMidLine(t *testing.T) {
 func TestAgentFirstRecords(t *testing.T) {
 	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
 		for _, mode := range []string{"json", "stream-json"} {
-			dir := captureDir(v, "text-shell", mode)
+			dir := claudeCaptureDir(v, "text-shell", mode)
 			evs, _ := readSession(t, captureSession(t, dir))
 			starts := formatstest.OfKind(evs, formats.RunStart)
 			if len(starts) != 1 {
@@ -193,9 +193,9 @@ func usageOfRun(e *formats.Event) [2]int64 {
 // end. It is one run, as the process was one, ended by the last result;
 // the notification ends the subagent with its report.
 func TestAgentBackgroundSubagentStream(t *testing.T) {
-	dir := captureDir("2.1.332", "subagent", "stream-json")
+	dir := claudeCaptureDir("2.1.332", "subagent", "stream-json")
 	evs, warn := formatstest.ReadWarnings(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
-	if n := count(evs, formats.RunStart, ""); n != 1 {
+	if n := claudeCount(evs, formats.RunStart, ""); n != 1 {
 		t.Fatalf("%d runs, want 1: %s", n, warn)
 	}
 	ends := runEnds(evs)
@@ -226,8 +226,8 @@ func TestAgentBackgroundSubagentStream(t *testing.T) {
 // (origin.kind "task-notification") is no prompt and starts no run.
 func TestAgentBackgroundSubagentSession(t *testing.T) {
 	for _, mode := range []string{"json", "stream-json"} {
-		evs, _ := readSession(t, captureSession(t, captureDir("2.1.332", "subagent", mode)))
-		if n, p := count(evs, formats.RunStart, ""), count(evs, formats.UserMessage, ""); n != 1 || p != 1 {
+		evs, _ := readSession(t, captureSession(t, claudeCaptureDir("2.1.332", "subagent", mode)))
+		if n, p := claudeCount(evs, formats.RunStart, ""), claudeCount(evs, formats.UserMessage, ""); n != 1 || p != 1 {
 			t.Errorf("%s: %d runs, %d prompts; want 1 and 1", mode, n, p)
 		}
 		if ends := runEnds(evs); len(ends) != 1 || ends[0].Status != formats.Completed {
@@ -239,20 +239,20 @@ func TestAgentBackgroundSubagentSession(t *testing.T) {
 // Subagents' tokens in the run's totals (issue 23 #6): result.usage counts
 // the main agent alone; modelUsage, where subagents ran, counts them all.
 func TestAgentSubagentTotals(t *testing.T) {
-	evs := formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(captureDir("2.1.332", "subagent", "json"), "stdout.json")))
+	evs := formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(claudeCaptureDir("2.1.332", "subagent", "json"), "stdout.json")))
 	if ends := runEnds(evs); len(ends) != 1 || usageOfRun(ends[0]) != [2]int64{7860, 220} {
 		t.Errorf("2.1.332 json: %+v", ends)
 	}
 	// 1.0.128's stream: the subagent's messages are printed, so modelUsage
 	// is taken, over the models they named (not the haiku of a side
 	// request that titles the session).
-	evs = formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(captureDir("1.0.128", "subagent", "stream-json"), "stdout.jsonl")))
+	evs = formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(claudeCaptureDir("1.0.128", "subagent", "stream-json"), "stdout.jsonl")))
 	if ends := runEnds(evs); len(ends) != 1 || usageOfRun(ends[0]) != [2]int64{5966, 162} {
 		t.Errorf("1.0.128 stream: %+v", ends)
 	}
 	// Without subagents, result.usage stands (modelUsage would add the
 	// side requests).
-	evs = formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(captureDir("2.0.77", "text-shell", "json"), "stdout.json")))
+	evs = formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(claudeCaptureDir("2.0.77", "text-shell", "json"), "stdout.json")))
 	if ends := runEnds(evs); len(ends) != 1 || usageOfRun(ends[0]) != [2]int64{2661, 67} {
 		t.Errorf("2.0.77 text-shell json: %+v", ends)
 	}
@@ -265,24 +265,24 @@ func TestAgentSubagentTotals(t *testing.T) {
 func TestAgentSyntheticAPIError(t *testing.T) {
 	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
 		for _, sc := range []struct{ name, code string }{{"api-error", "overloaded_error"}, {"rate-limit", "rate_limit_error"}} {
-			dir := captureDir(v, sc.name, "stream-json")
+			dir := claudeCaptureDir(v, sc.name, "stream-json")
 			evs := formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
-			if n := count(evs, formats.Usage, "*"); n != 0 {
+			if n := claudeCount(evs, formats.Usage, "*"); n != 0 {
 				t.Errorf("%s %s: %d model calls, want none", v, sc.name, n)
 			}
-			if n := count(evs, formats.Message, "*"); n != 0 {
+			if n := claudeCount(evs, formats.Message, "*"); n != 0 {
 				t.Errorf("%s %s: the error is %d assistant messages", v, sc.name, n)
 			}
 			ends := runEnds(evs)
 			if len(ends) != 1 || ends[0].Status != formats.Failed || ends[0].Code != sc.code {
 				t.Errorf("%s %s stream: run end %+v, want failed with %s", v, sc.name, ends, sc.code)
 			}
-			evs = formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(captureDir(v, sc.name, "json"), "stdout.json")))
+			evs = formatstest.Read(t, claude.JSON, mustRead(t, filepath.Join(claudeCaptureDir(v, sc.name, "json"), "stdout.json")))
 			if ends := runEnds(evs); len(ends) != 1 || ends[0].Code != sc.code {
 				t.Errorf("%s %s json: run end %+v, want %s", v, sc.name, ends, sc.code)
 			}
 			evs, _ = readSession(t, captureSession(t, dir))
-			if n := count(evs, formats.Usage, "*"); n != 0 {
+			if n := claudeCount(evs, formats.Usage, "*"); n != 0 {
 				t.Errorf("%s %s session: %d model calls, want none", v, sc.name, n)
 			}
 		}
@@ -296,7 +296,7 @@ func TestAgentSyntheticAPIError(t *testing.T) {
 // no line is of unexpected types.
 func TestAgentRefusals(t *testing.T) {
 	for _, v := range []string{"1.0.128", "2.0.77", "2.1.332"} {
-		dir := captureDir(v, "refused", "stream-json")
+		dir := claudeCaptureDir(v, "refused", "stream-json")
 		evs, warn := formatstest.ReadWarnings(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
 		if strings.Contains(warn, "unexpected types") {
 			t.Errorf("%s: %s", v, warn)
@@ -319,7 +319,7 @@ func TestAgentRefusals(t *testing.T) {
 // The input counts are the request's; the output count is unknown per
 // call, and the run's is the result's.
 func TestAgentMessageStartUsage(t *testing.T) {
-	dir := captureDir("2.1.332", "text-shell", "stream-json")
+	dir := claudeCaptureDir("2.1.332", "text-shell", "stream-json")
 	evs := formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
 	usage := formatstest.OfKind(evs, formats.Usage)
 	if len(usage) != 2 {
@@ -334,7 +334,7 @@ func TestAgentMessageStartUsage(t *testing.T) {
 		t.Errorf("run end %+v, want the result's 2661 in, 67 out", ends)
 	}
 	// 2.0.77 prints the final counts on each line.
-	evs = formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(captureDir("2.0.77", "text-shell", "stream-json"), "stdout.jsonl")))
+	evs = formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(claudeCaptureDir("2.0.77", "text-shell", "stream-json"), "stdout.jsonl")))
 	for _, u := range formatstest.OfKind(evs, formats.Usage) {
 		if !u.Usage.OutputTokens.OK || u.Usage.OutputTokens.V < 30 {
 			t.Errorf("2.0.77 request usage %+v", u.Usage)
@@ -347,7 +347,7 @@ func TestAgentMessageStartUsage(t *testing.T) {
 // (init's tools and mcp_servers, messages with ids and usage, a result's
 // total_cost_usd), and its tool calls are read.
 func TestAgentDetectedAsClaude(t *testing.T) {
-	b := mustRead(t, filepath.Join(captureDir("2.0.77", "text-shell", "stream-json"), "stdout.jsonl"))
+	b := mustRead(t, filepath.Join(claudeCaptureDir("2.0.77", "text-shell", "stream-json"), "stdout.jsonl"))
 	b = bytes.Replace(b, []byte(`"apiKeySource":"ANTHROPIC_API_KEY"`), []byte(`"apiKeySource":"env"`), 1)
 	if !bytes.Contains(b, []byte(`"apiKeySource":"env"`)) {
 		t.Fatal("the capture's init has no apiKeySource")
@@ -362,7 +362,7 @@ func TestAgentDetectedAsClaude(t *testing.T) {
 // the line before them, not the time they are read. So do a session
 // file's records without one (last-prompt, cost-state).
 func TestAgentUnstampedLines(t *testing.T) {
-	dir := captureDir("2.1.332", "subagent", "stream-json")
+	dir := claudeCaptureDir("2.1.332", "subagent", "stream-json")
 	evs := formatstest.Read(t, claude.Stream, mustRead(t, filepath.Join(dir, "stdout.jsonl")))
 	var seen time.Time
 	for _, e := range evs {
@@ -391,7 +391,7 @@ func TestAgentUnstampedLines(t *testing.T) {
 // session file (2.1's subagents/agent-<id>.meta.json): it is no file that
 // no dialect reads, and its size counts in the session's.
 func TestAgentSessionsListMeta(t *testing.T) {
-	dir := filepath.Join(captureDir("2.1.332", "subagent", "json"), "home", ".claude", "projects")
+	dir := filepath.Join(claudeCaptureDir("2.1.332", "subagent", "json"), "home", ".claude", "projects")
 	metas, _ := filepath.Glob(filepath.Join(dir, "*", "*", "subagents", "*.meta.json"))
 	if len(metas) == 0 {
 		t.Fatal("the capture has no .meta.json")

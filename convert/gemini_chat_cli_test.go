@@ -1,4 +1,4 @@
-package gemini_test
+package convert_test
 
 import (
 	"encoding/json"

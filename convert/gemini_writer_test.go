@@ -1,4 +1,4 @@
-package gemini_test
+package convert_test
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-// run converts in with the command line and returns its exit status,
+// geminiRun converts in with the command line and returns its exit status,
 // output and the loss lines on stderr.
-func run(t *testing.T, in []byte, from, to string) (int, string, []string) {
+func geminiRun(t *testing.T, in []byte, from, to string) (int, string, []string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := convert.Run([]string{"agentconv", "--deterministic", "--from", from, "--to", to}, convert.Sys{
@@ -36,7 +36,7 @@ func sameLosses(t *testing.T, what string, got []string, want ...string) {
 // gemini-json cannot carry, as any other pair does.
 func TestSameFamilyLosses(t *testing.T) {
 	in := formatstest.Fixture(t, "gemini", "tools-stream.jsonl")
-	code, out, lost := run(t, in, "gemini-stream", "gemini-json")
+	code, out, lost := geminiRun(t, in, "gemini-stream", "gemini-json")
 	if code != 0 || !strings.Contains(out, `"response": "There are 2 Go files with 65 lines in all."`) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -51,7 +51,7 @@ func TestSameFamilyLosses(t *testing.T) {
 		"1 × user prompts")
 
 	in = formatstest.Fixture(t, "gemini", "error-result-stream.jsonl")
-	_, out, lost = run(t, in, "gemini-stream", "gemini-json")
+	_, out, lost = geminiRun(t, in, "gemini-stream", "gemini-json")
 	if !strings.Contains(out, `"code": 53`) || !strings.Contains(out, `"message": "Reached max session turns`) {
 		t.Errorf("the failed run is not kept:\n%s", out)
 	}
@@ -73,7 +73,7 @@ func TestCopied(t *testing.T) {
 		{"response.json", "gemini-json"}, {"input-error.json", "gemini-json"},
 	} {
 		in := formatstest.Fixture(t, "gemini", c.name)
-		_, out, lost := run(t, in, c.dialect, c.dialect)
+		_, out, lost := geminiRun(t, in, c.dialect, c.dialect)
 		if want := strings.TrimSpace(string(in)) + "\n"; out != want {
 			t.Errorf("%s is not copied:\n%s", c.name, out)
 		}
@@ -82,7 +82,7 @@ func TestCopied(t *testing.T) {
 	in := formatstest.Fixture(t, "gemini", "tools-stream.jsonl")
 	lines := strings.SplitAfter(string(in), "\n")
 	cut := strings.Join(lines[:6], "") // the run stops after its first call
-	code, out, lost := run(t, []byte(cut), "gemini-stream", "gemini-stream")
+	code, out, lost := geminiRun(t, []byte(cut), "gemini-stream", "gemini-stream")
 	if code != 0 || out != cut {
 		t.Errorf("a cut stream: exit %d, output\n%s\nwant\n%s", code, out, cut)
 	}
@@ -98,7 +98,7 @@ func TestStreamOutcome(t *testing.T) {
 {"type":"permission_denied","id":"t1","name":"rm","args":{},"reason":"no"}
 {"type":"complete","exit_code":2}
 `
-	_, out, lost := run(t, []byte(refused), "adal-stream", "gemini-stream")
+	_, out, lost := geminiRun(t, []byte(refused), "adal-stream", "gemini-stream")
 	if !strings.Contains(out, `"status":"error","error":{"type":"Error","message":"no"}`) {
 		t.Errorf("refused run:\n%s", out)
 	}
@@ -111,7 +111,7 @@ func TestStreamOutcome(t *testing.T) {
 	odd := `{"type":"error","message":"boom"}
 {"type":"complete","exit_code":7}
 `
-	_, out, lost = run(t, []byte(odd), "adal-stream", "gemini-stream")
+	_, out, lost = geminiRun(t, []byte(odd), "adal-stream", "gemini-stream")
 	if !strings.Contains(out, `"error":{"type":"Error","message":"boom"}`) {
 		t.Errorf("failed run:\n%s", out)
 	}

@@ -1,4 +1,4 @@
-package adal_test
+package convert_test
 
 import (
 	"encoding/json"
@@ -18,13 +18,13 @@ import (
 // for each prompt with the outcome AdaL printed, and a Usage event for each
 // model call, main or subagent, with what the model server sent.
 func TestSessionFiles(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "agents", "adal", "*", "*", "*", "home", ".adal", "sessions", "conversation_*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "agents", "adal", "*", "*", "*", "home", ".adal", "sessions", "conversation_*.jsonl"))
 	if len(files) == 0 {
 		t.Fatal("no AdaL session files")
 	}
 	for _, f := range files {
 		capture := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(f))))
-		rel, _ := filepath.Rel(filepath.Join("..", "..", "testdata", "agents"), capture)
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata", "agents"), capture)
 		t.Run(rel, func(t *testing.T) {
 			b, err := os.ReadFile(f)
 			if err != nil {
@@ -97,7 +97,7 @@ func TestSessionFiles(t *testing.T) {
 // it is read as the refusal the run stopped at (exit 2), and written back
 // so, by the session writer.
 func TestSessionRefusal(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("testdata", "refused-session-1.8.6.jsonl"))
+	b, err := os.ReadFile(filepath.Join("..", "formats", "adal", "testdata", "refused-session-1.8.6.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package malac_test
+package convert_test
 
 import (
 	"encoding/json"
@@ -13,24 +13,24 @@ import (
 	"github.com/agentconv/agentconv/formats/malac"
 )
 
-// agentconv runs the command line in memory and returns its exit status,
+// malacRun runs the command line in memory and returns its exit status,
 // standard output and standard error.
-func agentconv(t *testing.T, stdin string, args ...string) (int, string, string) {
+func malacRun(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	return converttest.Run(stdin, append([]string{"--deterministic"}, args...)...)
 }
 
-func fixture(t *testing.T, dir, name string) string {
+func malacFixture(t *testing.T, dir, name string) string {
 	t.Helper()
 	return string(formatstest.Fixture(t, dir, name))
 }
 
-// TestSameDialectIsCopied: the pipeline copies malac back byte for byte,
+// TestMalacSameDialectIsCopied: the pipeline copies malac back byte for byte,
 // the update held before the run included, and the writer only observes.
-func TestSameDialectIsCopied(t *testing.T) {
+func TestMalacSameDialectIsCopied(t *testing.T) {
 	for _, name := range []string{"subagents.jsonl", "two-runs.jsonl", "denied.jsonl"} {
-		in := fixture(t, "malac", name)
-		if _, out, _ := agentconv(t, in, "--from", "malac", "--to", "malac"); out != in {
+		in := malacFixture(t, "malac", name)
+		if _, out, _ := malacRun(t, in, "--from", "malac", "--to", "malac"); out != in {
 			t.Errorf("%s: malac → malac changed the input:\n%s", name, out)
 		}
 	}
@@ -42,14 +42,14 @@ func TestCopiedRunThenWrittenRun(t *testing.T) {
 	dir := t.TempDir()
 	first := filepath.Join(dir, "a.jsonl")
 	second := filepath.Join(dir, "b.ndjson")
-	in := fixture(t, "malac", "denied.jsonl")
+	in := malacFixture(t, "malac", "denied.jsonl")
 	if err := os.WriteFile(first, []byte(in), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(second, []byte(fixture(t, "adal", "seed-stream.ndjson")), 0o644); err != nil {
+	if err := os.WriteFile(second, []byte(malacFixture(t, "adal", "seed-stream.ndjson")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, out, errs := agentconv(t, "", "--to", "malac", first, second)
+	_, out, errs := malacRun(t, "", "--to", "malac", first, second)
 	if !strings.HasPrefix(out, in) {
 		t.Fatalf("the malac run was not copied first:\n%s\n%s", out, errs)
 	}
@@ -95,10 +95,10 @@ func TestOutcomeSurvivesMalac(t *testing.T) {
 		{"claude", "takopi-session.jsonl"}, {"adal", "refused-stream.ndjson"},
 		{"adal", "cut-stream.ndjson"}, {"malac", "refused-then-failed.jsonl"},
 	} {
-		in := fixture(t, f[0], f[1])
-		_, direct, _ := agentconv(t, in, "--to", "adal-json")
-		_, viaMalac, _ := agentconv(t, in, "--to", "malac")
-		_, back, _ := agentconv(t, viaMalac, "--from", "malac", "--to", "adal-json")
+		in := malacFixture(t, f[0], f[1])
+		_, direct, _ := malacRun(t, in, "--to", "adal-json")
+		_, viaMalac, _ := malacRun(t, in, "--to", "malac")
+		_, back, _ := malacRun(t, viaMalac, "--from", "malac", "--to", "adal-json")
 		if want, got := outcomes(t, direct), outcomes(t, back); want != got {
 			t.Errorf("%s/%s: direct %s, through malac %s\n%s", f[0], f[1], want, got, viaMalac)
 		}

@@ -1,4 +1,4 @@
-package claude_test
+package convert_test
 
 import (
 	"bufio"
@@ -27,8 +27,8 @@ const showcase = "55550000-0000-4000-8000-000000000001"
 // them, or a non-UUID session id).
 func sessionFiles(t *testing.T) []string {
 	t.Helper()
-	a, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "sessions", "*.jsonl"))
-	b, _ := filepath.Glob(filepath.Join("testdata", "sessions", "*.jsonl"))
+	a, _ := filepath.Glob(filepath.Join("..", "testdata", "claude", "sessions", "*.jsonl"))
+	b, _ := filepath.Glob(filepath.Join("..", "formats", "claude", "testdata", "sessions", "*.jsonl"))
 	if len(a) < 3 || len(b) < 2 {
 		t.Fatalf("session fixtures missing: %v %v", a, b)
 	}
@@ -61,7 +61,7 @@ func readSession(t *testing.T, path string) ([]*formats.Event, string) {
 	return nil, ""
 }
 
-func count(evs []*formats.Event, k formats.Kind, agent string) int {
+func claudeCount(evs []*formats.Event, k formats.Kind, agent string) int {
 	n := 0
 	for _, e := range evs {
 		if e.Kind == k && (agent == "*" || e.Agent == agent) {
@@ -110,9 +110,9 @@ func lastUsage(t *testing.T, path string) (ids []string, out map[string][2]int64
 // a Task call, and an ExitPlanMode call the file stops at; its assistant
 // records share message ids three by two.
 func TestSessionReadCorpus(t *testing.T) {
-	path := filepath.Join("..", "..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")
+	path := filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")
 	evs, warn := readSession(t, path)
-	if n := count(evs, formats.RunStart, ""); n != 2 {
+	if n := claudeCount(evs, formats.RunStart, ""); n != 2 {
 		t.Errorf("%d runs, want 2 (each typed prompt starts one)", n)
 	}
 	var prompts []string
@@ -122,10 +122,10 @@ func TestSessionReadCorpus(t *testing.T) {
 	if len(prompts) != 2 || !strings.Contains(prompts[0], "/clear") || !strings.HasPrefix(prompts[1], "Let's explore scrolling") {
 		t.Errorf("prompts %q: want the /clear command and the typed prompt, not the meta caveat nor the command's output", prompts)
 	}
-	if n := count(evs, formats.ToolCall, ""); n != 3 {
+	if n := claudeCount(evs, formats.ToolCall, ""); n != 3 {
 		t.Errorf("%d calls, want 3", n)
 	}
-	if n := count(evs, formats.ToolResult, ""); n != 2 {
+	if n := claudeCount(evs, formats.ToolResult, ""); n != 2 {
 		t.Errorf("%d results, want 2 (the last call is open)", n)
 	}
 	for _, e := range evs {
@@ -135,7 +135,7 @@ func TestSessionReadCorpus(t *testing.T) {
 			}
 		}
 	}
-	if n := count(evs, formats.RunEnd, ""); n != 1 {
+	if n := claudeCount(evs, formats.RunEnd, ""); n != 1 {
 		t.Errorf("%d run ends: the second run, stopped inside a turn, is the pipeline's to close as cut", n)
 	}
 	ids, want := lastUsage(t, path)
@@ -159,7 +159,7 @@ func TestSessionReadCorpus(t *testing.T) {
 // A session with a subagents folder: each subagent's events come between
 // its Task/Agent call and that call's result, nested under the call.
 func TestSessionSubagentFiles(t *testing.T) {
-	evs, warn := readSession(t, filepath.Join("testdata", "sessions", showcase+".jsonl"))
+	evs, warn := readSession(t, filepath.Join("..", "formats", "claude", "testdata", "sessions", showcase+".jsonl"))
 	if warn != "" {
 		t.Errorf("warnings: %s", warn)
 	}
@@ -188,13 +188,13 @@ func TestSessionSubagentFiles(t *testing.T) {
 			t.Errorf("%s: call %d, start %d, end %d, result %d: want them in that order", a, c, s, e, r)
 		}
 	}
-	if n := count(evs, formats.Usage, "*"); n != 8 {
+	if n := claudeCount(evs, formats.Usage, "*"); n != 8 {
 		t.Errorf("%d requests, want 5 of the session and 3 of its subagents", n)
 	}
-	if n := count(evs, formats.ToolCall, "showcol2"); n != 1 {
+	if n := claudeCount(evs, formats.ToolCall, "showcol2"); n != 1 {
 		t.Errorf("%d calls of showcol2, want its Grep", n)
 	}
-	if n := count(evs, formats.RunEnd, ""); n != 1 || evs[len(evs)-1].Status != formats.Completed {
+	if n := claudeCount(evs, formats.RunEnd, ""); n != 1 || evs[len(evs)-1].Status != formats.Completed {
 		t.Errorf("the session's run did not end completed: %v", formatstest.Kinds(evs))
 	}
 }
@@ -205,7 +205,7 @@ func TestSessionSubagentAlone(t *testing.T) {
 	dir := t.TempDir()
 	sub := filepath.Join(dir, "gone", "subagents")
 	os.MkdirAll(sub, 0o755)
-	src, _ := os.ReadFile(filepath.Join("testdata", "sessions", showcase, "subagents", "agent-showcol2.jsonl"))
+	src, _ := os.ReadFile(filepath.Join("..", "formats", "claude", "testdata", "sessions", showcase, "subagents", "agent-showcol2.jsonl"))
 	p := filepath.Join(sub, "agent-showcol2.jsonl")
 	os.WriteFile(p, src, 0o644)
 	if got := claude.Session.Owner(p); got != filepath.Join(dir, "gone.jsonl") {
@@ -215,7 +215,7 @@ func TestSessionSubagentAlone(t *testing.T) {
 	if !strings.Contains(warn, "session file") || !strings.Contains(warn, "missing") {
 		t.Errorf("no warning: %q", warn)
 	}
-	if count(evs, formats.RunStart, "") != 1 || count(evs, formats.AgentStart, "showcol2") != 1 || count(evs, formats.ToolCall, "showcol2") != 1 {
+	if claudeCount(evs, formats.RunStart, "") != 1 || claudeCount(evs, formats.AgentStart, "showcol2") != 1 || claudeCount(evs, formats.ToolCall, "showcol2") != 1 {
 		t.Errorf("events: %s", formatstest.Kinds(evs))
 	}
 	if claude.Session.Owner(filepath.Join(dir, showcase+".jsonl")) != "" {
@@ -227,7 +227,7 @@ func TestSessionSubagentAlone(t *testing.T) {
 // record; the rewound records are warned about with their count; the
 // compaction's summary is its text.
 func TestSessionBranchesAndCompaction(t *testing.T) {
-	evs, warn := readSession(t, filepath.Join("testdata", "sessions", "claude-code-log-dag-compact-after-rewind.jsonl"))
+	evs, warn := readSession(t, filepath.Join("..", "formats", "claude", "testdata", "sessions", "claude-code-log-dag-compact-after-rewind.jsonl"))
 	if !strings.Contains(warn, "2 records are on abandoned branches") {
 		t.Errorf("warning: %q", warn)
 	}
@@ -242,7 +242,7 @@ func TestSessionBranchesAndCompaction(t *testing.T) {
 	if len(c) != 1 || !strings.Contains(c[0].Text, "Summary: the user asked for a plan.") {
 		t.Errorf("compactions: %+v", c)
 	}
-	if n := count(evs, formats.RunEnd, ""); n != 4 {
+	if n := claudeCount(evs, formats.RunEnd, ""); n != 4 {
 		t.Errorf("%d runs ended, want 4", n)
 	}
 	for _, e := range evs {
@@ -254,12 +254,12 @@ func TestSessionBranchesAndCompaction(t *testing.T) {
 
 // Inline sidechains (older versions) are subagents under the Task call.
 func TestSessionInlineSidechain(t *testing.T) {
-	evs, _ := readSession(t, filepath.Join("..", "..", "testdata", "claude", "sessions", "claude-code-log-sidechain-integrated.jsonl"))
+	evs, _ := readSession(t, filepath.Join("..", "testdata", "claude", "sessions", "claude-code-log-sidechain-integrated.jsonl"))
 	starts := formatstest.OfKind(evs, formats.AgentStart)
 	if len(starts) == 0 || starts[0].AgentInfo.ParentCall != "toolu_01JA2mLseQCAW3MdwPE4qWEk" || starts[0].Source.Type != "isSidechain" {
 		t.Fatalf("subagents: %+v", starts)
 	}
-	if n := count(evs, formats.ToolCall, starts[0].Agent); n != 1 {
+	if n := claudeCount(evs, formats.ToolCall, starts[0].Agent); n != 1 {
 		t.Errorf("%d calls of the sidechain, want its Grep", n)
 	}
 }
@@ -333,7 +333,7 @@ func sortRecords(rs []any) {
 // every record it had (meta as JSON).
 func TestSessionFilesLayout(t *testing.T) {
 	dir := t.TempDir()
-	src := filepath.Join("testdata", "sessions")
+	src := filepath.Join("..", "formats", "claude", "testdata", "sessions")
 	code, _, stderr := converttest.Run("", "--to", "claude-session", "-o", dir+"/", filepath.Join(src, showcase+".jsonl"))
 	if code != 0 || strings.Contains(stderr, "lost:") {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -358,7 +358,7 @@ func TestSessionFilesLayout(t *testing.T) {
 // meta naming the spawning call; read back, the subagent is nested again.
 func TestSessionFilesFromStream(t *testing.T) {
 	dir := t.TempDir()
-	in := filepath.Join("..", "..", "testdata", "claude", "subagent-stream.jsonl")
+	in := filepath.Join("..", "testdata", "claude", "subagent-stream.jsonl")
 	code, _, stderr := converttest.Run("", "--deterministic", "--to", "claude-session", "-o", dir+"/", in)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -420,7 +420,7 @@ func TestSessionUUID(t *testing.T) {
 // claude-stream → claude-session → claude-stream keeps every event that
 // both carry: prompts, messages, calls and results, subagents and usage.
 func TestStreamThroughSession(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "claude", "*.jsonl"))
 	kinds := []formats.Kind{formats.UserMessage, formats.ToolCall, formats.ToolResult, formats.AgentStart, formats.Compaction}
 	for _, f := range files {
 		data, _ := os.ReadFile(f)
@@ -545,7 +545,7 @@ func texts(evs []*formats.Event) []string {
 // A file cut while the agent writes it: a cut run and a warning, exit 0,
 // and nothing made up in the same-dialect output.
 func TestSessionCut(t *testing.T) {
-	b, _ := os.ReadFile(filepath.Join("testdata", "sessions", showcase+".jsonl"))
+	b, _ := os.ReadFile(filepath.Join("..", "formats", "claude", "testdata", "sessions", showcase+".jsonl"))
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	cut := bytes.Join(lines[:8], nil) // ends with a call without its result
 	code, out, stderr := converttest.Run(string(cut), "--from", "claude-session", "--to", "claude-session")
@@ -582,7 +582,7 @@ func TestSessionUnknownTypes(t *testing.T) {
 // Bad lines: an error naming the line, or with --lenient skipped and
 // counted, the rest converted.
 func TestSessionBadLines(t *testing.T) {
-	b, _ := os.ReadFile(filepath.Join("testdata", "sessions", showcase+".jsonl"))
+	b, _ := os.ReadFile(filepath.Join("..", "formats", "claude", "testdata", "sessions", showcase+".jsonl"))
 	lines := bytes.SplitAfter(b, []byte("\n"))
 	bad := string(bytes.Join(lines[:2], nil)) + "{not json\n" + string(bytes.Join(lines[2:], nil))
 	code, _, stderr := converttest.Run(bad, "--from", "claude-session", "--to", "adal-json")
@@ -607,7 +607,7 @@ func TestSessionDetection(t *testing.T) {
 			t.Errorf("%s: claude-stream scores %d", f, s)
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "claude", "*.jsonl"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		if s := claude.Session.Detect(b[:min(len(b), formats.DetectSize)]); s != 0 {
@@ -634,7 +634,7 @@ func TestSessionPlaces(t *testing.T) {
 // The otel writer makes one chat span per response: the session's
 // requests carry their response ids.
 func TestSessionChatSpans(t *testing.T) {
-	code, out, stderr := converttest.Run("", "--deterministic", "--to", "otlp-json", filepath.Join("testdata", "sessions", showcase+".jsonl"))
+	code, out, stderr := converttest.Run("", "--deterministic", "--to", "otlp-json", filepath.Join("..", "formats", "claude", "testdata", "sessions", showcase+".jsonl"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -649,7 +649,7 @@ func TestSessionChatSpans(t *testing.T) {
 }
 
 func FuzzSessionReader(f *testing.F) {
-	for _, dir := range []string{filepath.Join("..", "..", "testdata", "claude", "sessions"), filepath.Join("testdata", "sessions")} {
+	for _, dir := range []string{filepath.Join("..", "testdata", "claude", "sessions"), filepath.Join("..", "formats", "claude", "testdata", "sessions")} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 		for _, p := range files {
 			b, _ := os.ReadFile(p)
@@ -667,9 +667,9 @@ func FuzzSessionReader(f *testing.F) {
 func TestSessionFlatAgentFile(t *testing.T) {
 	dir := t.TempDir()
 	main := filepath.Join(dir, showcase+".jsonl")
-	os.WriteFile(main, mustRead(t, filepath.Join("testdata", "sessions", showcase+".jsonl")), 0o644)
+	os.WriteFile(main, mustRead(t, filepath.Join("..", "formats", "claude", "testdata", "sessions", showcase+".jsonl")), 0o644)
 	flat := filepath.Join(dir, "agent-showcol1.jsonl")
-	os.WriteFile(flat, mustRead(t, filepath.Join("testdata", "sessions", showcase, "subagents", "agent-showcol1.jsonl")), 0o644)
+	os.WriteFile(flat, mustRead(t, filepath.Join("..", "formats", "claude", "testdata", "sessions", showcase, "subagents", "agent-showcol1.jsonl")), 0o644)
 	if got := claude.Session.Owner(flat); got != main {
 		t.Errorf("Owner(%s) = %q, want %s", flat, got, main)
 	}
@@ -740,5 +740,42 @@ func TestSessionSubagentFileNames(t *testing.T) {
 	all := strings.Join(texts, "\n")
 	if len(files) != 4 || !strings.Contains(all, "from the unsafe one") || !strings.Contains(all, "from the other") {
 		t.Errorf("%d files:\n%s", len(files), all)
+	}
+}
+
+// A usage that names its response and comes after the response's text and
+// call goes on the response's records, with the source's id and stop
+// reason, as the pi and OpenAI-style sources give it.
+func TestSessionLateUsageWithResponseID(t *testing.T) {
+	u := formats.UsageInfo{InputTokens: formats.Some[int64](100), OutputTokens: formats.Some[int64](20)}
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "0d7c6c2e-5a3b-4f6e-9d3c-1b2a3c4d5e6f", Model: "m"}},
+		{Kind: formats.UserMessage, Text: "ls"},
+		{Kind: formats.Message, Text: "Listing."},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "call_1", Name: "Bash", Args: []byte(`{"command":"ls"}`)}},
+		{Kind: formats.Usage, Usage: u, Response: formats.Response{ID: "resp_1", StopReason: "tool_use"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "call_1", Name: "Bash", Status: formats.Completed, Output: formats.TextOutput("a")}},
+		{Kind: formats.Message, Text: "Done."},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, losses := formatstest.WriteReport(t, claude.Session, evs)
+	if strings.Contains(losses, "usage") {
+		t.Errorf("usage reported lost: %s", losses)
+	}
+	back, bad, err := formatstest.ReadAll(claude.Session, []byte(out))
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("read back: %v %v", err, bad)
+	}
+	var usages []*formats.Event
+	for _, e := range back {
+		if e.Kind == formats.Usage {
+			usages = append(usages, e)
+		}
+	}
+	if len(usages) != 1 || usages[0].Usage.InputTokens != u.InputTokens || usages[0].Response.ID != "resp_1" || usages[0].Response.StopReason != "tool_use" {
+		t.Fatalf("usage read back %+v, want one of resp_1 (tool_use) with 100 input tokens\n%s", usages, out)
+	}
+	if n := strings.Count(out, `"id":"resp_1"`); n != 2 {
+		t.Errorf("%d records of response resp_1, want its text's and its call's\n%s", n, out)
 	}
 }

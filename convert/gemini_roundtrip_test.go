@@ -1,4 +1,4 @@
-package gemini_test
+package convert_test
 
 import (
 	"encoding/json"
@@ -14,8 +14,8 @@ import (
 	"github.com/agentconv/agentconv/formats/gemini"
 )
 
-// survivor is what a trip through another dialect must keep of a run.
-type survivor struct {
+// geminiSurvivor is what a trip through another dialect must keep of a run.
+type geminiSurvivor struct {
 	Calls    []string // id:name:status of each result, in order
 	Answer   string
 	Status   formats.Status
@@ -24,11 +24,11 @@ type survivor struct {
 	Model    string
 }
 
-func survivors(t *testing.T, d formats.Dialect, data []byte) []survivor {
+func geminiSurvivors(t *testing.T, d formats.Dialect, data []byte) []geminiSurvivor {
 	t.Helper()
 	evs := formatstest.Read(t, d, data)
-	var out []survivor
-	var cur survivor
+	var out []geminiSurvivor
+	var cur geminiSurvivor
 	for _, e := range evs {
 		switch e.Kind {
 		case formats.ToolResult:
@@ -38,30 +38,30 @@ func survivors(t *testing.T, d formats.Dialect, data []byte) []survivor {
 		case formats.RunEnd:
 			cur.Status, cur.ExitCode, cur.Session, cur.Model = e.Status, e.Run.ExitCode.V, e.Run.SessionID, e.Run.Model
 			out = append(out, cur)
-			cur = survivor{}
+			cur = geminiSurvivor{}
 		}
 	}
 	return out
 }
 
-// TestThroughAdaL: gemini-stream → adal-* → gemini-stream keeps every
+// TestGeminiThroughAdaL: gemini-stream → adal-* → gemini-stream keeps every
 // call (id, tool, status), the answer, the outcome and the exit code;
 // adal-json keeps the session and model too, adal-text the answer alone.
-func TestThroughAdaL(t *testing.T) {
+func TestGeminiThroughAdaL(t *testing.T) {
 	for _, name := range []string{"tools-stream.jsonl", "error-result-stream.jsonl"} {
 		in := formatstest.Fixture(t, "gemini", name)
-		want := survivors(t, gemini.Stream, in)
+		want := geminiSurvivors(t, gemini.Stream, in)
 		for _, via := range []string{"adal-stream", "adal-json", "adal-text"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
 				mid := converttest.Convert(t, in, "gemini-stream", via)
 				back := converttest.Convert(t, mid, via, "gemini-stream")
-				got := survivors(t, gemini.Stream, back)
+				got := geminiSurvivors(t, gemini.Stream, back)
 				viaDialect, _ := convert.Lookup(via)
-				held := survivors(t, viaDialect, mid)
+				held := geminiSurvivors(t, viaDialect, mid)
 				if len(held) != len(want) && via != "adal-text" {
 					t.Fatalf("%d runs in %s, %d in gemini-stream:\n%s", len(held), via, len(want), mid)
 				}
-				exp := append([]survivor(nil), want...)
+				exp := append([]geminiSurvivor(nil), want...)
 				for i := range exp {
 					if via == "adal-stream" {
 						// AdaL names them at the end, after Gemini's init.
@@ -76,7 +76,7 @@ func TestThroughAdaL(t *testing.T) {
 				}
 				if via == "adal-text" {
 					for i := range exp {
-						exp[i] = survivor{Answer: exp[i].Answer, Status: formats.Completed}
+						exp[i] = geminiSurvivor{Answer: exp[i].Answer, Status: formats.Completed}
 					}
 					if exp[0].ExitCode = 0; want[0].Status != formats.Completed {
 						exp = nil // a failed run prints its error on stderr alone
@@ -95,9 +95,9 @@ func TestThroughAdaL(t *testing.T) {
 func TestJSONThroughAdaL(t *testing.T) {
 	for _, name := range []string{"response.json", "input-error.json"} {
 		in := formatstest.Fixture(t, "gemini", name)
-		want := survivors(t, gemini.JSON, in)
+		want := geminiSurvivors(t, gemini.JSON, in)
 		back := converttest.Convert(t, converttest.Convert(t, in, "gemini-json", "adal-json"), "adal-json", "gemini-json")
-		got := survivors(t, gemini.JSON, back)
+		got := geminiSurvivors(t, gemini.JSON, back)
 		for i := range want {
 			want[i].Model = "" // adal-json has no token counts, so no stats
 		}
@@ -107,11 +107,11 @@ func TestJSONThroughAdaL(t *testing.T) {
 	}
 }
 
-// TestFromAdaL: adal-stream → gemini-stream → adal-stream gives the AdaL
+// TestGeminiFromAdaL: adal-stream → gemini-stream → adal-stream gives the AdaL
 // stream's calls, refusals, answers and exit codes back (a refusal's code
 // 2 comes back from the refused call), but not the session id and model,
 // which AdaL gives only at the end.
-func TestFromAdaL(t *testing.T) {
+func TestGeminiFromAdaL(t *testing.T) {
 	for _, name := range []string{"seed-stream.ndjson", "refused-stream.ndjson", "error-stream.ndjson"} {
 		in := formatstest.Fixture(t, "adal", name)
 		var adal formats.Dialect
@@ -120,8 +120,8 @@ func TestFromAdaL(t *testing.T) {
 				adal = d
 			}
 		}
-		want := survivors(t, adal, in)
-		got := survivors(t, adal, converttest.Convert(t, converttest.Convert(t, in, "adal-stream", "gemini-stream"), "gemini-stream", "adal-stream"))
+		want := geminiSurvivors(t, adal, in)
+		got := geminiSurvivors(t, adal, converttest.Convert(t, converttest.Convert(t, in, "adal-stream", "gemini-stream"), "gemini-stream", "adal-stream"))
 		for i := range want {
 			want[i].Session, want[i].Model = "", ""
 		}

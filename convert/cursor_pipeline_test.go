@@ -1,4 +1,4 @@
-package cursor_test
+package convert_test
 
 import (
 	"strings"
@@ -10,8 +10,10 @@ import (
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
-// run runs the command line in memory.
-func run(stdin string, args ...string) (int, string, string) { return converttest.Run(stdin, args...) }
+// cursorRun runs the command line in memory.
+func cursorRun(stdin string, args ...string) (int, string, string) {
+	return converttest.Run(stdin, args...)
+}
 
 // TestDetectedAgainstNeighbours: on Cursor's stream, cursor-stream wins
 // detection by far over the dialects whose envelope or types it shares.
@@ -52,7 +54,7 @@ func TestCopiedVerbatim(t *testing.T) {
 {"type":"interaction_query","subtype":"request","query_type":"shell","query":{"command":"rm -rf /"},"session_id":"c"}
 {"type":"tool_call","subtype":"started","call_id":"t","tool_call":{"shellToolCall":{"args":{"command":"sleep 9"}}},"session_id":"c","timestamp_ms":1770823434060}
 `
-	code, out, stderr := run(in, "--to", "cursor")
+	code, out, stderr := cursorRun(in, "--to", "cursor")
 	if code != 0 || out != in {
 		t.Errorf("exit %d, output:\n%s\nwant:\n%s", code, out, in)
 	}
@@ -63,14 +65,14 @@ func TestCopiedVerbatim(t *testing.T) {
 	// for other dialects, but no line is added.
 	partial := in[:strings.Index(in, `{"type":"thinking"`)] +
 		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Work"}]},"session_id":"c","timestamp_ms":1770823434041}` + "\n"
-	if _, out, _ := run(partial, "--to", "cursor"); out != partial {
+	if _, out, _ := cursorRun(partial, "--to", "cursor"); out != partial {
 		t.Errorf("output:\n%s\nwant:\n%s", out, partial)
 	}
-	if _, out, _ := run(partial, "--to", "malac"); !strings.Contains(out, `"type":"assistant_message","message":{"role":"assistant","content":[{"type":"text","text":"Work"}]}`) {
+	if _, out, _ := cursorRun(partial, "--to", "malac"); !strings.Contains(out, `"type":"assistant_message","message":{"role":"assistant","content":[{"type":"text","text":"Work"}]}`) {
 		t.Errorf("malac %s", out)
 	}
 	// Into another dialect, the cut run is closed and its call cancelled.
-	code, out, _ = run(in, "--exit-status", "--to", "adal-json")
+	code, out, _ = cursorRun(in, "--exit-status", "--to", "adal-json")
 	if code != 1 || !strings.Contains(formatstest.OneLine(out), `"status":"cancelled"`) {
 		t.Errorf("exit %d, adal-json %s", code, out)
 	}
@@ -91,8 +93,8 @@ func TestThroughCursor(t *testing.T) {
 	}
 	for _, fixture := range []string{"adal/refused-stream.ndjson", "malac/subagents.jsonl", "claude/failures-stream.jsonl"} {
 		data := string(formatstest.Fixture(t, strings.Split(fixture, "/")[0], strings.Split(fixture, "/")[1]))
-		_, direct, _ := run(data, "--deterministic", "--to", "adal-json")
-		code, mid, stderr := run(data, "--deterministic", "--to", "cursor")
+		_, direct, _ := cursorRun(data, "--deterministic", "--to", "adal-json")
+		code, mid, stderr := cursorRun(data, "--deterministic", "--to", "cursor")
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", fixture, code, stderr)
 		}
@@ -110,7 +112,7 @@ func TestThroughCursor(t *testing.T) {
 				t.Errorf("%s: %q is not in cursor-stream's loss table", fixture, what)
 			}
 		}
-		_, back, _ := run(mid, "--deterministic", "--from", "cursor", "--to", "adal-json")
+		_, back, _ := cursorRun(mid, "--deterministic", "--from", "cursor", "--to", "adal-json")
 		if outcome(direct) != outcome(back) {
 			t.Errorf("%s: directly %s\nthrough cursor %s", fixture, outcome(direct), outcome(back))
 		}

@@ -1,4 +1,4 @@
-package adal_test
+package convert_test
 
 import (
 	"os"
@@ -58,14 +58,14 @@ func ownLines(stderr string) string {
 // text, byte for byte once the values that differ between runs are
 // normalised (perRun).
 func TestAdaLIsTheOracle(t *testing.T) {
-	streams, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "agents", "adal", "*", "*", "stream-json", "stdout*.ndjson"))
+	streams, _ := filepath.Glob(filepath.Join("..", "testdata", "agents", "adal", "*", "*", "stream-json", "stdout*.ndjson"))
 	if len(streams) == 0 {
 		t.Fatal("no AdaL captures")
 	}
 	for _, stream := range streams {
 		scenario := filepath.Dir(filepath.Dir(stream))
 		base := strings.TrimSuffix(filepath.Base(stream), ".ndjson")
-		rel, _ := filepath.Rel(filepath.Join("..", "..", "testdata", "agents"), scenario)
+		rel, _ := filepath.Rel(filepath.Join("..", "testdata", "agents"), scenario)
 		t.Run(rel+"/"+base, func(t *testing.T) {
 			in, err := os.ReadFile(stream)
 			if err != nil {
@@ -78,11 +78,11 @@ func TestAdaLIsTheOracle(t *testing.T) {
 				}
 				return string(b)
 			}
-			got, _ := run(t, string(in), "--from", "adal-stream", "--to", "adal-json")
+			got, _ := adalRun(t, string(in), "--from", "adal-stream", "--to", "adal-json")
 			if want := read("json", base+".json"); normalise(got) != normalise(want) {
 				t.Errorf("adal-json differs from AdaL's -o json:\n%s\nwant\n%s", normalise(got), normalise(want))
 			}
-			got, stderr := run(t, string(in), "--from", "adal-stream", "--to", "adal-text")
+			got, stderr := adalRun(t, string(in), "--from", "adal-stream", "--to", "adal-text")
 			if want := read("text", base+".txt"); normalise(got) != normalise(want) {
 				t.Errorf("adal-text differs from AdaL's -o text:\n%q\nwant\n%q", got, want)
 			}
