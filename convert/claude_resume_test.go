@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/convert/converttest"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/claude"
@@ -130,29 +131,46 @@ func TestUnsignedThinkingLeftOut(t *testing.T) {
 	}
 }
 
-// A session written from a source that never gave its prompt (a stream
-// does not print it) says so: the agent resuming it never sees its task.
-func TestSessionSaysPromptMissing(t *testing.T) {
-	lost := "user prompts the source never gave (a resumed agent does not see its task)"
-	if !slices.Contains(formats.QuirkNames(claude.Session.Quirks), lost) {
-		t.Errorf("claude-session does not declare %q", lost)
+// A session file or rollout written from a source that never gave its
+// prompt (a stream such as claude -p or codex exec --json does not print
+// it) says so, for every writer that declares the loss: the agent resuming
+// it never sees its task. A run with its prompt says nothing, and each run
+// without one counts.
+func TestResumableSaysPromptMissing(t *testing.T) {
+	lost := formats.PromptsNeverGiven.String()
+	var writers []formats.Dialect
+	for _, d := range convert.Writable() {
+		if slices.Contains(d.Quirks, formats.PromptsNeverGiven) {
+			writers = append(writers, d)
+		}
 	}
-	in := filepath.Join("..", "testdata", "claude", "split-messages-stream.jsonl")
-	code, _, stderr := converttest.Run("", "--deterministic", "--to", "claude-session", in)
-	if code != 0 || !strings.Contains(stderr, "lost: 1 × "+lost+" (claude-session cannot carry them)") {
-		t.Errorf("exit %d, stderr does not say the prompt is missing:\n%s", code, stderr)
+	for _, want := range []string{"claude-session", "codex-rollout", "adal-session", "opencode-export"} {
+		if !slices.ContainsFunc(writers, func(d formats.Dialect) bool { return d.Name == want }) {
+			t.Errorf("%s does not declare %q", want, lost)
+		}
 	}
-	prompted := []*formats.Event{
-		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
-		{Kind: formats.UserMessage, Text: "go"},
-		{Kind: formats.Message, Text: "done"},
-		{Kind: formats.RunEnd, Status: formats.Completed},
-		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
-		{Kind: formats.Message, Text: "and more"},
-		{Kind: formats.RunEnd, Status: formats.Completed},
+	run := func(prompt string, reply string) []*formats.Event {
+		evs := []*formats.Event{{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}}}
+		if prompt != "" {
+			evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: prompt})
+		}
+		return append(evs, &formats.Event{Kind: formats.Message, Text: reply}, &formats.Event{Kind: formats.RunEnd, Status: formats.Completed})
 	}
-	if _, losses := formatstest.WriteReport(t, claude.Session, prompted); !strings.Contains(losses, "lost: 1 × "+lost) {
-		t.Errorf("one run of two has no prompt: %s", losses)
+	for _, d := range writers {
+		t.Run(d.Name, func(t *testing.T) {
+			for _, in := range []string{"claude/split-messages-stream.jsonl", "codex/turn-failed.jsonl"} {
+				code, _, stderr := converttest.Run("", "--deterministic", "--to", d.Name, filepath.Join("..", "testdata", in))
+				if code != 0 || !strings.Contains(stderr, "lost: 1 × "+lost+" ("+d.Name+" cannot carry them)") {
+					t.Errorf("%s: exit %d, stderr does not say the prompt is missing:\n%s", in, code, stderr)
+				}
+			}
+			if _, losses := formatstest.WriteReport(t, d, run("go", "done")); strings.Contains(losses, lost) {
+				t.Errorf("a run with its prompt: %s", losses)
+			}
+			if _, losses := formatstest.WriteReport(t, d, append(run("go", "done"), run("", "and more")...)); !strings.Contains(losses, "lost: 1 × "+lost) {
+				t.Errorf("one run of two has no prompt: %s", losses)
+			}
+		})
 	}
 }
 
