@@ -222,7 +222,7 @@ func result(ts string, e *formats.Event, v *formats.RunView, srcCalls formats.Op
 		if u.ReasoningTokens.OK && u.InputTokens.OK && u.OutputTokens.OK {
 			c.Total = nonNegative(formats.Some(u.InputTokens.V + u.OutputTokens.V)) // the thoughts' only count
 		}
-		calls := int64(len(v.Calls.All()))
+		calls := int64(v.Calls.Count())
 		if calls == 0 && srcCalls.OK {
 			calls = srcCalls.V
 		}
