@@ -6,7 +6,7 @@ package formats
 const RecentCalls = 64
 
 // CallMap holds what a reader, a writer or the run view keeps of each call
-// of a run, by call id, bounded by what stays live in the run rather than
+// of a run, by call id (or of each message, by its id), bounded by what stays live in the run rather than
 // by its number of calls: an entry stays while its call is open, and once
 // End says the call ended, until RecentCalls more calls have ended. With
 // Keep, every entry stays until Reset. The zero value is ready to use.

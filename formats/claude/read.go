@@ -431,7 +431,9 @@ type decoder struct {
 	lastTime time.Time
 	msg      pendingMsg
 	lastText string
-	usageIDs map[string]bool
+	// usageIDs are the last messages whose usage was taken: the lines of
+	// one message come close together.
+	usageIDs formats.CallMap[bool]
 	// subUsage: a subagent's requests had usage in this run. Claude's
 	// result.usage counts the main agent's alone, so the run's token
 	// totals are then the sum of every request.
@@ -680,7 +682,7 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	d.version = info.AgentVersion
 	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
 	d.msg = pendingMsg{}
-	clear(d.usageIDs)
+	d.usageIDs.Reset()
 	d.subUsage, d.spawned, d.background, d.turns = false, false, false, 0
 	clear(d.models)
 	d.calls.Reset()
@@ -871,11 +873,7 @@ func (d *decoder) assistant(r *record) {
 				}
 			}
 		}
-		if m.Usage != nil && !d.usage(m.Usage).Empty() && (m.ID == "" || !d.usageIDs[m.ID]) {
-			if d.usageIDs == nil {
-				d.usageIDs = map[string]bool{}
-			}
-			d.usageIDs[m.ID] = true
+		if m.Usage != nil && !d.usage(m.Usage).Empty() && d.newUsage(m.ID) {
 			d.emitUsage(d.knownAgent(r), d.usageOf(m), m.response())
 		}
 		return
@@ -891,11 +889,7 @@ func (d *decoder) assistant(r *record) {
 	if !d.msg.active {
 		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.src.Line, time: d.src.Time}
 	}
-	if m.Usage != nil && (m.ID == "" || !d.usageIDs[m.ID]) {
-		if d.usageIDs == nil {
-			d.usageIDs = map[string]bool{}
-		}
-		d.usageIDs[m.ID] = true
+	if m.Usage != nil && d.newUsage(m.ID) {
 		if m.ID != "" && m.ID == d.streamedID && m.StopReason == "" && d.msg.id == m.ID {
 			// Its message_delta is to come.
 			d.msg.usage = &formats.Event{Agent: agent, Usage: d.usageOf(m), Response: m.response()}
@@ -937,6 +931,20 @@ func (d *decoder) assistant(r *record) {
 			}
 		}
 	}
+}
+
+// newUsage says whether the usage of message id (none: "") was not
+// taken yet, and marks it taken.
+func (d *decoder) newUsage(id string) bool {
+	if id == "" {
+		return true
+	}
+	if _, taken := d.usageIDs.Get(id); taken {
+		return false
+	}
+	d.usageIDs.Set(id, true)
+	d.usageIDs.End(id)
+	return true
 }
 
 // call is what is kept of a call, or nil.

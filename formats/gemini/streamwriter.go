@@ -29,7 +29,7 @@ type streamWriter struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o, calls: formats.CallTracker{DropOutputs: true}}
+	return &streamWriter{w: w, opts: o, calls: formats.CallTracker{DropOutputs: true, ForgetEnded: true}}
 }
 
 type initLine struct {
