@@ -36,7 +36,7 @@ type captureWriter struct {
 
 func (c *captureWriter) Write(e *formats.Event, v *formats.RunView) error {
 	if e.Kind == formats.RunEnd {
-		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: len(v.Calls.All()), cut: v.Cut, requests: v.Requests - v.Aggregates})
+		c.runs = append(c.runs, runFacts{success: v.Success(), code: v.ExitCode, usage: v.Usage, calls: v.Calls.Count(), cut: v.Cut, requests: v.Requests - v.Aggregates})
 	}
 	return nil
 }

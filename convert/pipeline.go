@@ -75,6 +75,9 @@ func NewPipeline(w formats.Writer, to formats.Dialect, opts Options) *Pipeline {
 		opts.View = &formats.RunView{}
 	}
 	_, raw := w.(formats.RawOutputWriter)
+	// A writer that does not read a run's calls back has the view forget
+	// those that ended: memory is bounded by what stays live in a run.
+	opts.View.Calls.ForgetEnded = !to.HoldsRun
 	p := &Pipeline{opts: opts, w: w, to: to, target: to.Name, rawOutput: raw, view: opts.View, detect: newDetector(opts.From)}
 	if ob, ok := w.(formats.Observer); ok && opts.Out != nil {
 		p.observer = ob

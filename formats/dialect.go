@@ -96,6 +96,16 @@ type Dialect struct {
 	// reader that reuses its events (Recycler), and let one that lends its
 	// lines (Lender) read over them.
 	KeepsNoEvents bool
+	// HoldsRun: the writer holds a whole run until it ends (one document
+	// of the run, or a summary of every call at its end), so that its
+	// memory grows with the run; the run view keeps the run's finished
+	// calls for it (RunView.Calls.All). Every other writer's memory is
+	// bounded by what stays live in a run (its open calls and subagents),
+	// not by its number of calls: the view forgets a finished call once
+	// the event after its result is observed (Calls.Get still finds it
+	// with its result), and such a writer reads only Calls.Count and
+	// Calls.Last of the calls that ended.
+	HoldsRun bool
 	// ReadAhead: the writer has about as much to do for an event as a
 	// reader that scans its records in one pass, so that with a second
 	// core a file of short records from such a reader (a Recycler) is read

@@ -120,6 +120,14 @@
 //     (Write(e, v), Observe(e, v)), which has already seen the event, and
 //     never change it. In a pipeline that is the pipeline's view, the same
 //     at every call; outside one, Standalone(w) follows a view of its own.
+//   - Read back of a run's calls that ended (RunView.Calls) only the one
+//     whose result it is given (Get), their number (Count) and the last
+//     one (Last), unless its row says HoldsRun: in a pipeline the view
+//     forgets the other calls that ended, so that memory is bounded by
+//     what stays live in a run (its open calls), not by its number of
+//     calls. A writer that holds a whole run (a document of it, a summary
+//     of every call) says HoldsRun, and the view keeps every call for it
+//     (All).
 //   - Not keep an event, nor what it points to, after Write returns,
 //     unless it copies it; a row that says KeepsNoEvents keeps nothing at
 //     all, not even the bytes of Source.Line or of an undecoded

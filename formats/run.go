@@ -25,7 +25,9 @@ type RunView struct {
 	// Agents are the run's subagents, in the order they started.
 	Agents []*AgentView
 	agents map[string]*AgentView
-	// Calls are the run's tool calls (outputs are not kept).
+	// Calls are the run's tool calls (outputs are not kept): in a
+	// pipeline, every call for a writer whose row says HoldsRun, else
+	// the open calls and the last ones that ended (CallTracker).
 	Calls CallTracker
 	// Turns counts the turns that ended.
 	Turns int

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/goccy/go-json"
@@ -129,5 +130,100 @@ func TestCallTracker(t *testing.T) {
 	}
 	if e := ct.Start(call(ToolCall, "", "z", "x", ``)); e.Index != 0 {
 		t.Errorf("the next run counts from 0: %d", e.Index)
+	}
+}
+
+// TestCallTrackerForgetEnded: a tracker that forgets the calls that ended
+// finds a call with its result and for RecentCalls more ends, knows the
+// open calls at a cost of their number, and counts every call.
+func TestCallTrackerForgetEnded(t *testing.T) {
+	ct := CallTracker{ForgetEnded: true}
+	long := ct.Start(call(ToolCall, "", "long", "bash", `{"command":"sleep 9"}`))
+	const n = 10 * RecentCalls
+	for i := range n {
+		id := "c" + strconv.Itoa(i)
+		ct.Start(call(ToolCall, "", id, "read", `{"path":"x"}`))
+		res := call(ToolResult, "", id, "", ``)
+		res.Call.Status = Completed
+		c, started := ct.Finish(res)
+		// With its result: the writer finds its name and arguments.
+		if !started || ct.Get(id) != c || c.Name != "read" || string(c.Args) != `{"path":"x"}` || !c.Done {
+			t.Fatalf("%s at its result: %+v, %v", id, ct.Get(id), started)
+		}
+		if got := ct.Open(); len(got) != 1 || got[0] != long || ct.OpenCount() != 1 {
+			t.Fatalf("after %s: open %v", id, got)
+		}
+		if len(ct.open) > 2*16+2 {
+			t.Fatalf("after %s: %d calls in the open list", id, len(ct.open))
+		}
+	}
+	if ct.Count() != n+1 || ct.Last() == nil || ct.Last().ID != "c"+strconv.Itoa(n-1) || ct.Last().Index != n {
+		t.Errorf("Count %d, Last %+v", ct.Count(), ct.Last())
+	}
+	// The open call and the last RecentCalls that ended are kept, no more.
+	if ct.calls.Len() != RecentCalls+1 || ct.Get("long") != long {
+		t.Errorf("%d calls kept", ct.calls.Len())
+	}
+	if ct.Get("c"+strconv.Itoa(n-RecentCalls)) == nil || ct.Get("c"+strconv.Itoa(n-RecentCalls-1)) != nil {
+		t.Error("the last RecentCalls that ended are kept, the one before is not")
+	}
+	// A result repeated soon after finds its call: it had started.
+	if c, started := ct.Finish(call(ToolResult, "", "c"+strconv.Itoa(n-3), "", ``)); !started || c.Name != "read" || ct.Count() != n+1 {
+		t.Errorf("a repeated result: %+v, %v", c, started)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("All without every call panics")
+		}
+	}()
+	ct.All()
+}
+
+func TestCallMap(t *testing.T) {
+	var m CallMap[int]
+	m.Set("open", 1)
+	for i := range RecentCalls {
+		m.Set("e"+strconv.Itoa(i), i)
+		m.End("e" + strconv.Itoa(i))
+	}
+	if m.Len() != RecentCalls+1 {
+		t.Fatalf("%d entries", m.Len())
+	}
+	// An id set again after its end is a new entry, which the end of the
+	// first does not take away.
+	m.Set("e0", 100)
+	m.Set("e1", 101)
+	m.End("e1")
+	m.End("e1") // ended already: nothing
+	if v, ok := m.Get("e0"); !ok || v != 100 {
+		t.Errorf("e0 = %d, %v", v, ok)
+	}
+	for i := range RecentCalls {
+		m.Set("f"+strconv.Itoa(i), i)
+		m.End("f" + strconv.Itoa(i))
+	}
+	if _, ok := m.Get("e1"); ok {
+		t.Error("e1 ended RecentCalls ends ago")
+	}
+	if v, ok := m.Get("open"); !ok || v != 1 {
+		t.Error("an open entry stays")
+	}
+	if v, ok := m.Get("e0"); !ok || v != 100 {
+		t.Error("e0, open again, stays")
+	}
+	if m.Len() != RecentCalls+2 {
+		t.Errorf("%d entries", m.Len())
+	}
+	m.Reset()
+	if m.Len() != 0 {
+		t.Error("Reset")
+	}
+	k := CallMap[int]{Keep: true}
+	for i := range 3 * RecentCalls {
+		k.Set(strconv.Itoa(i), i)
+		k.End(strconv.Itoa(i))
+	}
+	if k.Len() != 3*RecentCalls {
+		t.Errorf("Keep: %d entries", k.Len())
 	}
 }

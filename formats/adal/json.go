@@ -25,7 +25,10 @@ var JSON = formats.Dialect{
 	// The final object is built from every event: as much work as
 	// reading them.
 	ReadAhead: true,
-	Params:    []formats.Param{previewParam},
+	// The object lists every call of the run, which the view keeps for it
+	// until the run ends.
+	HoldsRun: true,
+	Params:   []formats.Param{previewParam},
 }
 
 // finalObject is what the reader takes of AdaL's final object.

@@ -407,8 +407,8 @@ type streamWriter struct {
 	opts formats.WriteOptions
 	run  *formats.RunView
 	// lines says what was written of each call of the run: its tool_call
-	// line, its result line.
-	lines map[string]uint8
+	// line, its result line (of a call that ended, for a while).
+	lines formats.CallMap[uint8]
 	// errs are the error texts written in the run.
 	errs map[string]bool
 	// held is a refusal and the answers after it, kept until the run shows
@@ -444,7 +444,7 @@ type refusal struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o, lines: map[string]uint8{}, errs: map[string]bool{}, preview: previewLimit(o)}
+	return &streamWriter{w: w, opts: o, errs: map[string]bool{}, preview: previewLimit(o)}
 }
 
 type toolCallLine struct {
@@ -494,7 +494,7 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 	}
 	switch e.Kind {
 	case formats.ToolCall:
-		s.lines[e.Call.ID] |= wroteCall
+		s.wrote(e.Call.ID, wroteCall)
 		return s.line(toolCallLine{"tool_call", e.Call.ID, e.Call.Name, args(e.Call.Args)}, false)
 	case formats.ToolResult:
 		name, a := e.Call.Name, e.Call.Args
@@ -508,15 +508,16 @@ func (s *streamWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		if e.Call.Status == formats.Denied {
 			s.holding = true
+			wrote, _ := s.lines.Get(e.Call.ID)
 			s.held = append(s.held, heldLine{refusal: &refusal{id: e.Call.ID, name: name, reason: e.Call.Error, args: a,
-				called: s.lines[e.Call.ID]&wroteCall != 0, resulted: s.lines[e.Call.ID]&wroteResult != 0}})
-			s.lines[e.Call.ID] |= wroteCall | wroteResult
+				called: wrote&wroteCall != 0, resulted: wrote&wroteResult != 0}})
+			s.wrote(e.Call.ID, wroteCall|wroteResult)
 			return nil
 		}
 		if mergesError(e) {
 			s.opts.Report.Quirk(formats.MergedToolErrors)
 		}
-		s.lines[e.Call.ID] |= wroteResult
+		s.wrote(e.Call.ID, wroteResult)
 		return s.line(toolResultLine{"tool_result", e.Call.ID, name, resultStatus(e.Call.Status), s.outputJSON(e)}, false)
 	case formats.Answer:
 		if e.Agent == "" {
@@ -641,9 +642,18 @@ func (s *streamWriter) end(e *formats.Event, v *formats.RunView) error {
 	return formats.WriteJSONLine(s.w, completeLine{"complete", v.ExitCode, formats.NilIfEmpty(v.Info.SessionID), formats.NilIfEmpty(v.Info.Model)})
 }
 
+// wrote adds to what was written of a call; a result line ends it.
+func (s *streamWriter) wrote(id string, what uint8) {
+	had, _ := s.lines.Get(id)
+	s.lines.Set(id, had|what)
+	if what&wroteResult != 0 {
+		s.lines.End(id)
+	}
+}
+
 // reset forgets the run.
 func (s *streamWriter) reset() {
-	clear(s.lines)
+	s.lines.Reset()
 	clear(s.errs)
 	clear(s.held)
 	s.held, s.holding = s.held[:0], false

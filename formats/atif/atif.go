@@ -25,6 +25,8 @@ var Dialect = formats.Dialect{
 	Quirks:   []formats.Quirk{lostEmptySubagents},
 	RunFile:  "trajectory.json",
 	DirFiles: "*.json",
+	// The document of a run is written whole at its end.
+	HoldsRun: true,
 }
 
 // SchemaVersion is the version the writer writes.

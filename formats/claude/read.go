@@ -431,13 +431,18 @@ type decoder struct {
 	lastTime time.Time
 	msg      pendingMsg
 	lastText string
-	usageIDs map[string]bool
+	// usageIDs are the last messages whose usage was taken: the lines of
+	// one message come close together.
+	usageIDs formats.CallMap[bool]
 	// subUsage: a subagent's requests had usage in this run. Claude's
 	// result.usage counts the main agent's alone, so the run's token
 	// totals are then the sum of every request.
 	subUsage bool
-	calls    map[string]*call
-	agents   []string // open subagents, in the order they started
+	// calls are the run's calls: the open ones, and of those that ended
+	// the ones the result's permission_denials or a subagent's records may
+	// still name (CallMap).
+	calls  formats.CallMap[*call]
+	agents []string // open subagents, in the order they started
 	// streamed is the text each agent streamed in deltas that no whole
 	// message has given yet.
 	streamed map[string]*streamedText
@@ -677,10 +682,10 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	d.version = info.AgentVersion
 	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
 	d.msg = pendingMsg{}
-	clear(d.usageIDs)
+	d.usageIDs.Reset()
 	d.subUsage, d.spawned, d.background, d.turns = false, false, false, 0
 	clear(d.models)
-	clear(d.calls)
+	d.calls.Reset()
 	d.agents = d.agents[:0]
 	info.Provider, info.AgentName = d.copy.agent()
 	d.emit(&formats.Event{Kind: formats.RunStart, Run: info})
@@ -734,7 +739,7 @@ func (d *decoder) system(r *record) {
 	case "permission_denied":
 		// 2.1 says a call was refused before its tool_result does.
 		id := str(r.ToolUseIDField)
-		c := d.calls[id]
+		c := d.call(id)
 		if id == "" || c == nil {
 			ev = &formats.Event{Kind: formats.Raw}
 			break
@@ -804,7 +809,7 @@ func (d *decoder) agentOf(r *record) string {
 	d.agents = append(d.agents, id)
 	d.spawned = true
 	info := formats.AgentInfo{ParentCall: id}
-	if c := d.calls[id]; c != nil {
+	if c := d.call(id); c != nil {
 		info.Parent = c.agent
 		info.Label = taskLabel(c.args)
 	}
@@ -868,11 +873,7 @@ func (d *decoder) assistant(r *record) {
 				}
 			}
 		}
-		if m.Usage != nil && !d.usage(m.Usage).Empty() && (m.ID == "" || !d.usageIDs[m.ID]) {
-			if d.usageIDs == nil {
-				d.usageIDs = map[string]bool{}
-			}
-			d.usageIDs[m.ID] = true
+		if m.Usage != nil && !d.usage(m.Usage).Empty() && d.newUsage(m.ID) {
 			d.emitUsage(d.knownAgent(r), d.usageOf(m), m.response())
 		}
 		return
@@ -888,11 +889,7 @@ func (d *decoder) assistant(r *record) {
 	if !d.msg.active {
 		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.src.Line, time: d.src.Time}
 	}
-	if m.Usage != nil && (m.ID == "" || !d.usageIDs[m.ID]) {
-		if d.usageIDs == nil {
-			d.usageIDs = map[string]bool{}
-		}
-		d.usageIDs[m.ID] = true
+	if m.Usage != nil && d.newUsage(m.ID) {
 		if m.ID != "" && m.ID == d.streamedID && m.StopReason == "" && d.msg.id == m.ID {
 			// Its message_delta is to come.
 			d.msg.usage = &formats.Event{Agent: agent, Usage: d.usageOf(m), Response: m.response()}
@@ -936,11 +933,31 @@ func (d *decoder) assistant(r *record) {
 	}
 }
 
-func (d *decoder) toolUse(agent string, b *block) {
-	if d.calls == nil {
-		d.calls = map[string]*call{}
+// newUsage says whether the usage of message id (none: "") was not
+// taken yet, and marks it taken.
+func (d *decoder) newUsage(id string) bool {
+	if id == "" {
+		return true
 	}
-	d.calls[b.ID] = &call{name: b.Name, agent: agent, args: b.Input}
+	if _, taken := d.usageIDs.Get(id); taken {
+		return false
+	}
+	d.usageIDs.Set(id, true)
+	d.usageIDs.End(id)
+	return true
+}
+
+// call is what is kept of a call, or nil.
+func (d *decoder) call(id string) *call {
+	c, _ := d.calls.Get(id)
+	return c
+}
+
+// subagentTool says whether a call of the tool starts a subagent.
+func subagentTool(name string) bool { return name == "Task" || name == "Agent" }
+
+func (d *decoder) toolUse(agent string, b *block) {
+	d.calls.Set(b.ID, &call{name: b.Name, agent: agent, args: b.Input})
 	d.emit(&formats.Event{Kind: formats.ToolCall, Agent: agent, Call: formats.Call{ID: b.ID, Name: b.Name, Args: b.Input}})
 	if b.Name == "TodoWrite" {
 		var in struct {
@@ -1014,7 +1031,7 @@ func (d *decoder) user(r *record) {
 			d.emit(&formats.Event{Kind: formats.UserMessage, Agent: agent, Text: b.Text})
 		case "tool_result":
 			if refused[b.ToolUseID] {
-				if c := d.calls[b.ToolUseID]; c != nil {
+				if c := d.call(b.ToolUseID); c != nil {
 					c.refused = true
 				}
 			}
@@ -1029,7 +1046,7 @@ func (d *decoder) toolResult(agent string, b *block) {
 		// Results without text blocks (search results, …) keep their JSON.
 		out = strings.ToValidUTF8(string(c), "\uFFFD")
 	}
-	c := d.calls[b.ToolUseID]
+	c := d.call(b.ToolUseID)
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: formats.TextOutput(out)}
 	if b.IsError != nil && *b.IsError {
 		res.Status, res.Output, res.Error = formats.Failed, formats.TextOutput(""), out
@@ -1041,17 +1058,20 @@ func (d *decoder) toolResult(agent string, b *block) {
 	}
 	if c == nil {
 		// A result without its call still ends it, for permission_denials.
-		if d.calls == nil {
-			d.calls = map[string]*call{}
-		}
 		c = &call{agent: agent}
-		d.calls[b.ToolUseID] = c
+		d.calls.Set(b.ToolUseID, c)
 	}
 	res.Name = c.name
 	c.ended = true
 	c.denied = res.Status == formats.Denied
 	if res.Status == formats.Failed {
 		c.failed = out
+	}
+	if res.Status == formats.Completed && !c.refused && !subagentTool(c.name) {
+		// Nothing names it again but a late repeat: a refused or failed
+		// call may be in the result's permission_denials, a subagent's
+		// records may follow its call's result (in the background).
+		d.calls.End(b.ToolUseID)
 	}
 	d.endAgent(b.ToolUseID, res.Status, out)
 	d.emit(&formats.Event{Kind: formats.ToolResult, Agent: agent, Call: res})
@@ -1124,11 +1144,11 @@ func (d *decoder) result(r *record) {
 	failed := (r.IsError != nil && *r.IsError) || (r.Subtype != "" && r.Subtype != "success")
 	errs := rawStrings(r.Errors)
 	for _, dn := range r.PermissionDenials {
-		if c := d.calls[dn.ToolUseID]; c != nil && c.denied {
+		if c := d.call(dn.ToolUseID); c != nil && c.denied {
 			// Its tool_result ended it already, as refused: a call ends once.
 			continue
 		}
-		if c := d.calls[dn.ToolUseID]; c != nil && c.ended {
+		if c := d.call(dn.ToolUseID); c != nil && c.ended {
 			// The call ended already, failed, its result saying the refusal
 			// in other words: the denial is the answer to its permission,
 			// not a second end.
@@ -1137,7 +1157,7 @@ func (d *decoder) result(r *record) {
 			continue
 		}
 		ev := &formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: dn.ToolUseID, Name: dn.ToolName, Args: dn.ToolInput, Status: formats.Denied}}
-		if c := d.calls[dn.ToolUseID]; c != nil {
+		if c := d.call(dn.ToolUseID); c != nil {
 			ev.Agent = c.agent
 		}
 		if ev.Call.Error == "" && len(errs) == 1 && len(r.PermissionDenials) == 1 {

@@ -272,7 +272,7 @@ func lighten(rec *sessRec) {
 				if bl.ID != "" {
 					rec.extra().uses = append(rec.extra().uses, bl.ID)
 				}
-				if bl.Name == "Task" || bl.Name == "Agent" {
+				if subagentTool(bl.Name) {
 					var inp struct {
 						Prompt string `json:"prompt"`
 					}

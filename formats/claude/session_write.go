@@ -488,7 +488,7 @@ func (s *sessionWriter) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Usage:
 		s.usage(e, v)
 	case formats.Todos:
-		if c := v.Calls.All(); len(c) == 0 || c[len(c)-1].Name != "TodoWrite" {
+		if c := v.Calls.Last(); c == nil || c.Name != "TodoWrite" {
 			s.rep.Quirk(lossLooseTodos)
 		}
 	case formats.Compaction:
@@ -578,7 +578,7 @@ func (s *sessionWriter) runEnd(e *formats.Event, v *formats.RunView) {
 	marked := !e.Cut
 	switch {
 	case e.Cut:
-		if s.lastType == "assistant" && len(v.Calls.Open()) == 0 {
+		if s.lastType == "assistant" && v.Calls.OpenCount() == 0 {
 			// Nothing says it was cut: it stops on a response, with no
 			// call left without its result.
 			s.rep.Quirk(lossCutRuns)

@@ -196,7 +196,7 @@ func (c *writer) done(e *formats.Event, v *formats.RunView) error {
 		}
 	}
 	u := v.Usage
-	calls := int64(len(v.Calls.All()))
+	calls := int64(v.Calls.Count())
 	res.Stats = runStats{u.InputTokens.Ptr(), u.OutputTokens.Ptr(), u.Total().Ptr(), u.CacheReadTokens.Ptr(), nil, &calls}
 	if e.Duration > 0 {
 		ms := e.Duration.Milliseconds()

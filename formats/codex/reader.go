@@ -30,6 +30,9 @@ var Dialect = formats.Dialect{
 		formats.InfoNotices | formats.WarningNotices | formats.TokenUsage | formats.ReasoningTokens | formats.RunOutcomes,
 	Quirks: []formats.Quirk{formats.MergedToolErrors, lossErrorTexts, lossLateResults, lossTodoStatuses, lossLateUsage,
 		formats.LateSessionIDs, formats.ExitCodesBeyond01},
+	// The item of every call of the run is kept until it ends, so that
+	// no two items of a thread share an id.
+	HoldsRun: true,
 }
 
 // The losses of the stream's own encoding.

@@ -63,13 +63,13 @@ type writeRun struct {
 	context  bool // a turn_context was written for the task
 	model    string
 	cwd      string
-	calls    map[string]bool   // the calls written (function_call)
-	pending  []string          // the calls written without their output, in order
-	usage    bool              // a token_count was written
-	sum      formats.UsageInfo // the usage written
-	errored  bool              // an error was written since the last output
-	worked   bool              // the open task has the model's work, not only its prompt
-	text     strings.Builder   // streamed text not yet written
+	calls    formats.CallMap[bool] // the calls written (function_call), while open and for a while after
+	pending  []string              // the calls written without their output, in order
+	usage    bool                  // a token_count was written
+	sum      formats.UsageInfo     // the usage written
+	errored  bool                  // an error was written since the last output
+	worked   bool                  // the open task has the model's work, not only its prompt
+	text     strings.Builder       // streamed text not yet written
 	thinking strings.Builder
 	lastText string
 }
@@ -403,7 +403,7 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 		if e.Kind == formats.ToolCall {
 			return w.call(e, e.Call)
 		}
-		if !w.run.calls[e.Call.ID] {
+		if _, written := w.run.calls.Get(e.Call.ID); !written {
 			c := e.Call
 			if c.Name == "" {
 				if tc := v.Calls.Get(c.ID); tc != nil {
@@ -416,6 +416,7 @@ func (w *rolloutWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 		w.run.errored = false
 		w.run.pending = slices.DeleteFunc(w.run.pending, func(id string) bool { return id == e.Call.ID })
+		w.run.calls.End(e.Call.ID)
 		return w.item(e, map[string]any{"type": "function_call_output", "call_id": e.Call.ID, "output": outputText(e)})
 	case formats.Usage:
 		if err := w.begin(e); err != nil {
@@ -543,10 +544,7 @@ func (w *rolloutWriter) flushText(e *formats.Event) error {
 }
 
 func (w *rolloutWriter) call(e *formats.Event, c formats.Call) error {
-	if w.run.calls == nil {
-		w.run.calls = map[string]bool{}
-	}
-	w.run.calls[c.ID] = true
+	w.run.calls.Set(c.ID, true)
 	w.run.pending = append(w.run.pending, c.ID)
 	args := string(c.Args)
 	if args == "" || args == "null" {

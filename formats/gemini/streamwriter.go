@@ -29,7 +29,7 @@ type streamWriter struct {
 }
 
 func newStreamWriter(w io.Writer, o formats.WriteOptions) formats.Writer {
-	return &streamWriter{w: w, opts: o, calls: formats.CallTracker{DropOutputs: true}}
+	return &streamWriter{w: w, opts: o, calls: formats.CallTracker{DropOutputs: true, ForgetEnded: true}}
 }
 
 type initLine struct {
@@ -222,7 +222,7 @@ func result(ts string, e *formats.Event, v *formats.RunView, srcCalls formats.Op
 		if u.ReasoningTokens.OK && u.InputTokens.OK && u.OutputTokens.OK {
 			c.Total = nonNegative(formats.Some(u.InputTokens.V + u.OutputTokens.V)) // the thoughts' only count
 		}
-		calls := int64(len(v.Calls.All()))
+		calls := int64(v.Calls.Count())
 		if calls == 0 && srcCalls.OK {
 			calls = srcCalls.V
 		}

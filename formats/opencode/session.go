@@ -26,6 +26,8 @@ var Export = formats.Dialect{
 	Detect:    detectExport,
 	Files:     true,
 	DirFiles:  "ses_*.json",
+	// The document of a session is written whole at its end.
+	HoldsRun: true,
 	// A document keeps prompts (one run each), text, reasoning, tool
 	// calls with their text outputs, errors and refusals, durations, each
 	// response's tokens and cost, the model, the directory, a subagent as

@@ -30,6 +30,8 @@ var Session = formats.Dialect{
 	DirFiles:    "*.jsonl",
 	Places:      sessionsDir,
 	Files:       true,
+	// A session's entries are held until its file is written.
+	HoldsRun:    true,
 	Bookkeeping: []string{"thinking_level_change", "label", "session_info", "custom"},
 	// Each prompt starts a run of its own (FollowUpPrompts is not
 	// carried): a run of several prompts comes back as several.

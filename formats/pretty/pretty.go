@@ -30,6 +30,10 @@ var Dialect = formats.Dialect{
 	// leaves out tool outputs (Quirks).
 	Carries: formats.AllFeatures &^ (formats.ToolOutputValues | formats.SystemPrompts | formats.RawEvents | formats.PerRequestUsage),
 	Quirks:  []formats.Quirk{lostOutputs},
+	// The closing line counts the run's calls by how each ended, and a
+	// result repeated for a call that ended is told apart for the whole
+	// run.
+	HoldsRun: true,
 	Params: []formats.Param{{Key: ParamColor, Flag: "color", Default: "auto", Choices: []string{"auto", "always", "never"},
 		Usage: "colour the pretty view: auto (only on a terminal, never with NO_COLOR set), always or never"}},
 }

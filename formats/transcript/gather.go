@@ -420,7 +420,7 @@ func (g *gather) unhang(a *agent) {
 // for a run that never ended).
 func (g *gather) finish(e *formats.Event, v *formats.RunView, n int) *runDoc {
 	d := &runDoc{N: n, Main: g.main, System: g.system, Session: clean(v.Info.SessionID), Cwd: clean(v.Info.Cwd),
-		callCount: len(v.Calls.All()), usage: v.Usage}
+		callCount: v.Calls.Count(), usage: v.Usage}
 	agentName := clean(v.Info.AgentName)
 	if agentName != "" && v.Info.AgentVersion != "" {
 		agentName += " " + clean(v.Info.AgentVersion)

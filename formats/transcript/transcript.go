@@ -34,6 +34,8 @@ var Markdown = formats.Dialect{
 	NewWriter:   func(w io.Writer, o formats.WriteOptions) formats.Writer { return newWriter(w, o, markdown{}) },
 	Carries:     carries,
 	Files:       true,
+	// A run's document is made whole at its end, from every call.
+	HoldsRun: true,
 }
 
 // HTML is the registry row of the HTML transcript.
@@ -43,6 +45,8 @@ var HTML = formats.Dialect{
 	NewWriter:   func(w io.Writer, o formats.WriteOptions) formats.Writer { return newWriter(w, o, htmlPage{}) },
 	Carries:     carries,
 	Files:       true,
+	// A run's document is made whole at its end, from every call.
+	HoldsRun: true,
 }
 
 // renderer writes a document of one of the two kinds.
