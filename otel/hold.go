@@ -496,7 +496,7 @@ func (r *spanDecoder) value() attribute.Value {
 		return attribute.SliceValue(vs...)
 	case attribute.MAP:
 		return attribute.MapValue(r.attrs(0)...)
-	case attribute.INVALID:
+	case attribute.EMPTY:
 		return attribute.Value{}
 	}
 	r.fail()

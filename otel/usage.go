@@ -53,6 +53,8 @@ func (b *builder) placeRest(root *span, totals formats.UsageInfo, t time.Time) {
 	}
 	i := 0
 	give := func(d *spanData, w int64) {
+		// The session id, where it came after the span ended.
+		d.attrs = b.sessionAttrs(d.attrs)
 		if split {
 			c := costLeft - given
 			if i != b.split.heaviest {
