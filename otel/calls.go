@@ -30,9 +30,14 @@ func (b *builder) callOr(callID string, a *agent) *span {
 
 func (b *builder) startCall(e *formats.Event, a *agent, t time.Time) {
 	id := e.Call.ID
-	b.callUses[id]++
+	n := b.callUses[id]
+	if n == 0 && b.seen.has(id) {
+		n = 1 // its first use was forgotten (see callEnded)
+	}
+	n++
+	b.callUses[id] = n
 	key := "call\x00" + id
-	if n := b.callUses[id]; n > 1 || id == "" {
+	if n > 1 || id == "" {
 		key += "\x00" + strconv.Itoa(n)
 	}
 	b.content(e.Agent, a, t)
@@ -72,7 +77,40 @@ func (b *builder) permission(e *formats.Event, a *agent, t time.Time) {
 	if e.Permission.Reason != "" {
 		attrs = append(attrs, attribute.String(keyReason, e.Permission.Reason))
 	}
-	b.event(b.callOr(b.requests[e.Permission.RequestID], a), evPermissionAnswer, t, attrs...)
+	callID, ok := b.requests[e.Permission.RequestID]
+	if _, s := b.call(callID); ok && s == nil {
+		delete(b.requests, e.Permission.RequestID) // its call ended
+	}
+	b.event(b.callOr(callID, a), evPermissionAnswer, t, attrs...)
+}
+
+// maxCallUses is how many call ids callUses keeps before it forgets those
+// of calls that ended after one use, into seen (a variable, so that tests
+// lower it).
+var maxCallUses = 1 << 15
+
+// callEnded forgets what the run keeps of a call that ended, so that a
+// run keeps of its calls those still open: the permission requests for it
+// (an answer that comes after its call ended goes to the agent's span
+// anyway), and, once callUses holds maxCallUses ids, its id, used once,
+// which then counts only in seen. Its next use, if any, is its second: the
+// key is what it was; where seen mistakes an id for one used, its first
+// use takes the suffix of a second one, a key as unique.
+func (b *builder) callEnded(id string) {
+	if _, open := b.call(id); open != nil {
+		return
+	}
+	if len(b.requests) > 0 {
+		for req, call := range b.requests {
+			if call == id {
+				delete(b.requests, req)
+			}
+		}
+	}
+	if len(b.callUses) > maxCallUses && b.callUses[id] == 1 {
+		delete(b.callUses, id)
+		b.seen.add(id)
+	}
 }
 
 // mcpServer is the server of an MCP tool call, as the event model names
@@ -110,6 +148,7 @@ func (b *builder) endCall(e *formats.Event, a *agent, t time.Time) {
 	}
 	start := s.start
 	b.calls = append(b.calls[:i], b.calls[i+1:]...)
+	b.callEnded(s.callID)
 	end := t
 	// A duration the source measured wins over the distance between the
 	// lines: from a timed start it fixes the end; without times it is
@@ -145,6 +184,69 @@ func (b *builder) endCalls(a *agent, t time.Time) {
 			c.fail(formats.Cancelled, "not completed when its agent ended")
 			b.end(c, t)
 			b.calls = append(b.calls[:i], b.calls[i+1:]...)
+			b.callEnded(c.callID)
 		}
 	}
+}
+
+// idSet is a Bloom filter of call ids, of a fixed size, made at its first
+// id: has is false for an id never added, and true for one added (and,
+// rarely, for one not: one in ten million at 400,000 ids, one in sixty at four million).
+type idSet struct {
+	bits []uint64
+	used bool
+}
+
+const (
+	idSetBits   = 1 << 25 // 4 MiB
+	idSetHashes = 6
+)
+
+func (s *idSet) add(id string) {
+	if s.bits == nil {
+		s.bits = make([]uint64, idSetBits/64)
+	}
+	s.used = true
+	h1, h2 := idHashes(id)
+	for i := range uint64(idSetHashes) {
+		k := (h1 + i*h2) % idSetBits
+		s.bits[k/64] |= 1 << (k % 64)
+	}
+}
+
+func (s *idSet) has(id string) bool {
+	if !s.used {
+		return false
+	}
+	h1, h2 := idHashes(id)
+	for i := range uint64(idSetHashes) {
+		k := (h1 + i*h2) % idSetBits
+		if s.bits[k/64]&(1<<(k%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reset empties the set for the next run.
+func (s *idSet) reset() {
+	if s.used {
+		clear(s.bits)
+		s.used = false
+	}
+}
+
+// idHashes are two hashes of an id (FNV-1a, 64 bits, mixed as
+// SplitMix64 does, its two halves), the same from run to run, so that the
+// same input gives the same span ids.
+func idHashes(id string) (uint64, uint64) {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint64(id[i])) * prime
+	}
+	h = (h ^ h>>30) * 0xbf58476d1ce4e5b9
+	h = (h ^ h>>27) * 0x94d049bb133111eb
+	h ^= h >> 31
+	return h >> 32, h&(1<<32-1) | 1
 }

@@ -15,8 +15,16 @@ import (
 func (b *builder) startRun(e *formats.Event) {
 	*b = builder{cfg: b.cfg, rep: b.rep, emit: b.emit, view: b.view, open: true,
 		hashBuf: b.hashBuf, res: b.res, resService: b.resService, resVersion: b.resVersion, held: b.held[:0],
-		pending: b.pending[:0], prevSession: b.prevSession, prevTrace: b.prevTrace, prevRoot: b.prevRoot,
-		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests)}
+		heldOver: b.heldOver, pending: b.pending[:0], pendingOver: b.pendingOver, err: b.err,
+		prevSession: b.prevSession, prevTrace: b.prevTrace, prevRoot: b.prevRoot,
+		agents: emptied(b.agents), callUses: emptied(b.callUses), requests: emptied(b.requests), seen: b.seen}
+	// What the last run left held is dropped with it (a run that never
+	// ended, outside a pipeline, hands on only its spans that ended).
+	clear(b.held[:cap(b.held)])
+	clear(b.pending[:cap(b.pending)])
+	b.fail(b.heldOver.reset())
+	b.fail(b.pendingOver.reset())
+	b.seen.reset()
 	b.startLine = e.Source.LineNo
 	if e.Source.Line != nil {
 		b.setAnchor(e)

@@ -111,11 +111,15 @@ func fit(s sdktrace.ReadOnlySpan) (it item, cut bool) {
 // cheaper to reckon than its encoding: every length and tag counted at
 // its largest.
 func estimate(s sdktrace.ReadOnlySpan) int {
-	n := 100 + len(s.Name()) + len(s.Status().Description) + len(s.SpanContext().TraceState().String()) + attrsEstimate(s.Attributes())
-	for _, e := range s.Events() {
+	return spanEstimate(s.Name(), s.Status().Description, s.SpanContext().TraceState().String(), s.Attributes(), s.Events(), s.Links())
+}
+
+func spanEstimate(name, status, traceState string, attrs []attribute.KeyValue, events []sdktrace.Event, links []sdktrace.Link) int {
+	n := 100 + len(name) + len(status) + len(traceState) + attrsEstimate(attrs)
+	for _, e := range events {
 		n += 40 + len(e.Name) + attrsEstimate(e.Attributes)
 	}
-	for _, l := range s.Links() {
+	for _, l := range links {
 		n += 80 + attrsEstimate(l.Attributes)
 	}
 	return n

@@ -85,12 +85,24 @@ type builder struct {
 	// held: the spans that ended while the run's session id was not
 	// known yet (AdaL gives it only at the run's end); they are handed on
 	// once it is, with it, or at the run's end, so that every span of a
-	// session carries it and is in its trace.
-	held []spanData
+	// session carries it and is in its trace. Past holdLimit (heldSize),
+	// the later ones wait in heldOver.
+	held     []spanData
+	heldSize int
+	heldOver spill
 	// pending: the chat spans that ended without a cost of their own,
 	// with their tokens, held until the run's end says whether the source
-	// gives a cost for the whole run, which is then split over them.
-	pending []pendingChat
+	// gives a cost for the whole run, which is then split over them (by
+	// split, which follows their tokens). Past holdLimit, the later ones
+	// wait in pendingOver.
+	pending     []pendingChat
+	pendingSize int
+	pendingOver spill
+	split       costSplit
+	// seen: the ids of calls used once, that callUses forgot.
+	seen idSet
+	// err: the first error holding spans on disk, which Write returns.
+	err error
 
 	// Kept from run to run.
 	prevSession string        // the session of the previous run
@@ -220,14 +232,37 @@ func (s *span) timedStart(b *builder) bool { return b.timed() && !s.start.IsZero
 // flushHeld hands on the spans held while the session id was not known,
 // with it if it is known now, in the session's trace.
 func (b *builder) flushHeld() {
-	for i := range b.held {
-		h := &b.held[i]
+	give := func(h *spanData, _ int64) {
 		h.traceID = b.trace()
 		h.attrs = b.sessionAttrs(h.attrs)
 		b.emit(h)
 		*h = spanData{}
 	}
-	b.held = b.held[:0]
+	for i := range b.held {
+		give(&b.held[i], 0)
+	}
+	b.held, b.heldSize = b.held[:0], 0
+	b.fail(b.heldOver.drain(0, give))
+}
+
+// fail keeps the first error of holding spans on disk, for Write to return.
+func (b *builder) fail(err error) {
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+// takeErr returns the error kept by fail, once.
+func (b *builder) takeErr() error {
+	err := b.err
+	b.err = nil
+	return err
+}
+
+// close lets go of the files that held spans.
+func (b *builder) close() {
+	b.heldOver.close()
+	b.pendingOver.close()
 }
 
 // end closes a span and hands it on. A parent is stretched to hold its
@@ -259,23 +294,36 @@ func (b *builder) end(s *span, t time.Time) {
 		}
 	}
 	if s.costless && b.open {
-		// Held until the run ends: with attributes of their own size,
-		// room left for the two of its cost share, so that what a run
-		// holds of each request is no more than the span it becomes.
+		// Held until the run ends: in memory with attributes of their
+		// own size, room left for the two of its cost share, so that
+		// what a run holds of each request is no more than the span it
+		// becomes; past holdLimit, on disk.
+		b.split.add(s.weight)
+		if !b.pendingOver.empty() || b.pendingSize >= holdLimit {
+			b.fail(b.pendingOver.put(&b.ended, s.weight))
+			return
+		}
 		d := b.ended
 		d.attrs = append(make([]attribute.KeyValue, 0, len(d.attrs)+pendingRoom), d.attrs...)
 		d.events = slices.Clip(d.events)
 		b.pending = append(b.pending, pendingChat{data: d, weight: s.weight})
+		b.pendingSize += spanSize(&d)
 		return
 	}
 	b.hand(&b.ended)
 }
 
 // hand gives a span that ended to emit, in the run's trace; while the
-// run's session id is not known, it is held.
+// run's session id is not known, it is held (in memory up to holdLimit,
+// then on disk).
 func (b *builder) hand(d *spanData) {
 	if b.session() == "" && b.open {
+		if !b.heldOver.empty() || b.heldSize >= holdLimit {
+			b.fail(b.heldOver.put(d, 0))
+			return
+		}
 		b.held = append(b.held, *d)
+		b.heldSize += spanSize(d)
 		return
 	}
 	b.flushHeld()

@@ -21,7 +21,7 @@ func (b *builder) placeRest(root *span, totals formats.UsageInfo, t time.Time) {
 	// A cost of the run that the requests' spans do not carry goes to the
 	// chat spans without a cost of their own, by their tokens (nothing
 	// left over: a share of 0, so that no backend prices them itself).
-	split := totals.CostUSD.OK && len(b.pending) > 0
+	split := totals.CostUSD.OK && b.split.n > 0
 	costLeft := rest.CostUSD.V
 	if split {
 		rest.CostUSD = formats.Opt[float64]{}
@@ -33,21 +33,45 @@ func (b *builder) placeRest(root *span, totals formats.UsageInfo, t time.Time) {
 		}
 		b.aggregateChat(root, "chat\x00run", model, rest, root.start, t)
 	}
+	// The shares, in the order of the spans: those held in memory, then
+	// those on disk, read twice (what the heaviest takes is what the
+	// others leave).
+	var nanos, given float64
 	if split {
-		weights := make([]int64, len(b.pending))
-		for i := range b.pending {
-			weights[i] = b.pending[i].weight
+		nanos = math.Round(costLeft * 1e9)
+		i := 0
+		others := func(w int64) {
+			if i != b.split.heaviest {
+				given += b.split.part(nanos, w)
+			}
+			i++
 		}
-		for i, c := range splitCost(costLeft, weights) {
-			d := &b.pending[i].data
+		for j := range b.pending {
+			others(b.pending[j].weight)
+		}
+		b.fail(b.pendingOver.weights(others))
+	}
+	i := 0
+	give := func(d *spanData, w int64) {
+		// The session id, where it came after the span ended.
+		d.attrs = b.sessionAttrs(d.attrs)
+		if split {
+			c := costLeft - given
+			if i != b.split.heaviest {
+				c = b.split.part(nanos, w)
+			}
 			d.attrs = append(d.attrs, attribute.Float64(keyCost, c), attribute.Float64(keyOICost, c))
 		}
+		i++
+		b.hand(d)
 	}
-	for i := range b.pending {
-		b.hand(&b.pending[i].data)
-		b.pending[i] = pendingChat{}
+	for j := range b.pending {
+		give(&b.pending[j].data, b.pending[j].weight)
+		b.pending[j] = pendingChat{}
 	}
-	b.pending = b.pending[:0]
+	b.pending, b.pendingSize = b.pending[:0], 0
+	b.fail(b.pendingOver.drain(pendingRoom, give))
+	b.split = costSplit{}
 }
 
 // counted: a usage has a token count.
@@ -74,6 +98,34 @@ type pendingChat struct {
 // and the output tokens.
 func tokens(u formats.UsageInfo) int64 { return u.InputTokens.V + u.OutputTokens.V }
 
+// costSplit follows the weights of the spans a cost is split over, in
+// order: their count, their sum and the heaviest (the first of them).
+type costSplit struct {
+	n        int
+	sum      float64
+	heaviest int
+	top      int64
+}
+
+func (c *costSplit) add(w int64) {
+	if c.n == 0 || w > c.top {
+		c.heaviest, c.top = c.n, w
+	}
+	c.sum += float64(w)
+	c.n++
+}
+
+// part is the share of a span of weight w other than the heaviest, of a
+// cost of nanos nano-dollars: by its weight (evenly where none has any),
+// rounded down to a nano-dollar. The heaviest takes what the others leave.
+func (c *costSplit) part(nanos float64, w int64) float64 {
+	share := 1 / float64(c.n)
+	if c.sum > 0 {
+		share = float64(w) / c.sum
+	}
+	return math.Floor(nanos*share) / 1e9
+}
+
 // splitCost splits a cost over spans by their weights (evenly where none
 // has any), in nano-dollars, with what rounding leaves over on the
 // heaviest, so that the parts add up to the cost.
@@ -82,28 +134,20 @@ func splitCost(cost float64, weights []int64) []float64 {
 	if len(weights) == 0 {
 		return parts
 	}
-	var sum float64
-	heaviest := 0
-	for i, w := range weights {
-		sum += float64(w)
-		if w > weights[heaviest] {
-			heaviest = i
-		}
+	var c costSplit
+	for _, w := range weights {
+		c.add(w)
 	}
 	nanos := math.Round(cost * 1e9)
 	given := 0.0
 	for i, w := range weights {
-		if i == heaviest {
+		if i == c.heaviest {
 			continue
 		}
-		share := 1 / float64(len(weights))
-		if sum > 0 {
-			share = float64(w) / sum
-		}
-		parts[i] = math.Floor(nanos*share) / 1e9
+		parts[i] = c.part(nanos, w)
 		given += parts[i]
 	}
-	parts[heaviest] = cost - given
+	parts[c.heaviest] = cost - given
 	return parts
 }
 

@@ -84,6 +84,9 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		// (which ends it first): the view is the new run's already, so
 		// the last run ends as at Close, its spans that ended handed on.
 		w.b.flushHeld()
+		if err := w.b.takeErr(); err != nil {
+			return err
+		}
 	}
 	if e.Source.From(OTLPJSON.Name) {
 		w.passthrough = e.Kind != formats.RunEnd
@@ -105,6 +108,9 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		e.Call.Output.Decode()
 	}
 	w.b.write(e, v)
+	if err := w.b.takeErr(); err != nil {
+		return err
+	}
 	if err := w.emitErr; err != nil {
 		w.emitErr = nil
 		return err
@@ -125,7 +131,8 @@ func (w *writer) Close() error {
 	}
 	// A run the writer was never told the end of: its held spans go.
 	w.b.flushHeld()
-	var errs []error
+	errs := []error{w.b.takeErr()}
+	w.b.close()
 	for _, rec := range w.ledger.close(w.rep) {
 		if err := w.sink.raw(rec.line); err != nil {
 			errs = append(errs, err)
