@@ -473,9 +473,11 @@ func (r *reader) span(n, parent *node, agent string) {
 			r.emit(n, formats.Answer, end, id).Text = text
 		}
 		// Its requests are its chat spans; an agent without them (spans
-		// of an agentconv before them) says its usage itself.
+		// of an agentconv before them) says its usage itself: its
+		// requests' together (Aggregate), which no request takes.
 		if u := totalsOf(a); !u.Empty() && !hasChats(n) {
-			r.emit(n, formats.Usage, end, id).Usage = u
+			ev := r.emit(n, formats.Usage, end, id)
+			ev.Usage, ev.Aggregate = u, true
 		}
 		ev = r.emit(n, formats.AgentEnd, end, id)
 		ev.Status, _ = statusOf(n)

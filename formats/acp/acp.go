@@ -24,6 +24,7 @@ var Dialect = formats.Dialect{
 	NewWriter: newWriter,
 	Detect:    detect,
 	Carries: formats.UserPrompts | formats.FollowUpPrompts | formats.AssistantText | formats.Thinking | formats.ToolCalls | formats.SubagentToolCalls |
+		formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.ModelNames | formats.WorkingDirs |
 		formats.CancelledCalls | formats.Refusals | formats.ToolDurations | formats.PermissionRequests | formats.PermissionAnswers |
 		formats.TodoLists | formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites |
 		formats.ReasoningTokens | formats.Costs | formats.RunOutcomes | formats.SubagentThinking | formats.SubagentTodos,

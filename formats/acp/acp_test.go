@@ -413,3 +413,73 @@ func TestWriteAnswerChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestReadUsageUpdateIsAggregate: ACP's own usage_update says the
+// session's context and cost so far, not one model request's: it is read
+// as the requests since the last update together (Aggregate), which no
+// request takes; agentconv's, with a request's counts in _meta, as that
+// request's.
+func TestReadUsageUpdateIsAggregate(t *testing.T) {
+	evs := formatstest.OfKind(formatstest.Read(t, Dialect, formatstest.Fixture(t, "acp", "prompt-turn-example.jsonl")), formats.Usage)
+	if len(evs) != 1 || !evs[0].Aggregate {
+		t.Errorf("ACP's usage_update: %d Usage events, Aggregate %v; want one, Aggregate", len(evs), len(evs) > 0 && evs[0].Aggregate)
+	}
+	in := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":105,"size":105,"_meta":{"agentconv":{"inputTokens":100,"outputTokens":5}}}}}
+{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":105,"size":105,"_meta":{"agentconv":{"inputTokens":300,"outputTokens":9,"aggregate":true}}}}}
+`
+	evs = formatstest.OfKind(formatstest.Read(t, Dialect, in), formats.Usage)
+	if len(evs) != 2 || evs[0].Aggregate || !evs[1].Aggregate {
+		t.Errorf("agentconv's usage_update: %d Usage events; want a request's, then an aggregate's", len(evs))
+	}
+}
+
+// TestWriteSubagentReadsBack: a subagent written as updates of its own
+// (_meta) reads back as an agent: started at its first update with what
+// the run knew of it, its text (a thought chunk for a client) and calls
+// and each request's usage with them, ended with the run with its
+// outcome; the run keeps its model and folder.
+func TestWriteSubagentReadsBack(t *testing.T) {
+	u := formats.UsageInfo{InputTokens: formats.Some[int64](10), OutputTokens: formats.Some[int64](2)}
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s1", Model: "model-a", Cwd: "/work"}},
+		{Kind: formats.UserMessage, Text: "ask a helper"},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "t1", Name: "Task", Args: []byte(`{}`)}},
+		{Kind: formats.Usage, Usage: u},
+		{Kind: formats.AgentStart, Agent: "a1", AgentInfo: formats.AgentInfo{Label: "helper", ParentCall: "t1", Model: "model-b"}},
+		{Kind: formats.UserMessage, Agent: "a1", Text: "read a.txt"},
+		{Kind: formats.ToolCall, Agent: "a1", Call: formats.Call{ID: "r1", Name: "Read", Args: []byte(`{}`)}},
+		{Kind: formats.Usage, Agent: "a1", Usage: u},
+		{Kind: formats.ToolResult, Agent: "a1", Call: formats.Call{ID: "r1", Name: "Read", Status: formats.Completed, Output: formats.TextOutput("hello")}},
+		{Kind: formats.Message, Agent: "a1", Text: "a.txt says hello."},
+		{Kind: formats.Usage, Agent: "a1", Usage: u},
+		{Kind: formats.AgentEnd, Agent: "a1", Status: formats.Completed},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "t1", Name: "Task", Status: formats.Completed, Output: formats.TextOutput("hello")}},
+		{Kind: formats.Message, Text: "Done."},
+		{Kind: formats.Usage, Usage: u},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, _ := formatstest.WriteReport(t, Dialect, evs)
+	back := formatstest.Read(t, Dialect, out)
+	var got []string
+	for _, e := range back {
+		if e.Agent != "" || e.Kind == formats.RunStart {
+			got = append(got, e.Kind.String()+" "+e.Agent)
+		}
+	}
+	if g, want := strings.Join(got, ", "), "run_start , agent_start a1, tool_call a1, usage a1, tool_result a1, text_delta a1, usage a1, agent_end a1"; g != want {
+		t.Fatalf("read back:\n got %s\nwant %s", g, want)
+	}
+	start := formatstest.OfKind(back, formats.AgentStart)[0]
+	if i := start.AgentInfo; i.Label != "helper" || i.ParentCall != "t1" || i.Model != "model-b" {
+		t.Errorf("the agent's start: %+v", i)
+	}
+	if e := formatstest.OfKind(back, formats.AgentEnd)[0]; e.Status != formats.Completed {
+		t.Errorf("the agent's end: %v", e.Status)
+	}
+	if r := back[0].Run; r.Model != "model-a" || r.Cwd != "/work" {
+		t.Errorf("the run's start: %+v", r)
+	}
+	for _, p := range formatstest.CheckReader(Dialect, back) {
+		t.Errorf("read back: %s", p)
+	}
+}

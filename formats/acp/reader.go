@@ -3,6 +3,7 @@ package acp
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +23,10 @@ type reader struct {
 	perms map[string]*permission
 	names map[string]string // call id → tool name
 	calls map[string]bool   // calls started
+	// agents are the subagents of the open run, in the order they
+	// started: ACP has none, so they are agentconv's (_meta), and each
+	// starts at its first update and ends with the run.
+	agents []string
 	// cost is the session's cumulative cost that the last usage_update
 	// gave, by session: each update's cost is what it adds.
 	cost map[string]float64
@@ -231,7 +236,11 @@ func (r *reader) events(m *message, typ *string) []*formats.Event {
 		delete(r.prompts, id)
 		*typ = "prompt_response"
 		evs = append(evs, r.start("")...) // a turn that sent nothing before its end
-		evs = append(evs, r.end(m))
+		end, me := r.end(m)
+		if len(evs) > 0 {
+			runInfo(&evs[0].Run, me)
+		}
+		evs = append(evs, end...)
 	case r.requests[id] != "" || isSetupResult(m.Result):
 		// The answer to a request of the handshake, of a setting, of a
 		// file or a terminal; session/new's names the session.
@@ -288,6 +297,7 @@ func (r *reader) start(session string) []*formats.Event {
 	}
 	r.open, r.cancelling = true, false
 	clear(r.calls)
+	r.agents = r.agents[:0]
 	if session == "" {
 		session = r.session
 	}
@@ -328,10 +338,12 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 		if u.State != "idle" || !r.open || u.StopReason == "" && u.Error == nil {
 			return []*formats.Event{known()}
 		}
+		m := &message{Result: raw}
 		if u.Error != nil {
-			return []*formats.Event{r.end(&message{Error: u.Error})}
+			m = &message{Error: u.Error}
 		}
-		return []*formats.Event{r.end(&message{Result: raw})}
+		evs, _ := r.end(m)
+		return evs
 	}
 	switch u.SessionUpdate {
 	case "available_commands_update", "current_mode_update", "config_option_update", "session_info_update":
@@ -341,7 +353,13 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 	}
 	evs := r.start(session)
 	me := u.Meta[metaKey]
+	if len(evs) > 0 {
+		runInfo(&evs[0].Run, me)
+	}
 	agent, _ := me["agent"].(string)
+	if agent != "" && !slices.Contains(r.agents, agent) {
+		evs = append(evs, r.startAgent(agent, me))
+	}
 	switch u.SessionUpdate {
 	case "user_message_chunk", "user_message":
 		evs = append(evs, &formats.Event{Kind: formats.UserMessage, Text: blockText(u.Content)})
@@ -355,7 +373,12 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 	case "agent_message":
 		evs = append(evs, &formats.Event{Kind: formats.Message, Text: blockText(u.Content)})
 	case "agent_thought_chunk":
-		evs = append(evs, &formats.Event{Kind: formats.ThinkingDelta, Text: blockText(u.Content)})
+		if me["text"] == true {
+			// A subagent's text, which a client shows as a thought.
+			evs = append(evs, &formats.Event{Kind: formats.TextDelta, Agent: agent, Text: blockText(u.Content)})
+			break
+		}
+		evs = append(evs, &formats.Event{Kind: formats.ThinkingDelta, Agent: agent, Text: blockText(u.Content)})
 	case "agent_thought":
 		evs = append(evs, &formats.Event{Kind: formats.Message, Thinking: blockText(u.Content)})
 	case "tool_call", "tool_call_update":
@@ -377,7 +400,10 @@ func (r *reader) update(session string, raw json.RawMessage, typ *string) []*for
 		}
 		evs = append(evs, &formats.Event{Kind: formats.Todos, Todos: todos})
 	case "usage_update":
-		ev := &formats.Event{Kind: formats.Usage, Agent: agent}
+		// ACP's update says the session's context and cost so far, not a
+		// model request's: the requests since the last update together
+		// (Aggregate). agentconv's says a request's counts in _meta.
+		ev := &formats.Event{Kind: formats.Usage, Agent: agent, Aggregate: len(me) == 0 || me["aggregate"] == true}
 		if len(me) > 0 {
 			ev.Usage = metaUsage(me)
 		} else if u.Used != nil {
@@ -417,7 +443,10 @@ func (r *reader) tool(u *update, agent string, me map[string]any) []*formats.Eve
 	if name != "" {
 		r.names[id] = name
 	}
-	if !r.calls[id] {
+	refused := me["status"] == "denied" && u.Status != nil
+	if !r.calls[id] && !refused {
+		// A refused call that never started needs no start: its result
+		// says it was refused.
 		r.calls[id] = true
 		c := formats.Call{ID: id, Name: r.names[id], Args: u.RawInput}
 		if u.Title != nil && *u.Title != c.Name {
@@ -472,8 +501,50 @@ func (r *reader) tool(u *update, agent string, me map[string]any) []*formats.Eve
 	return append(evs, ev)
 }
 
-// end reads the response that ends a prompt turn.
-func (r *reader) end(m *message) *formats.Event {
+// runInfo adds to a run's start what agentconv's _meta says of the run in
+// the message that starts it: its model and folder.
+func runInfo(run *formats.RunInfo, me map[string]any) {
+	if m, _ := me["model"].(string); m != "" {
+		run.Model = m
+	}
+	if c, _ := me["cwd"].(string); c != "" {
+		run.Cwd = c
+	}
+}
+
+// startAgent starts a subagent at its first update, with what _meta says
+// of it.
+func (r *reader) startAgent(id string, me map[string]any) *formats.Event {
+	r.agents = append(r.agents, id)
+	info := formats.AgentInfo{}
+	if a, ok := me["agentStart"].(map[string]any); ok {
+		str := func(k string) string { s, _ := a[k].(string); return s }
+		info = formats.AgentInfo{Label: str("label"), Parent: str("parent"), ParentCall: str("parentCall"), Model: str("model"), Cwd: str("cwd")}
+		if !slices.Contains(r.agents, info.Parent) {
+			info.Parent = "" // an agent this run did not start
+		}
+	}
+	return &formats.Event{Kind: formats.AgentStart, Agent: id, AgentInfo: info}
+}
+
+// end reads the response that ends a prompt turn, after ending the run's
+// subagents, last started first, with the outcomes its _meta gives them;
+// and gives the response's _meta.
+func (r *reader) end(m *message) ([]*formats.Event, map[string]any) {
+	e, me := r.runEnd(m)
+	var evs []*formats.Event
+	ended, _ := me["agents"].(map[string]any)
+	for _, id := range slices.Backward(r.agents) {
+		st, _ := ended[id].(string)
+		evs = append(evs, &formats.Event{Kind: formats.AgentEnd, Agent: id, Status: formats.ParseStatus(st)})
+	}
+	r.agents = r.agents[:0]
+	return append(evs, e), me
+}
+
+// runEnd is the RunEnd of the response that ends a prompt turn, and the
+// response's _meta.
+func (r *reader) runEnd(m *message) (*formats.Event, map[string]any) {
 	r.open = false
 	e := &formats.Event{Kind: formats.RunEnd}
 	var res struct {
@@ -517,7 +588,7 @@ func (r *reader) end(m *message) *formats.Event {
 			e.Run.ExitCode = formats.Some(int(c))
 		}
 	}
-	return e
+	return e, me
 }
 
 func metaUsage(me map[string]any) formats.UsageInfo {

@@ -35,9 +35,16 @@ type writer struct {
 	// that the run's answer is sent only when it is not that text.
 	said   formats.Text
 	saying bool
+	// agents are the run's subagents that an update named, in order: the
+	// first update of each says what _meta knows of it (agentStart), and
+	// the prompt's response their outcomes.
+	agents []string
 	// sid is the session id the run's messages name.
 	sid string
-	buf bytes.Buffer
+	// begun: an update of the run went out; the first says the run's
+	// model and folder in _meta.
+	begun bool
+	buf   bytes.Buffer
 	// cost is the session's cost so far, which usage_update gives.
 	cost     float64
 	costSess string
@@ -85,25 +92,28 @@ func (w *writer) Write(e *formats.Event, v *formats.RunView) error {
 		clear(w.streamedThought)
 		w.said.Reset()
 		w.sid = ""
+		w.agents = w.agents[:0]
+		w.begun = false
 	case formats.UserMessage:
 		if e.Agent != "" {
 			return nil // the pipeline reports it (SubagentPrompts)
 		}
 		return w.update(map[string]any{"sessionUpdate": "user_message_chunk", "content": text(e.Prompt())})
 	case formats.TextDelta:
-		if e.Agent == "" {
-			w.streamed[e.Agent] = true
-			if w.saying {
-				w.said.Add(e.Piece())
-			} else {
-				w.said.Set(e.Piece())
-				w.saying = true
-			}
-			return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Piece())})
+		w.streamed[e.Agent] = true
+		if e.Agent != "" {
+			return w.subagentText(e.Agent, e.Piece())
 		}
+		if w.saying {
+			w.said.Add(e.Piece())
+		} else {
+			w.said.Set(e.Piece())
+			w.saying = true
+		}
+		return w.update(map[string]any{"sessionUpdate": "agent_message_chunk", "content": text(e.Piece())})
 	case formats.ThinkingDelta:
 		w.streamedThought[e.Agent] = true
-		return w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Piece())})
+		return w.thought(e.Agent, e.Piece())
 	case formats.Message:
 		return w.message(e)
 	case formats.ToolCall:
@@ -154,6 +164,19 @@ func (w *writer) send(m any) error {
 }
 
 func (w *writer) update(u map[string]any) error {
+	if !w.begun {
+		w.begun = true
+		if info := meta("model", w.run.Info.Model, "cwd", w.run.Info.Cwd)[metaKey].(map[string]any); len(info) > 0 {
+			m, _ := u["_meta"].(map[string]any)
+			if m == nil {
+				m = meta()
+				u["_meta"] = m
+			}
+			for k, v := range info {
+				m[metaKey].(map[string]any)[k] = v
+			}
+		}
+	}
 	return w.send(map[string]any{"jsonrpc": "2.0", "method": methodUpdate,
 		"params": map[string]any{"sessionId": w.session(), "update": u}})
 }
@@ -163,9 +186,12 @@ func (w *writer) message(e *formats.Event) error {
 	delete(w.streamed, e.Agent)
 	delete(w.streamedThought, e.Agent)
 	if e.Thinking != "" && !streamedThought {
-		if err := w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(e.Thinking)}); err != nil {
+		if err := w.thought(e.Agent, e.Thinking); err != nil {
 			return err
 		}
+	}
+	if e.MessageText() != "" && e.Agent != "" && !streamed {
+		return w.subagentText(e.Agent, e.MessageText())
 	}
 	if e.MessageText() != "" && e.Agent == "" {
 		w.said.Set(e.MessageText())
@@ -176,13 +202,51 @@ func (w *writer) message(e *formats.Event) error {
 	return nil
 }
 
+// thought writes a thought chunk, of a subagent or the main agent.
+func (w *writer) thought(agent, s string) error {
+	u := map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(s)}
+	if agent != "" {
+		u["_meta"] = w.agentMeta(meta(), agent)
+	}
+	return w.update(u)
+}
+
+// subagentText writes a subagent's text as a thought chunk, which a client
+// shows apart from the main agent's message; _meta says it is text.
+func (w *writer) subagentText(agent, s string) error {
+	m := w.agentMeta(meta(), agent)
+	m[metaKey].(map[string]any)["text"] = true
+	return w.update(map[string]any{"sessionUpdate": "agent_thought_chunk", "content": text(s), "_meta": m})
+}
+
+// agentMeta adds the agent an update is of to its _meta, and, at the
+// agent's first update, what the run view knows of it (agentStart).
+func (w *writer) agentMeta(m map[string]any, agent string) map[string]any {
+	if agent == "" {
+		return m
+	}
+	am := m[metaKey].(map[string]any)
+	am["agent"] = agent
+	if slices.Contains(w.agents, agent) {
+		return m
+	}
+	w.agents = append(w.agents, agent)
+	if a := w.run.Agent(agent); a != nil {
+		start := meta("label", a.Label, "parent", a.Parent, "parentCall", a.ParentCall, "model", a.Model, "cwd", a.Cwd)[metaKey]
+		if len(start.(map[string]any)) > 0 {
+			am["agentStart"] = start
+		}
+	}
+	return m
+}
+
 func (w *writer) toolCall(e *formats.Event) error {
 	title := e.Call.Summary
 	if title == "" {
 		title = e.Call.Name
 	}
 	u := map[string]any{"sessionUpdate": "tool_call", "toolCallId": e.Call.ID, "title": title,
-		"kind": toolKind(e.Call.Name), "status": "in_progress", "_meta": meta("toolName", e.Call.Name, "agent", e.Agent)}
+		"kind": toolKind(e.Call.Name), "status": "in_progress", "_meta": w.agentMeta(meta("toolName", e.Call.Name), e.Agent)}
 	if a := bytes.TrimSpace(e.Call.Args); len(a) > 0 {
 		u["rawInput"] = json.RawMessage(a)
 	}
@@ -206,7 +270,7 @@ func (w *writer) toolResult(e *formats.Event) error {
 		status = "failed"
 	}
 	u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": c.ID, "status": status}
-	m := meta("toolName", c.Name, "agent", e.Agent)
+	m := w.agentMeta(meta("toolName", c.Name), e.Agent)
 	if c.Status == formats.Cancelled || c.Status == formats.Denied {
 		m[metaKey].(map[string]any)["status"] = c.Status.String()
 	}
@@ -291,9 +355,11 @@ func (w *writer) usage(e *formats.Event) error {
 	} else {
 		m[metaKey].(map[string]any)["sizeUnknown"] = true
 	}
-	if e.Agent != "" {
-		m[metaKey].(map[string]any)["agent"] = e.Agent
+	if e.Aggregate {
+		// The counts of several requests: read back as such.
+		m[metaKey].(map[string]any)["aggregate"] = true
 	}
+	w.agentMeta(m, e.Agent)
 	upd := map[string]any{"sessionUpdate": "usage_update", "used": used, "size": size, "_meta": m}
 	if u.CostUSD.OK {
 		if s := w.session(); s != w.costSess {
@@ -344,10 +410,29 @@ func (w *writer) end(e *formats.Event, v *formats.RunView) error {
 	w.runs++
 	m := usageMeta(v.Usage)
 	out := m[metaKey].(map[string]any)
+	if !w.begun {
+		// A run of no update: the response says its model and folder.
+		for k, s := range meta("model", v.Info.Model, "cwd", v.Info.Cwd)[metaKey].(map[string]any) {
+			out[k] = s
+		}
+	}
 	out["status"] = v.Status.String()
 	out["exitCode"] = v.ExitCode
 	if len(v.Errors) > 0 {
 		out["errors"] = v.Errors
+	}
+	if len(w.agents) > 0 {
+		// The outcomes of the subagents the updates named, which end with
+		// the run when read back.
+		ended := map[string]any{}
+		for _, id := range w.agents {
+			if a := v.Agent(id); a != nil && a.Status != formats.StatusUnknown {
+				ended[id] = a.Status.String()
+			}
+		}
+		if len(ended) > 0 {
+			out["agents"] = ended
+		}
 	}
 	msg := map[string]any{"jsonrpc": "2.0", "id": w.runs}
 	switch v.Status {

@@ -131,7 +131,8 @@ const (
 	extraCacheCreation = "cache_creation_input_tokens"
 	extraReasoning     = "reasoning_tokens"
 	extraContextMgmt   = "context_management"
-	extraArguments     = "arguments" // a tool call's arguments that are not an object
+	extraArguments     = "arguments"    // a tool call's arguments that are not an object
+	extraRefusedOnly   = "refused_only" // a tool call the source gave only as refused: no model response made it
 	extraParent        = "parent_agent"
 	extraAgentID       = "agent_id"
 )

@@ -362,3 +362,37 @@ func TestReadTrainingFields(t *testing.T) {
 		t.Errorf("raw events: %v", formatstest.Kinds(raw))
 	}
 }
+
+// TestWriteRefusalWithoutCall: a refused call that the source gives only
+// as refused (no ToolCall: a permission asked and refused) needs a step
+// for its result, which no response of the model made: its call says so
+// (refused_only), so that it reads back without a call, and each
+// request's metrics stay with the step that holds its response.
+func TestWriteRefusalWithoutCall(t *testing.T) {
+	u := func(in int64) formats.UsageInfo {
+		return formats.UsageInfo{InputTokens: formats.Some(in), OutputTokens: formats.Some[int64](5)}
+	}
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.UserMessage, Text: "clean up"},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "Bash", Args: []byte(`{"command":"ls"}`)}},
+		{Kind: formats.Usage, Usage: u(100)},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Name: "Bash", Status: formats.Completed, Output: formats.TextOutput("b.txt")}},
+		{Kind: formats.PermissionRequest, Permission: formats.Permission{RequestID: "p1"}, Call: formats.Call{ID: "c2", Name: "Bash"}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Name: "Bash", Status: formats.Denied, Error: "not allowed"}},
+		{Kind: formats.Message, Text: "b.txt stays."},
+		{Kind: formats.Usage, Usage: u(200)},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, _ := formatstest.WriteReport(t, Dialect, evs)
+	if !strings.Contains(out, `"refused_only": true`) {
+		t.Errorf("the refused call's step does not say it was only refused:\n%s", out)
+	}
+	back := formatstest.Read(t, Dialect, out)
+	if got, want := formatstest.Kinds(back), "run_start user_message usage tool_call tool_result tool_result usage message run_end"; got != want {
+		t.Errorf("read back:\n got %s\nwant %s", got, want)
+	}
+	for _, p := range formatstest.CheckReader(Dialect, back) {
+		t.Errorf("read back: %s", p)
+	}
+}

@@ -11,9 +11,7 @@ import (
 // contract of readers and writers (the formats package documentation).
 func TestConformance(t *testing.T) {
 	t.Run(atif.Dialect.Name, func(t *testing.T) {
-		formatstest.ConformanceOpen(t, atif.Dialect, []formatstest.Open{
-			{Rule: "read back: usage", Why: "the atif writer puts a request's metrics on a step that, read back, does not hold its output"},
-		},
+		formatstest.Conformance(t, atif.Dialect,
 			"atif/harbor-openhands-hello-world.trajectory.json",
 			"atif/harbor-terminus-2-context-summarization.trajectory.json",
 			"atif/harbor-terminus-2-linear-history.trajectory.json",

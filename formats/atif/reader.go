@@ -189,6 +189,9 @@ func (d *decoder) steps(t *readTrajectory, agent string) {
 				d.add(&formats.Event{Kind: formats.Message, Agent: agent, Time: at, Text: text, Thinking: st.Reasoning})
 			}
 			for _, c := range st.ToolCalls {
+				if c.Extra[extraRefusedOnly] == true {
+					continue // refused, never made: its result says so
+				}
 				call := formats.Call{ID: c.ID, Name: c.Name, Args: c.Args, Summary: str(c.Extra["summary"])}
 				if raw, ok := c.Extra[extraArguments]; ok {
 					if b, err := formats.Marshal(raw); err == nil {

@@ -229,8 +229,15 @@ func (w *writer) result(e *formats.Event, a *agentTraj) {
 	st := a.calls[e.Call.ID]
 	if st == nil {
 		// A result without its call: the call goes in the current step.
+		// Only a refused call has none, which no response of the model
+		// made: it says so, so that it reads back without a call (and
+		// the step's usage, if any, with the response that has one).
 		st = a.open(e)
-		st.ToolCalls = append(st.ToolCalls, &toolCall{ID: e.Call.ID, Name: e.Call.Name, Args: arguments(e.Call.Args)})
+		tc := &toolCall{ID: e.Call.ID, Name: e.Call.Name, Args: arguments(e.Call.Args)}
+		if e.Call.Status == formats.Denied {
+			setExtra(&tc.Extra, extraRefusedOnly, true)
+		}
+		st.ToolCalls = append(st.ToolCalls, tc)
 		a.calls[e.Call.ID] = st
 	}
 	if st.Obs == nil {

@@ -28,10 +28,7 @@ func TestConformance(t *testing.T) {
 		)
 	})
 	t.Run(qwen.Session.Name, func(t *testing.T) {
-		formatstest.ConformanceOpen(t, qwen.Session, []formatstest.Open{
-			{Rule: "agents", Why: "a subagent's usage is read before its AgentStart (session-subagent.jsonl)"},
-			{Rule: "usage", Why: "the same subagent's usage has no output in its stretch"},
-		},
+		formatstest.Conformance(t, qwen.Session,
 			"qwen/session-api-error.jsonl",
 			"qwen/session-subagent.jsonl",
 			"agents/qwen-code/0.24.4/api-error/json/home/.qwen/projects/-tmp-TestAgentsqwen-code-0-24-4jsonapi-error2596581861-002-work/chats/0606e2f3-f596-40d0-b059-a05189139202.jsonl",

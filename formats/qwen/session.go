@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -93,6 +94,9 @@ type record struct {
 		Status     string `json:"status"`
 		ErrorType  string `json:"errorType"`
 		DurationMS *int64 `json:"durationMs"`
+		// ResultDisplay is a subagent's outcome (type task_execution) for
+		// the call that spawned it; other tools' are text.
+		ResultDisplay json.RawMessage `json:"resultDisplay"`
 	} `json:"toolCallResult"`
 	SystemPayload *struct {
 		UIEvent *telemetry `json:"uiEvent"`
@@ -141,6 +145,34 @@ type telemetry struct {
 	CallID     string `json:"call_id"`
 	DurationMS *int64 `json:"duration_ms"`
 	SubagentID string `json:"subagent_id"`
+	// A tool call's: the tool, its arguments, its status (success, error,
+	// cancelled), the user's decision (reject: refused), its error.
+	FunctionName string          `json:"function_name"`
+	FunctionArgs json.RawMessage `json:"function_args"`
+	Status       string          `json:"status"`
+	Decision     string          `json:"decision"`
+	Error        string          `json:"error"`
+	// PromptID is <session id>#<subagent id>#<n>, the subagent's id empty
+	// for the main agent.
+	PromptID string `json:"prompt_id"`
+	// SubagentName is the subagent's type (general-purpose), and
+	// SubagentTask its task's description.
+	SubagentName string `json:"subagent_name"`
+	SubagentTask string `json:"subagent_task_name"`
+}
+
+// subagent is the id of the subagent whose request or call the telemetry
+// is, "" for the main agent's.
+func (t *telemetry) subagent() string {
+	if t.SubagentID != "" {
+		return t.SubagentID
+	}
+	if _, rest, ok := strings.Cut(t.PromptID, "#"); ok {
+		if id, _, ok := strings.Cut(rest, "#"); ok {
+			return id
+		}
+	}
+	return ""
 }
 
 // probe is what detection looks at in a line.
@@ -202,6 +234,12 @@ type sessionReader struct {
 	// telemetry.
 	durations map[string]time.Duration
 	models    map[string]string
+	// unfiled are the subagents of the open run whose files are missing,
+	// known from the session's telemetry alone, by id and by the call
+	// that spawned them; calls are the main agent's calls of the run.
+	unfiled       map[string]*unfiledAgent
+	unfiledByCall map[string]*unfiledAgent
+	calls         []string
 
 	// The run being read.
 	open     bool
@@ -216,9 +254,17 @@ type sessionReader struct {
 	src    *record
 }
 
+// unfiledAgent is a subagent whose file is missing: it starts at its
+// first request or call in the telemetry, and ends where the call that
+// spawned it ends.
+type unfiledAgent struct {
+	id, call string
+	ended    bool
+}
+
 func newSessionReader(r io.Reader, o formats.ReadOptions) formats.Reader {
 	return &sessionReader{r: r, opts: o, byCall: map[string]*subagent{}, filed: map[string]bool{}, durations: map[string]time.Duration{},
-		models: map[string]string{}}
+		models: map[string]string{}, unfiled: map[string]*unfiledAgent{}, unfiledByCall: map[string]*unfiledAgent{}}
 }
 
 func (s *sessionReader) Next() (*formats.Event, error) {
@@ -382,6 +428,9 @@ func (s *sessionReader) startRun(r *record) {
 	s.open = true
 	s.session, s.cwd, s.version = r.SessionID, r.Cwd, r.Version
 	s.lastText, s.failed = "", nil
+	clear(s.unfiled)
+	clear(s.unfiledByCall)
+	s.calls = s.calls[:0]
 	s.emit(r, &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: r.SessionID, Model: s.model,
 		Cwd: r.Cwd, AgentName: AgentName, AgentVersion: r.Version}})
 }
@@ -393,6 +442,13 @@ func (s *sessionReader) endRun() {
 		return
 	}
 	s.open = false
+	for _, a := range s.unfiled {
+		if !a.ended {
+			// Its call never ended: the run's end ends it.
+			a.ended = true
+			s.emit(nil, &formats.Event{Kind: formats.AgentEnd, Agent: a.id, Time: s.last})
+		}
+	}
 	end := &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Time: s.last,
 		Run: formats.RunInfo{SessionID: s.session, Model: s.model, Cwd: s.cwd, AgentName: AgentName, AgentVersion: s.version}}
 	if f := s.failed; f != nil {
@@ -490,6 +546,9 @@ func (s *sessionReader) assistant(r *record, agent string) {
 			args = json.RawMessage("{}")
 		}
 		s.emit(r, &formats.Event{Kind: formats.ToolCall, Agent: agent, Call: formats.Call{ID: c.ID, Name: c.Name, Args: args}})
+		if agent == "" {
+			s.calls = append(s.calls, c.ID)
+		}
 		if a := s.byCall[c.ID]; a != nil && !a.used && agent == "" {
 			s.subagent(r, a)
 		}
@@ -554,6 +613,9 @@ func (s *sessionReader) toolResults(r *record, agent string) {
 		if d, ok := s.durations[fr.ID]; ok && dur == 0 {
 			dur = d
 		}
+		if a := s.unfiledByCall[fr.ID]; a != nil && agent == "" && !a.ended {
+			s.endUnfiled(r, a)
+		}
 		s.emit(r, &formats.Event{Kind: formats.ToolResult, Agent: agent, Call: c, Duration: dur})
 	}
 }
@@ -581,11 +643,40 @@ func (s *sessionReader) system(r *record, agent string) {
 			if !s.filed[t.SubagentID] {
 				// A subagent whose file is missing: its requests are known
 				// from the session's telemetry alone.
+				s.startUnfiled(r, t)
 				s.emit(r, &formats.Event{Kind: formats.Usage, Agent: t.SubagentID, Usage: t.usage(), Response: formats.Response{ID: t.ResponseID, Model: t.Model}})
 			}
 			return
 		}
 		s.failed = nil
+	case "qwen-code.tool_call":
+		if id := t.subagent(); id != "" && !s.filed[id] && t.CallID != "" {
+			// A call of a subagent whose file is missing: the telemetry
+			// says the tool, its arguments and how it ended, not its
+			// output.
+			if s.startUnfiled(r, t) == nil {
+				return
+			}
+			args := t.FunctionArgs
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage("{}")
+			}
+			s.emit(r, &formats.Event{Kind: formats.ToolCall, Agent: id, Call: formats.Call{ID: t.CallID, Name: t.FunctionName, Args: args}})
+			c := formats.Call{ID: t.CallID, Name: t.FunctionName, Status: formats.Completed, Error: t.Error}
+			switch {
+			case t.Decision == "reject":
+				c.Status = formats.Denied
+			case t.Status == "cancelled":
+				c.Status = formats.Cancelled
+			case t.Status == "error" || t.Error != "":
+				c.Status = formats.Failed
+			}
+			var dur time.Duration
+			if t.DurationMS != nil {
+				dur = time.Duration(*t.DurationMS) * time.Millisecond
+			}
+			s.emit(r, &formats.Event{Kind: formats.ToolResult, Agent: id, Call: c, Duration: dur})
+		}
 	case "qwen-code.api_error":
 		if t.SubagentID != "" {
 			return
@@ -593,6 +684,68 @@ func (s *sessionReader) system(r *record, agent string) {
 		s.failed = t
 		s.emit(r, &formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: t.ErrorMsg, Code: t.ErrorType})
 	}
+}
+
+// startUnfiled starts, at its first telemetry, a subagent whose file is
+// missing, and returns it (nil once it ended). Qwen Code names a subagent
+// <type>-<call id>: the call of the run's main agent whose id ends its id
+// spawned it.
+func (s *sessionReader) startUnfiled(r *record, t *telemetry) *unfiledAgent {
+	id := t.subagent()
+	if a := s.unfiled[id]; a != nil {
+		if a.ended {
+			return nil
+		}
+		return a
+	}
+	a := &unfiledAgent{id: id}
+	for _, c := range slices.Backward(s.calls) {
+		if strings.HasSuffix(id, "-"+c) && s.unfiledByCall[c] == nil {
+			a.call = c
+			s.unfiledByCall[c] = a
+			break
+		}
+	}
+	s.unfiled[id] = a
+	model := t.Model
+	if model == "" {
+		model = s.models[id]
+	}
+	label := t.SubagentName // as its meta.json makes it
+	if t.SubagentTask != "" {
+		label = strings.TrimSpace(label + ": " + t.SubagentTask)
+	}
+	s.emit(r, &formats.Event{Kind: formats.AgentStart, Agent: id, AgentInfo: formats.AgentInfo{Label: label, ParentCall: a.call, Model: model}})
+	return a
+}
+
+// endUnfiled ends a subagent whose file is missing at the result of the
+// call that spawned it, which says its outcome and its last response's
+// text (its report).
+func (s *sessionReader) endUnfiled(r *record, a *unfiledAgent) {
+	a.ended = true
+	var d struct {
+		Type   string `json:"type"`
+		Status string `json:"status"`
+		Result string `json:"result"`
+	}
+	if tr := r.ToolCallResult; tr != nil && len(tr.ResultDisplay) > 0 && tr.ResultDisplay[0] == '{' {
+		json.Unmarshal(tr.ResultDisplay, &d)
+	}
+	st := formats.StatusUnknown
+	switch d.Status {
+	case "completed":
+		st = formats.Completed
+	case "failed", "error":
+		st = formats.Failed
+	case "cancelled", "aborted":
+		st = formats.Cancelled
+	}
+	if d.Result != "" {
+		// The subagent's last response, which its file would hold.
+		s.emit(r, &formats.Event{Kind: formats.Message, Agent: a.id, Text: d.Result})
+	}
+	s.emit(r, &formats.Event{Kind: formats.AgentEnd, Agent: a.id, Status: st, Text: d.Result})
 }
 
 // usage is a telemetry's counts: input_token_count includes the cache.

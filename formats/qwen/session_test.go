@@ -128,3 +128,68 @@ func TestSessionThinking(t *testing.T) {
 		t.Errorf("usage %+v", u)
 	}
 }
+
+// TestSessionSubagentWithoutItsFile: a session file read without its
+// subagent's file (copied alone, or the file gone) still gives the
+// subagent as an agent, from the session's telemetry and the result of
+// the call that spawned it: started at its first request by that call,
+// its requests' counts, its calls (without their output, which only its
+// file holds), its last response (the call's result) and its outcome, as
+// reading it with its file gives them; each request's usage with its
+// output.
+func TestSessionSubagentWithoutItsFile(t *testing.T) {
+	path, data := sessionFile(t, "subagent", "stream-json")
+	type agentFacts struct {
+		start     formats.AgentInfo
+		requests  []int64
+		calls     []string
+		report    string
+		status    formats.Status
+		lastMsg   string
+		agentFrom string
+	}
+	facts := func(evs []*formats.Event) agentFacts {
+		var f agentFacts
+		for _, e := range evs {
+			if e.Agent == "" {
+				continue
+			}
+			f.agentFrom = e.Agent
+			switch e.Kind {
+			case formats.AgentStart:
+				f.start = e.AgentInfo
+			case formats.Usage:
+				f.requests = append(f.requests, e.Usage.InputTokens.V, e.Usage.OutputTokens.V)
+			case formats.ToolResult:
+				f.calls = append(f.calls, e.Call.Name+" "+e.Call.Status.String())
+			case formats.Message:
+				f.lastMsg = e.Text
+			case formats.AgentEnd:
+				f.report, f.status = e.Text, e.Status
+			}
+		}
+		f.start.Model = "" // the file's records name no model
+		return f
+	}
+	alone := formatstest.Read(t, qwen.Session, data)
+	got, want := facts(alone), facts(readPath(t, path, data))
+	if got.start != want.start || got.report != want.report || got.status != want.status || got.lastMsg != want.lastMsg ||
+		got.agentFrom != want.agentFrom || len(got.requests) != len(want.requests) || len(got.calls) != len(want.calls) {
+		t.Fatalf("the subagent read without its file:\n %+v\nwith it:\n %+v", got, want)
+	}
+	for i := range want.requests {
+		if got.requests[i] != want.requests[i] {
+			t.Errorf("requests %v, with its file %v", got.requests, want.requests)
+			break
+		}
+	}
+	for i := range want.calls {
+		if got.calls[i] != want.calls[i] {
+			t.Errorf("calls %v, with its file %v", got.calls, want.calls)
+			break
+		}
+	}
+	for _, p := range formatstest.CheckReader(qwen.Session, alone) {
+		t.Errorf("read alone: %s", p)
+	}
+}
