@@ -11,11 +11,7 @@ import (
 // contract of readers and writers (the formats package documentation).
 func TestConformance(t *testing.T) {
 	t.Run(claude.Stream.Name, func(t *testing.T) {
-		formatstest.ConformanceOpen(t, claude.Stream, []formatstest.Open{
-			{Rule: "agents", Why: "the result's permission denials of a subagent are read after the subagent ended (orchestrator-task-tool-output.jsonl)"},
-			{Rule: "usage", Why: "agent-stream-fmt-stream.jsonl gives two requests one message id (msg_test), and usage is counted once per message id: the second request has none"},
-			{Rule: "read back: usage", Why: "the same fixture, written and read back: its second request has no usage to write"},
-		},
+		formatstest.Conformance(t, claude.Stream,
 			"claude/agent-stream-fmt-stream.jsonl",
 			"claude/failures-stream.jsonl",
 			"claude/gleam-basic-query.ndjson",
