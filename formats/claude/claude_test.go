@@ -691,3 +691,25 @@ func TestMessageIDAgainAfterResults(t *testing.T) {
 		t.Errorf("got %s\nwant %s", s, want)
 	}
 }
+
+// A tool result whose call the session never gave (a file cut out of its
+// session) ends no call: it is kept as it is, an unknown event.
+func TestSessionResultWithoutCall(t *testing.T) {
+	evs := formatstest.Read(t, Session, formatstest.Fixture(t, "claude/sessions", "claude-code-log-sidechain-integrated.jsonl"))
+	const orphan = "toolu_011V1hetiJ3pC79EoLTY53Ni"
+	kept := false
+	for _, e := range evs {
+		if e.Kind == formats.ToolResult && e.Call.ID == orphan {
+			t.Errorf("a result of call %s, which the session never made: %+v", orphan, e.Call)
+		}
+		if e.Kind == formats.Raw && e.Source.LineNo == 5 && e.Source.Line != nil && strings.Contains(e.Source.Type, "without its call") {
+			kept = true
+		}
+	}
+	if !kept {
+		t.Errorf("the result's record is not kept as an unknown event that says what it is: %s", formatstest.Kinds(evs))
+	}
+	if len(formatstest.OfKind(evs, formats.ToolResult)) != 1 {
+		t.Errorf("the Task's result is read: %s", formatstest.Kinds(evs))
+	}
+}
