@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -251,5 +252,32 @@ func TestExport(t *testing.T) {
 	}
 	if a, b := main(exp), main(db); a != b {
 		t.Errorf("export: %s\ndatabase: %s", a, b)
+	}
+}
+
+// TestStoredStepOrder: a stored step (the export, the database) gives its
+// events in the order of its request: its text and calls, its usage, then
+// the calls' results (the next request's input) and its end, each at the
+// time the source gives it, which does not go back: text at its part's
+// start, a call at its start, a result at its end.
+func TestStoredStepOrder(t *testing.T) {
+	evs := formatstest.Read(t, opencode.Export, readFile(t, filepath.Join("testdata", "subagent-export.json")))
+	var kinds []string
+	var last time.Time
+	for _, e := range evs {
+		if e.Agent != "" {
+			continue
+		}
+		kinds = append(kinds, e.Kind.String())
+		if !e.Time.IsZero() {
+			if e.Time.Before(last) {
+				t.Errorf("%s at %s, after %s", e.Kind, e.Time.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano))
+			}
+			last = e.Time
+		}
+	}
+	want := "run_start user_message turn_start message tool_call usage tool_result turn_end turn_start message usage turn_end run_end"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("main agent's events\n got %s\nwant %s", got, want)
 	}
 }
