@@ -43,14 +43,17 @@ type eventsWriter struct {
 	// The open run's, of each agent by its id ("": the main agent).
 	turn    map[string]int
 	msg     map[string]*pendingMessage
-	calls   map[string]bool         // calls written and not yet answered
-	callIDs []string                // in order
-	callOf  map[string]string       // the agent of each call written
-	errored bool                    // a session.error was written
-	said    string                  // the last message's text
-	asked   map[string]bool         // calls written or pending
-	perms   map[string]formats.Call // calls named by permission requests
-	started time.Time
+	calls   map[string]bool   // calls written and not yet answered
+	callIDs []string          // in order
+	callOf  map[string]string // the agent of each call written
+	// each subagent's start and calls, for its end
+	agentStart map[string]time.Time
+	agentCalls map[string]int
+	errored    bool                    // a session.error was written
+	said       string                  // the last message's text
+	asked      map[string]bool         // calls written or pending
+	perms      map[string]formats.Call // calls named by permission requests
+	started    time.Time
 }
 
 // eventsFile is one session's events.jsonl.
@@ -303,10 +306,13 @@ func (w *eventsWriter) startAgent(at time.Time, e *formats.Event) error {
 	if name == "" {
 		name = "subagent"
 	}
-	d := map[string]any{"toolCallId": e.AgentInfo.ParentCall, "agentName": name, "agentDisplayName": name}
+	// The fields the CLI writes, which it wants back when it resumes.
+	d := map[string]any{"toolCallId": e.AgentInfo.ParentCall, "agentName": name, "agentDisplayName": name,
+		"agentDescription": name, "resumable": false, "agentType": name, "executionMode": "sync"}
 	if e.AgentInfo.Model != "" {
 		d["model"] = e.AgentInfo.Model
 	}
+	w.agentStart[e.Agent] = at
 	return w.putAgent(at, "subagent.started", e.Agent, d)
 }
 
@@ -325,7 +331,16 @@ func (w *eventsWriter) endAgent(at time.Time, e *formats.Event) error {
 		}
 	}
 	d := map[string]any{"toolCallId": call, "agentName": name, "agentDisplayName": name}
+	if a != nil && a.Model != "" {
+		d["model"] = a.Model
+	}
 	if e.Status.OK() {
+		tokens := int64(0)
+		if a != nil {
+			tokens = a.Usage.Total().V
+		}
+		d["totalToolCalls"], d["totalTokens"] = w.agentCalls[e.Agent], tokens
+		d["durationMs"] = max(at.Sub(w.agentStart[e.Agent]).Milliseconds(), 0)
 		return w.putAgent(at, "subagent.completed", e.Agent, d)
 	}
 	msg := e.Text
@@ -344,6 +359,9 @@ func (w *eventsWriter) request(at time.Time, agent string, c formats.Call) {
 		args = json.RawMessage("{}")
 	}
 	w.asked[c.ID] = true
+	if agent != "" {
+		w.agentCalls[agent]++
+	}
 	m.calls = append(m.calls, toolRequest{ToolCallID: c.ID, Name: c.Name, Arguments: args, Type: "function"})
 }
 
@@ -477,6 +495,7 @@ func (w *eventsWriter) startRun(e *formats.Event) error {
 	w.cur = f
 	w.turn, w.msg, w.calls, w.callIDs, w.callOf, w.errored, w.said = map[string]int{}, map[string]*pendingMessage{}, map[string]bool{}, nil, map[string]string{}, false, ""
 	w.asked, w.perms = map[string]bool{}, map[string]formats.Call{}
+	w.agentStart, w.agentCalls = map[string]time.Time{}, map[string]int{}
 	at := w.stamps.Next(e)
 	w.started = at
 	// The CLI wants a cwd, if empty.
