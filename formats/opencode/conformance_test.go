@@ -11,9 +11,7 @@ import (
 // contract of readers and writers (the formats package documentation).
 func TestConformance(t *testing.T) {
 	t.Run(opencode.Stream.Name, func(t *testing.T) {
-		formatstest.ConformanceOpen(t, opencode.Stream, []formatstest.Open{
-			{Rule: "times", Why: "text is given the time its line was printed, a tool call and its result their part's start and end (a result after the step's usage keeps its end): an agent's times go back"},
-		},
+		formatstest.Conformance(t, opencode.Stream,
 			"agents/opencode/1.18.33/api-error/json/stdout.jsonl",
 			"agents/opencode/1.18.33/parallel/json/stdout.jsonl",
 			"agents/opencode/1.18.33/refused/json/stdout.jsonl",
