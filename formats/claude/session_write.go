@@ -142,7 +142,10 @@ type sessionWriter struct {
 	// an unsafe id's derived name may be another agent's own.
 	agentFiles map[string]string
 	resp       map[string]*sessResp
-	called     map[string]bool // calls whose tool_use is written
+	// respIDs are the ids of the responses written to the session's
+	// file: Claude Code reads a response's records by its id.
+	respIDs map[string]bool
+	called  map[string]bool // calls whose tool_use is written
 	// streamed text of each agent, not yet written as a message.
 	text     formats.TextTracker
 	thinking map[string]*strings.Builder
@@ -353,6 +356,7 @@ func (s *sessionWriter) follow(e *formats.Event, v *formats.RunView, copied bool
 			// Another session: a file of its own.
 			s.session, s.main = "", nil
 			s.park()
+			clear(s.respIDs)
 		}
 		s.src, s.prompted, s.answered, s.wrote, s.lastText = v.Info.SessionID, false, false, formats.UsageInfo{}, ""
 		clear(s.resp)
@@ -652,6 +656,20 @@ func (s *sessionWriter) response(e *formats.Event, v *formats.RunView, message b
 	return r
 }
 
+// respID is the id of a response the source names id: its own, unless
+// an earlier response of the file has it (a source that gives two
+// requests one id), whose records it would join; else one made (made).
+func (s *sessionWriter) respID(id string) (_ string, made bool) {
+	if id == "" || s.respIDs[id] {
+		return s.ids.message(), true
+	}
+	if s.respIDs == nil {
+		s.respIDs = map[string]bool{}
+	}
+	s.respIDs[id] = true
+	return id, false
+}
+
 func (s *sessionWriter) modelOf(a string, v *formats.RunView) string {
 	if ag := s.agents[a]; ag != nil && ag.model != "" && a != "" {
 		return ag.model
@@ -676,7 +694,7 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 		}
 		s.wrote.Add(e.Usage)
 		if id := e.Response.ID; id != "" && id != r.id {
-			r.id, r.made = id, false
+			r.id, r.made = s.respID(id)
 		}
 		if stop := e.Response.StopReason; stop != "" && r.stop == nil {
 			r.stop = &stop
@@ -689,10 +707,8 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 	info := e.Usage
 	s.lateUsage(a)
 	s.flushHeld()
-	r = &sessResp{id: e.Response.ID, model: e.Response.Model, usage: u, info: &info}
-	if r.id == "" {
-		r.id = s.ids.message()
-	}
+	r = &sessResp{model: e.Response.Model, usage: u, info: &info}
+	r.id, _ = s.respID(e.Response.ID)
 	if e.Response.StopReason != "" {
 		stop := e.Response.StopReason
 		r.stop = &stop
