@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // longRun is claude-stream of one run of n tool calls, each with its
@@ -30,6 +31,11 @@ func (r *longRun) Read(p []byte) (int, error) {
 			fmt.Fprintf(&r.buf, `{"type":"assistant","session_id":"long","message":{"id":"msg_%d","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"ls -la /w/dir%d"}}],"usage":{"input_tokens":%d,"output_tokens":30}}}`+"\n", c, c, c, 1000+c)
 			fmt.Fprintf(&r.buf, `{"type":"user","session_id":"long","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"total 8, file%d.go"}]}}`+"\n", c, c)
 		default:
+			// The pipeline reads ahead of its writer: a pause lets the
+			// writer take what was handed over (up to three batches of
+			// events, more than the slack), so that what is measured is
+			// what the run keeps, not how full the queue happened to be.
+			time.Sleep(50 * time.Millisecond)
 			var m runtime.MemStats
 			runtime.GC()
 			runtime.GC() // what sync.Pools held, too

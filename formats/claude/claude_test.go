@@ -3,6 +3,7 @@ package claude
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -631,4 +632,84 @@ func copied(evs []*formats.Event) string {
 		}
 	}
 	return b.String()
+}
+
+// The result's permission denials of a subagent's calls are said where
+// the subagent runs: in it while it is open (before the result ends it),
+// by the run once it ended.
+func TestSubagentDenials(t *testing.T) {
+	data := `{"type":"system","subtype":"init","session_id":"s","model":"m"}
+{"type":"assistant","message":{"id":"m1","model":"m","content":[{"type":"tool_use","id":"task_1","name":"Task","input":{"prompt":"look","subagent_type":"helper"}}]},"parent_tool_use_id":null,"session_id":"s"}
+{"type":"assistant","message":{"id":"m2","model":"m","content":[{"type":"tool_use","id":"bash_1","name":"Bash","input":{"command":"rm x"}}]},"parent_tool_use_id":"task_1","session_id":"s"}
+{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","permission_denials":[{"tool_name":"Bash","tool_use_id":"bash_1","tool_input":{"command":"rm x"}}]}
+`
+	evs := formatstest.Read(t, Stream, data)
+	ended := map[string]bool{}
+	var denied *formats.Event
+	for _, e := range evs {
+		if e.Agent != "" && ended[e.Agent] {
+			t.Errorf("a %s of agent %s after its end", e.Kind, e.Agent)
+		}
+		switch e.Kind {
+		case formats.AgentEnd:
+			ended[e.Agent] = true
+		case formats.ToolResult:
+			denied = e
+		}
+	}
+	if denied == nil || denied.Call.ID != "bash_1" || denied.Call.Status != formats.Denied || denied.Agent != "task_1" {
+		t.Errorf("the subagent's refused call: %+v (%s)", denied, formatstest.Kinds(evs))
+	}
+	// A subagent that ended: its refusal's answer is the run's.
+	evs = formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "orchestrator-task-tool-output.jsonl"))
+	answers := formatstest.OfKind(evs, formats.PermissionAnswer)
+	if len(answers) != 2 {
+		t.Fatalf("%d permission answers, want the 2 denials", len(answers))
+	}
+	for _, a := range answers {
+		if a.Agent != "" || a.Call.ID == "" {
+			t.Errorf("answer of call %s given to agent %q, which ended", a.Call.ID, a.Agent)
+		}
+	}
+}
+
+// A message id seen again after its agent's calls' results is another
+// request (agent-stream-fmt-stream.jsonl gives every message msg_test):
+// its usage counts, as the lines of one message count once.
+func TestMessageIDAgainAfterResults(t *testing.T) {
+	evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", "agent-stream-fmt-stream.jsonl"))
+	var got []string
+	for _, e := range evs {
+		switch e.Kind {
+		case formats.Usage:
+			got = append(got, fmt.Sprintf("usage:%d/%d", e.Usage.InputTokens.V, e.Usage.OutputTokens.V))
+		case formats.ToolResult:
+			got = append(got, "tool_result")
+		}
+	}
+	if s, want := strings.Join(got, " "), "usage:10/12 tool_result usage:72/65"; s != want {
+		t.Errorf("got %s\nwant %s", s, want)
+	}
+}
+
+// A tool result whose call the session never gave (a file cut out of its
+// session) ends no call: it is kept as it is, an unknown event.
+func TestSessionResultWithoutCall(t *testing.T) {
+	evs := formatstest.Read(t, Session, formatstest.Fixture(t, "claude/sessions", "claude-code-log-sidechain-integrated.jsonl"))
+	const orphan = "toolu_011V1hetiJ3pC79EoLTY53Ni"
+	kept := false
+	for _, e := range evs {
+		if e.Kind == formats.ToolResult && e.Call.ID == orphan {
+			t.Errorf("a result of call %s, which the session never made: %+v", orphan, e.Call)
+		}
+		if e.Kind == formats.Raw && e.Source.LineNo == 5 && e.Source.Line != nil && strings.Contains(e.Source.Type, "without its call") {
+			kept = true
+		}
+	}
+	if !kept {
+		t.Errorf("the result's record is not kept as an unknown event that says what it is: %s", formatstest.Kinds(evs))
+	}
+	if len(formatstest.OfKind(evs, formats.ToolResult)) != 1 {
+		t.Errorf("the Task's result is read: %s", formatstest.Kinds(evs))
+	}
 }

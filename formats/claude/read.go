@@ -431,9 +431,10 @@ type decoder struct {
 	lastTime time.Time
 	msg      pendingMsg
 	lastText string
-	// usageIDs are the last messages whose usage was taken: the lines of
-	// one message come close together.
-	usageIDs formats.CallMap[bool]
+	// usageIDs are the ids of the messages whose usage was given, and
+	// their agents': a message's lines repeat its usage, counted once,
+	// until its agent's model gets its next input (newInput).
+	usageIDs map[string]string
 	// subUsage: a subagent's requests had usage in this run. Claude's
 	// result.usage counts the main agent's alone, so the run's token
 	// totals are then the sum of every request.
@@ -682,7 +683,7 @@ func (d *decoder) startRun(info formats.RunInfo) {
 	d.version = info.AgentVersion
 	d.session, d.model, d.lastText = info.SessionID, info.Model, ""
 	d.msg = pendingMsg{}
-	d.usageIDs.Reset()
+	clear(d.usageIDs)
 	d.subUsage, d.spawned, d.background, d.turns = false, false, false, 0
 	clear(d.models)
 	d.calls.Reset()
@@ -873,8 +874,8 @@ func (d *decoder) assistant(r *record) {
 				}
 			}
 		}
-		if m.Usage != nil && !d.usage(m.Usage).Empty() && d.newUsage(m.ID) {
-			d.emitUsage(d.knownAgent(r), d.usageOf(m), m.response())
+		if a := d.knownAgent(r); m.Usage != nil && !d.usage(m.Usage).Empty() && !d.counted(m.ID, a) {
+			d.emitUsage(a, d.usageOf(m), m.response())
 		}
 		return
 	}
@@ -889,7 +890,7 @@ func (d *decoder) assistant(r *record) {
 	if !d.msg.active {
 		d.msg = pendingMsg{active: true, id: m.ID, agent: agent, line: d.src.Line, time: d.src.Time}
 	}
-	if m.Usage != nil && d.newUsage(m.ID) {
+	if m.Usage != nil && !d.counted(m.ID, agent) {
 		if m.ID != "" && m.ID == d.streamedID && m.StopReason == "" && d.msg.id == m.ID {
 			// Its message_delta is to come.
 			d.msg.usage = &formats.Event{Agent: agent, Usage: d.usageOf(m), Response: m.response()}
@@ -931,20 +932,6 @@ func (d *decoder) assistant(r *record) {
 			}
 		}
 	}
-}
-
-// newUsage says whether the usage of message id (none: "") was not
-// taken yet, and marks it taken.
-func (d *decoder) newUsage(id string) bool {
-	if id == "" {
-		return true
-	}
-	if _, taken := d.usageIDs.Get(id); taken {
-		return false
-	}
-	d.usageIDs.Set(id, true)
-	d.usageIDs.End(id)
-	return true
 }
 
 // call is what is kept of a call, or nil.
@@ -1007,6 +994,33 @@ func (d *decoder) flushMsg() {
 	d.msg = pendingMsg{}
 }
 
+// counted reports whether the usage of message id was given already, and
+// notes that it is now.
+func (d *decoder) counted(id, agent string) bool {
+	if id == "" {
+		return false
+	}
+	if _, ok := d.usageIDs[id]; ok {
+		return true
+	}
+	if d.usageIDs == nil {
+		d.usageIDs = map[string]string{}
+	}
+	d.usageIDs[id] = agent
+	return false
+}
+
+// newInput: the agent's model gets its next input (a prompt, its calls'
+// results), so a message of it that follows is another request, whatever
+// its id.
+func (d *decoder) newInput(agent string) {
+	for id, a := range d.usageIDs {
+		if a == agent {
+			delete(d.usageIDs, id)
+		}
+	}
+}
+
 func (d *decoder) user(r *record) {
 	d.flushMsg()
 	d.ensureRun(r.SessionID)
@@ -1021,6 +1035,7 @@ func (d *decoder) user(r *record) {
 		// has no record for a subagent that says nothing.
 		if b.Type == "text" || b.Type == "tool_result" {
 			agent = d.agentOf(r)
+			d.newInput(agent)
 			break
 		}
 	}
@@ -1138,11 +1153,16 @@ func (d *decoder) result(r *record) {
 	d.ensureRun(r.SessionID)
 	// The main agent's streamed text may be the answer.
 	d.wholeStreamed("")
-	for len(d.agents) > 0 {
-		d.endAgent(d.agents[len(d.agents)-1], formats.Cancelled, "")
-	}
 	failed := (r.IsError != nil && *r.IsError) || (r.Subtype != "" && r.Subtype != "success")
 	errs := rawStrings(r.Errors)
+	// The refusals go to the agents still open, before they end; a
+	// refusal of an agent that ended is the run's to say.
+	live := func(agent string) string {
+		if slices.Contains(d.agents, agent) {
+			return agent
+		}
+		return ""
+	}
 	for _, dn := range r.PermissionDenials {
 		if c := d.call(dn.ToolUseID); c != nil && c.denied {
 			// Its tool_result ended it already, as refused: a call ends once.
@@ -1152,7 +1172,7 @@ func (d *decoder) result(r *record) {
 			// The call ended already, failed, its result saying the refusal
 			// in other words: the denial is the answer to its permission,
 			// not a second end.
-			d.emit(&formats.Event{Kind: formats.PermissionAnswer, Agent: c.agent, Call: formats.Call{ID: dn.ToolUseID, Name: c.name},
+			d.emit(&formats.Event{Kind: formats.PermissionAnswer, Agent: live(c.agent), Call: formats.Call{ID: dn.ToolUseID, Name: c.name},
 				Permission: formats.Permission{RequestID: dn.ToolUseID, Reason: c.failed}})
 			continue
 		}
@@ -1165,6 +1185,9 @@ func (d *decoder) result(r *record) {
 			ev.Call.Error = errs[0]
 		}
 		d.emit(ev)
+	}
+	for len(d.agents) > 0 {
+		d.endAgent(d.agents[len(d.agents)-1], formats.Cancelled, "")
 	}
 	for _, e := range errs {
 		d.emit(&formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e})

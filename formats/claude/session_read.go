@@ -1642,6 +1642,14 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 			if ev.Call.Status == formats.Failed && r.r.refused() {
 				ev.Call.Status = formats.Denied
 			}
+			if b.calls[bl.ToolUseID] == nil && b.callAgent[bl.ToolUseID] == nil && ev.Call.Status != formats.Denied {
+				// A result whose call the run never gave (a file cut out of
+				// its session): it ends no call, and is kept as it is (the
+				// pipeline says so, by its type).
+				b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent, Source: formats.Source{Type: "user (a tool result without its call)"}}, carried)
+				gave = true
+				continue
+			}
 			if a := b.callAgent[bl.ToolUseID]; a != nil {
 				// The subagent it spawned: its file's events go here, before
 				// its result; an inline one ends here.

@@ -142,7 +142,12 @@ type sessionWriter struct {
 	// an unsafe id's derived name may be another agent's own.
 	agentFiles map[string]string
 	resp       map[string]*sessResp
-	called     map[string]bool // calls whose tool_use is written
+	// respIDs are the ids of the last responses written to the
+	// session's file (RecentCalls of them): Claude Code reads a
+	// response's records by its id, and a source that gives two requests
+	// one id gives them close together.
+	respIDs formats.CallMap[bool]
+	called  map[string]bool // calls whose tool_use is written
 	// streamed text of each agent, not yet written as a message.
 	text     formats.TextTracker
 	thinking map[string]*strings.Builder
@@ -353,6 +358,7 @@ func (s *sessionWriter) follow(e *formats.Event, v *formats.RunView, copied bool
 			// Another session: a file of its own.
 			s.session, s.main = "", nil
 			s.park()
+			s.respIDs.Reset()
 		}
 		s.src, s.prompted, s.answered, s.wrote, s.lastText = v.Info.SessionID, false, false, formats.UsageInfo{}, ""
 		clear(s.resp)
@@ -652,6 +658,18 @@ func (s *sessionWriter) response(e *formats.Event, v *formats.RunView, message b
 	return r
 }
 
+// respID is the id of a response the source names id: its own, unless
+// an earlier response of the file has it (a source that gives two
+// requests one id), whose records it would join; else one made (made).
+func (s *sessionWriter) respID(id string) (_ string, made bool) {
+	if _, seen := s.respIDs.Get(id); id == "" || seen {
+		return s.ids.message(), true
+	}
+	s.respIDs.Set(id, true)
+	s.respIDs.End(id)
+	return id, false
+}
+
 func (s *sessionWriter) modelOf(a string, v *formats.RunView) string {
 	if ag := s.agents[a]; ag != nil && ag.model != "" && a != "" {
 		return ag.model
@@ -676,7 +694,7 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 		}
 		s.wrote.Add(e.Usage)
 		if id := e.Response.ID; id != "" && id != r.id {
-			r.id, r.made = id, false
+			r.id, r.made = s.respID(id)
 		}
 		if stop := e.Response.StopReason; stop != "" && r.stop == nil {
 			r.stop = &stop
@@ -689,10 +707,8 @@ func (s *sessionWriter) usage(e *formats.Event, v *formats.RunView) {
 	info := e.Usage
 	s.lateUsage(a)
 	s.flushHeld()
-	r = &sessResp{id: e.Response.ID, model: e.Response.Model, usage: u, info: &info}
-	if r.id == "" {
-		r.id = s.ids.message()
-	}
+	r = &sessResp{model: e.Response.Model, usage: u, info: &info}
+	r.id, _ = s.respID(e.Response.ID)
 	if e.Response.StopReason != "" {
 		stop := e.Response.StopReason
 		r.stop = &stop
@@ -730,8 +746,8 @@ func (s *sessionWriter) toolResult(e *formats.Event, v *formats.RunView) {
 		// A refusal whose call the source never gave (claude-stream's
 		// permission_denials): the call goes first, with its name.
 		s.assistant(e, v, s.response(e, v, true), []any{toolUseOut{"tool_use", c.ID, c.Name, args(c.Args)}})
-		s.called[c.ID] = true
 	}
+	delete(s.called, c.ID) // a call ends once
 	out := c.Output.Text()
 	isErr := c.Status != formats.Completed
 	if c.Error != "" {

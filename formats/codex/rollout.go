@@ -34,9 +34,10 @@ var Rollout = formats.Dialect{
 		formats.CompactionSummaries | formats.ModelChanges | formats.InfoNotices | formats.WarningNotices |
 		formats.TokenUsage | formats.PerRequestUsage | formats.ReasoningTokens | formats.RunOutcomes |
 		formats.SubagentPrompts | formats.SubagentThinking | formats.SubagentTurns | formats.SubagentTodos,
-	// 0.171's records of its own state, a request's usage (token_count
-	// says it too), the items again as events, and the instructions and
-	// context it adds (reported as lost system instructions).
+	// 0.171's records of its own state, a request's usage record without
+	// its counts (one with them is read), the items again as events, and
+	// the instructions and context it adds (reported as lost system
+	// instructions).
 	Bookkeeping: []string{"world_state", "event_msg/thread_settings_applied", "event_msg/item_completed",
 		"token_usage_record", "inter_agent_communication_metadata", contextType},
 	Quirks: []formats.Quirk{

@@ -80,6 +80,11 @@ type payload struct {
 	Explanation *string         `json:"explanation"`
 	// item_completed's item (0.171)
 	Item json.RawMessage `json:"item"`
+	// token_usage_record (0.171): a request's usage, and the thread's
+	// running total, which the token_count after it repeats
+	ResponseID  string          `json:"response_id"`
+	Usage       *tokenUsage     `json:"usage"`
+	ThreadUsage json.RawMessage `json:"thread_token_usage"`
 }
 
 type planStep struct {
@@ -100,6 +105,17 @@ type tokenUsage struct {
 	OutputTokens          *int64 `json:"output_tokens"`
 	ReasoningOutputTokens *int64 `json:"reasoning_output_tokens"`
 	TotalTokens           *int64 `json:"total_tokens"`
+}
+
+// totalKey is a running total of token counts as a key, the same however
+// Codex orders or spaces its fields; "" for none.
+func totalKey(raw json.RawMessage) string {
+	var m map[string]json.Number
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil || m == nil {
+		return ""
+	}
+	b, _ := json.Marshal(m) // keys sorted
+	return string(b)
 }
 
 func (u *tokenUsage) info() formats.UsageInfo {
@@ -154,7 +170,7 @@ type rolloutReader struct {
 	provider   string
 	model      string
 	sawUser    bool   // Codex echoes prompts as user_message events here
-	lastTotal  string // total_token_usage of the last token_count
+	lastTotal  string // the running total of the last usage read (totalKey)
 	meta       bool   // a session_meta was read
 	searchSeen int
 	everRun    bool
@@ -452,6 +468,17 @@ func (r *rolloutReader) record(b []byte, n int) error {
 		r.responseItem(&p, n)
 	case "event_msg":
 		r.eventMsg(&p, n)
+	case "token_usage_record":
+		// Codex 0.171 records a request's usage when the response ends,
+		// before its calls' outputs; the token_count it prints after them
+		// repeats it.
+		if p.Usage == nil {
+			r.emit(&formats.Event{Kind: formats.Raw})
+			break
+		}
+		r.lastTotal = totalKey(p.ThreadUsage)
+		r.begun()
+		r.emit(&formats.Event{Kind: formats.Usage, Usage: p.Usage.info(), Response: formats.Response{ID: p.ResponseID, Model: r.model}})
 	case "compacted":
 		r.begun()
 		if r.echo(&r.run.echoCompact) {
@@ -1006,9 +1033,11 @@ func (r *rolloutReader) eventMsg(p *payload, n int) {
 		if p.Info == nil || p.Info.Last == nil {
 			return // rate limits only
 		}
-		total := string(p.Info.Total)
+		total := totalKey(p.Info.Total)
 		if total != "" && total == r.lastTotal {
-			return // the same count again: no new request
+			// The same count again, or the token_usage_record's that
+			// came before it: no new request.
+			return
 		}
 		r.lastTotal = total
 		r.begun()

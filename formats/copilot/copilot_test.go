@@ -234,24 +234,15 @@ func TestPlaces(t *testing.T) {
 }
 
 // TestWriteEvents: every capture's session, written by the events writer
-// (encoded, not copied), reads back as the same main agent's prompts,
-// messages, calls and results, usage and outcome; the subagent's work
-// stays in its call's result.
+// (encoded, not copied), reads back as the same prompts, messages, calls
+// and results, usage and outcome, the subagent's too, between its start
+// and end, of the same agent.
 func TestWriteEvents(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(captures, "*"))
 	for _, dir := range dirs {
 		scenario := filepath.Base(dir)
 		_, events := capture(t, scenario)
-		main := func(cs []formatstest.Comparable) []formatstest.Comparable {
-			var out []formatstest.Comparable
-			for _, c := range cs {
-				if c.Agent == "" {
-					out = append(out, c)
-				}
-			}
-			return out
-		}
-		formatstest.RoundTripNormalized(t, copilot.Events, events, main, formats.UserMessage, formats.Message,
+		formatstest.RoundTrip(t, copilot.Events, events, formats.AgentStart, formats.AgentEnd, formats.UserMessage, formats.Message,
 			formats.ToolCall, formats.ToolResult, formats.Usage, formats.Notice, formats.TurnEnd, formats.RunEnd)
 		evs := formatstest.Read(t, copilot.Events, events)
 		var clean []*formats.Event

@@ -16,15 +16,17 @@ var (
 	lossExitCodes = formats.NewQuirk("exit codes other than 0 and 1 (the CLI exits 1 after a session's error)")
 )
 
-// eventsCarries: a session file keeps the main agent's conversation (its
-// prompts, text, reasoning, calls with their results, refusals), each
-// request's usage (a subagent's marked with its agentId), notices and each
-// run's outcome. A subagent's work is in its call's result: the CLI's own
-// subagent events name agents of its own, which the writer does not make.
+// eventsCarries: a session file keeps the conversation (prompts, text,
+// reasoning, calls with their results, refusals), each request's usage,
+// notices and each run's outcome; a subagent's, marked with its agentId
+// as the CLI marks them, between its subagent.started, which names the
+// call that spawned it, and its subagent.completed or subagent.failed.
 const eventsCarries = formats.Timestamps | formats.WorkingDirs | formats.ModelNames | formats.UserPrompts |
 	formats.FollowUpPrompts | formats.AssistantText | formats.Thinking | formats.Turns | formats.ToolCalls |
 	formats.Refusals | formats.TokenUsage | formats.PerRequestUsage | formats.CacheWrites | formats.ReasoningTokens |
-	formats.InfoNotices | formats.WarningNotices | formats.RunOutcomes
+	formats.InfoNotices | formats.WarningNotices | formats.RunOutcomes |
+	formats.Subagents | formats.SubagentCalls | formats.SubagentText | formats.SubagentThinking | formats.SubagentPrompts |
+	formats.SubagentTurns | formats.SubagentToolCalls | formats.SubagentNotices
 
 type eventsWriter struct {
 	stream io.Writer
@@ -38,16 +40,20 @@ type eventsWriter struct {
 	runs   int
 	err    error
 
-	// The open run's.
-	turn    int
-	msg     *pendingMessage
-	calls   map[string]bool         // calls written and not yet answered
-	callIDs []string                // in order
-	errored bool                    // a session.error was written
-	said    string                  // the last message's text
-	asked   map[string]bool         // calls written or pending
-	perms   map[string]formats.Call // calls named by permission requests
-	started time.Time
+	// The open run's, of each agent by its id ("": the main agent).
+	turn    map[string]int
+	msg     map[string]*pendingMessage
+	calls   map[string]bool   // calls written and not yet answered
+	callIDs []string          // in order
+	callOf  map[string]string // the agent of each call written
+	// each subagent's start and calls, for its end
+	agentStart map[string]time.Time
+	agentCalls map[string]int
+	errored    bool                    // a session.error was written
+	said       string                  // the last message's text
+	asked      map[string]bool         // calls written or pending
+	perms      map[string]formats.Call // calls named by permission requests
+	started    time.Time
 }
 
 // eventsFile is one session's events.jsonl.
@@ -206,53 +212,50 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 		}
 	}
 	at := w.stamps.Next(e)
-	if e.Agent != "" {
-		// A subagent's work is in its call's result; its requests are
-		// the session's, marked with its id as the CLI marks them.
-		if e.Kind == formats.Usage {
-			return w.usage(at, e)
-		}
-		return nil
-	}
+	a := e.Agent
 	switch e.Kind {
 	case formats.RunEnd:
 		return w.endRun(at, v)
+	case formats.AgentStart:
+		return w.startAgent(at, e)
+	case formats.AgentEnd:
+		return w.endAgent(at, e)
 	case formats.UserMessage:
-		if err := w.flush(at); err != nil {
+		if err := w.flush(at, a); err != nil {
 			return err
 		}
-		return w.put(at, "user.message", map[string]any{"content": e.Prompt()})
+		return w.putAgent(at, "user.message", a, map[string]any{"content": e.Prompt()})
 	case formats.TurnStart:
-		if err := w.flush(at); err != nil {
+		if err := w.flush(at, a); err != nil {
 			return err
 		}
-		return w.put(at, "assistant.turn_start", map[string]any{"turnId": strconv.Itoa(w.turn)})
+		return w.putAgent(at, "assistant.turn_start", a, map[string]any{"turnId": strconv.Itoa(w.turn[a])})
 	case formats.TurnEnd:
-		if err := w.flush(at); err != nil {
+		if err := w.flush(at, a); err != nil {
 			return err
 		}
-		w.turn++
-		return w.put(at, "assistant.turn_end", map[string]any{"turnId": strconv.Itoa(w.turn - 1)})
+		w.turn[a]++
+		return w.putAgent(at, "assistant.turn_end", a, map[string]any{"turnId": strconv.Itoa(w.turn[a] - 1)})
 	case formats.TextDelta:
-		m := w.message(at)
+		m := w.message(at, a)
 		m.text.Add(e.Piece())
 	case formats.ThinkingDelta:
-		m := w.message(at)
+		m := w.message(at, a)
 		m.thinking.Add(e.Piece())
 	case formats.Message:
 		// A whole message repeats what its deltas streamed; after calls,
 		// or after another whole message, it is a message of its own.
-		if m := w.msg; m != nil && (len(m.calls) > 0 || m.whole) {
-			if err := w.flush(at); err != nil {
+		if m := w.msg[a]; m != nil && (len(m.calls) > 0 || m.whole) {
+			if err := w.flush(at, a); err != nil {
 				return err
 			}
 		}
-		m := w.message(at)
+		m := w.message(at, a)
 		m.text.Set(e.MessageText())
 		m.thinking.Set(e.Thinking)
 		m.whole = true
 	case formats.ToolCall:
-		w.request(at, e.Call)
+		w.request(at, a, e.Call)
 	case formats.PermissionRequest:
 		// A call some sources give only in the request to approve it.
 		if e.Call.ID != "" && w.perms[e.Call.ID].ID == "" {
@@ -270,20 +273,20 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 			if len(c.Args) == 0 {
 				c.Args = e.Call.Args
 			}
-			w.request(at, c)
+			w.request(at, a, c)
 		}
-		if err := w.flush(at); err != nil {
+		if err := w.flush(at, a); err != nil {
 			return err
 		}
-		return w.result(at, e.Call)
+		return w.result(at, a, e.Call)
 	case formats.Answer:
 		// The answer, when no message of the run said it (a source that
-		// gives it only at the end).
-		if e.AnswerText() != "" && e.AnswerText() != w.said && (w.msg == nil || w.msg.text.String() != e.AnswerText()) {
-			if err := w.flush(at); err != nil {
+		// gives it only at the end); a subagent's is its last message.
+		if m := w.msg[a]; a == "" && e.AnswerText() != "" && e.AnswerText() != w.said && (m == nil || m.text.String() != e.AnswerText()) {
+			if err := w.flush(at, a); err != nil {
 				return err
 			}
-			w.message(at).text.Set(e.AnswerText())
+			w.message(at, a).text.Set(e.AnswerText())
 		}
 	case formats.Usage:
 		return w.usage(at, e)
@@ -293,33 +296,93 @@ func (w *eventsWriter) Write(e *formats.Event, v *formats.RunView) error {
 	return nil
 }
 
-// request adds a call to the pending message.
-func (w *eventsWriter) request(at time.Time, c formats.Call) {
-	m := w.message(at)
+// startAgent writes a subagent's start, after its parent's message that
+// holds the call that spawned it, as the CLI writes it.
+func (w *eventsWriter) startAgent(at time.Time, e *formats.Event) error {
+	if err := w.flush(at, e.AgentInfo.Parent); err != nil {
+		return err
+	}
+	name := e.AgentInfo.Label
+	if name == "" {
+		name = "subagent"
+	}
+	// The fields the CLI writes, which it wants back when it resumes.
+	d := map[string]any{"toolCallId": e.AgentInfo.ParentCall, "agentName": name, "agentDisplayName": name,
+		"agentDescription": name, "resumable": false, "agentType": name, "executionMode": "sync"}
+	if e.AgentInfo.Model != "" {
+		d["model"] = e.AgentInfo.Model
+	}
+	w.agentStart[e.Agent] = at
+	return w.putAgent(at, "subagent.started", e.Agent, d)
+}
+
+// endAgent writes what the subagent still holds, and its end.
+func (w *eventsWriter) endAgent(at time.Time, e *formats.Event) error {
+	if err := w.flush(at, e.Agent); err != nil {
+		return err
+	}
+	delete(w.msg, e.Agent)
+	a := w.view.Agent(e.Agent)
+	name, call := "subagent", ""
+	if a != nil {
+		call = a.ParentCall
+		if a.Label != "" {
+			name = a.Label
+		}
+	}
+	d := map[string]any{"toolCallId": call, "agentName": name, "agentDisplayName": name}
+	if a != nil && a.Model != "" {
+		d["model"] = a.Model
+	}
+	if e.Status.OK() {
+		tokens := int64(0)
+		if a != nil {
+			tokens = a.Usage.Total().V
+		}
+		d["totalToolCalls"], d["totalTokens"] = w.agentCalls[e.Agent], tokens
+		d["durationMs"] = max(at.Sub(w.agentStart[e.Agent]).Milliseconds(), 0)
+		return w.putAgent(at, "subagent.completed", e.Agent, d)
+	}
+	msg := e.Text
+	if msg == "" {
+		msg = e.Status.String()
+	}
+	d["error"] = map[string]any{"message": msg}
+	return w.putAgent(at, "subagent.failed", e.Agent, d)
+}
+
+// request adds a call to the agent's pending message.
+func (w *eventsWriter) request(at time.Time, agent string, c formats.Call) {
+	m := w.message(at, agent)
 	args := c.Args
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
 	w.asked[c.ID] = true
+	if agent != "" {
+		w.agentCalls[agent]++
+	}
 	m.calls = append(m.calls, toolRequest{ToolCallID: c.ID, Name: c.Name, Arguments: args, Type: "function"})
 }
 
-func (w *eventsWriter) message(at time.Time) *pendingMessage {
-	if w.msg == nil {
-		w.msg = &pendingMessage{at: at}
+func (w *eventsWriter) message(at time.Time, agent string) *pendingMessage {
+	m := w.msg[agent]
+	if m == nil {
+		m = &pendingMessage{at: at}
+		w.msg[agent] = m
 	}
-	return w.msg
+	return m
 }
 
-// flush writes the pending assistant message with its calls.
-func (w *eventsWriter) flush(at time.Time) error {
-	m := w.msg
+// flush writes the agent's pending assistant message with its calls.
+func (w *eventsWriter) flush(at time.Time, agent string) error {
+	m := w.msg[agent]
 	if m == nil {
 		return nil
 	}
-	w.msg = nil
+	w.msg[agent] = nil
 	text, thinking := m.text.String(), m.thinking.String()
-	if text != "" {
+	if text != "" && agent == "" {
 		w.said = text
 	}
 	calls := m.calls
@@ -336,14 +399,29 @@ func (w *eventsWriter) flush(at time.Time) error {
 			w.callIDs = append(w.callIDs, c.ToolCallID)
 		}
 		w.calls[c.ToolCallID] = true
+		w.callOf[c.ToolCallID] = agent
 	}
-	return w.put(m.at, "assistant.message", d)
+	return w.putAgent(m.at, "assistant.message", agent, d)
 }
 
 // result writes a call's end: success, a refusal (error code denied, as
 // the CLI writes one it could not ask for), or a failure.
-func (w *eventsWriter) result(at time.Time, c formats.Call) error {
+func (w *eventsWriter) result(at time.Time, agent string, c formats.Call) error {
+	// What is kept of a call goes with its end: a run's memory is its
+	// open calls.
 	delete(w.calls, c.ID)
+	delete(w.callOf, c.ID)
+	delete(w.asked, c.ID)
+	delete(w.perms, c.ID)
+	if len(w.callIDs) > 64 && len(w.callIDs) > 2*len(w.calls) {
+		open := w.callIDs[:0]
+		for _, id := range w.callIDs {
+			if w.calls[id] {
+				open = append(open, id)
+			}
+		}
+		w.callIDs = open
+	}
 	d := map[string]any{"toolCallId": c.ID}
 	switch c.Status {
 	case formats.Completed:
@@ -367,15 +445,15 @@ func (w *eventsWriter) result(at time.Time, c formats.Call) error {
 	if c.ExitCode.OK {
 		d["shellExecution"] = map[string]any{"exitCode": c.ExitCode.V}
 	}
-	return w.put(at, "tool.execution_complete", d)
+	return w.putAgent(at, "tool.execution_complete", agent, d)
 }
 
 // usage writes a request's counts as a usage record. It goes before the
-// request's message, as the CLI writes it; so, while the main agent's
-// message is held, it takes the message's time, that the times read back
-// do not go back.
+// request's message, as the CLI writes it; so, while the agent's message
+// is held, it takes the message's time, that the times read back do not
+// go back.
 func (w *eventsWriter) usage(at time.Time, e *formats.Event) error {
-	if m := w.msg; m != nil && e.Agent == "" && m.at.Before(at) {
+	if m := w.msg[e.Agent]; m != nil && m.at.Before(at) {
 		at = m.at
 	}
 	u := e.Usage
@@ -407,16 +485,18 @@ func (w *eventsWriter) usage(at time.Time, e *formats.Event) error {
 func (w *eventsWriter) notice(at time.Time, e *formats.Event) error {
 	switch e.Severity {
 	case formats.Error:
-		w.errored = true
+		if e.Agent == "" {
+			w.errored = true
+		}
 		code := e.Code
 		if code == "" {
 			code = "error"
 		}
-		return w.put(at, "session.error", map[string]any{"errorType": code, "message": e.NoticeText()})
+		return w.putAgent(at, "session.error", e.Agent, map[string]any{"errorType": code, "message": e.NoticeText()})
 	case formats.Warning:
-		return w.put(at, "session.warning", map[string]any{"warningType": "agentconv", "message": e.NoticeText()})
+		return w.putAgent(at, "session.warning", e.Agent, map[string]any{"warningType": "agentconv", "message": e.NoticeText()})
 	}
-	return w.put(at, "session.info", map[string]any{"infoType": "agentconv", "message": e.NoticeText()})
+	return w.putAgent(at, "session.info", e.Agent, map[string]any{"infoType": "agentconv", "message": e.NoticeText()})
 }
 
 // startRun writes the session's start, or its resume when the session has
@@ -427,8 +507,9 @@ func (w *eventsWriter) startRun(e *formats.Event) error {
 		return err
 	}
 	w.cur = f
-	w.turn, w.msg, w.calls, w.callIDs, w.errored, w.said = 0, nil, map[string]bool{}, nil, false, ""
+	w.turn, w.msg, w.calls, w.callIDs, w.callOf, w.errored, w.said = map[string]int{}, map[string]*pendingMessage{}, map[string]bool{}, nil, map[string]string{}, false, ""
 	w.asked, w.perms = map[string]bool{}, map[string]formats.Call{}
+	w.agentStart, w.agentCalls = map[string]time.Time{}, map[string]int{}
 	at := w.stamps.Next(e)
 	w.started = at
 	// The CLI wants a cwd, if empty.
@@ -448,13 +529,13 @@ func (w *eventsWriter) startRun(e *formats.Event) error {
 // endRun answers the calls left without a result, says the run's failure
 // if no error did, and closes the run with the session's shutdown.
 func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
-	if err := w.flush(at); err != nil {
+	if err := w.flush(at, ""); err != nil {
 		return err
 	}
 	for _, id := range w.callIDs {
 		if w.calls[id] {
 			w.opts.Report.Quirk(formats.UnansweredCallsFailed)
-			if err := w.result(at, formats.Call{ID: id, Status: formats.Failed, Error: "the call has no result"}); err != nil {
+			if err := w.result(at, w.callOf[id], formats.Call{ID: id, Status: formats.Failed, Error: "the call has no result"}); err != nil {
 				return err
 			}
 		}

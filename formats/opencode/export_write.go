@@ -376,7 +376,8 @@ func (w *exportWriter) Write(e *formats.Event, v *formats.RunView) error {
 		w.result(a, e, at)
 	case formats.Usage:
 		u := e.Usage
-		if m := a.cur; m != nil && m.usage == nil {
+		if m := a.cur; m != nil && m.usage == nil && !m.answered {
+			// After its calls' results, usage is the next request's.
 			m.usage = &u
 		} else if a.usage != nil {
 			a.usage.Add(u)
@@ -690,8 +691,9 @@ func docUsage(u *formats.UsageInfo) (*docTokens, float64) {
 
 func (w *exportWriter) call(a *agentDoc, e *formats.Event, at time.Time) {
 	m := a.cur
-	if m != nil && m.answered && !m.turn {
-		// The model responds again after results: a new message.
+	if m != nil && m.answered {
+		// The model responds again after results: a new message, as
+		// OpenCode keeps one per request, in a turn too.
 		w.closeMsg(a, at)
 	}
 	m = w.open(a, at)

@@ -147,3 +147,44 @@ func jsonDocs(b []byte) ([]idDoc, error) {
 	}
 	return out, nil
 }
+
+// TestExportRequestPerMessage: a turn whose model called, read the result
+// and called again is two requests, which OpenCode keeps as two assistant
+// messages, each with its own tokens.
+func TestExportRequestPerMessage(t *testing.T) {
+	u := func(in int64) formats.UsageInfo {
+		return formats.UsageInfo{InputTokens: formats.Some(in), OutputTokens: formats.Some(int64(1))}
+	}
+	evs := []*formats.Event{
+		{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: "s"}},
+		{Kind: formats.UserMessage, Text: "go"},
+		{Kind: formats.TurnStart},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c1", Name: "bash", Args: json.RawMessage(`{"command":"ls"}`)}},
+		{Kind: formats.Usage, Usage: u(100)},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c1", Status: formats.Completed, Output: formats.TextOutput("a")}},
+		{Kind: formats.ToolCall, Call: formats.Call{ID: "c2", Name: "bash", Args: json.RawMessage(`{"command":"cat a"}`)}},
+		{Kind: formats.Usage, Usage: u(200)},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Status: formats.Completed, Output: formats.TextOutput("b")}},
+		{Kind: formats.Message, Text: "done"},
+		{Kind: formats.Usage, Usage: u(300)},
+		{Kind: formats.TurnEnd, Status: formats.Completed},
+		{Kind: formats.RunEnd, Status: formats.Completed},
+	}
+	out, err := formatstest.WriteAll(opencode.Export, evs, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range formatstest.Read(t, opencode.Export, out) {
+		switch e.Kind {
+		case formats.TurnStart, formats.ToolCall, formats.ToolResult:
+			got = append(got, e.Kind.String()+":"+e.Call.ID)
+		case formats.Usage:
+			got = append(got, fmt.Sprintf("usage:%d", e.Usage.InputTokens.V))
+		}
+	}
+	want := "turn_start: tool_call:c1 usage:100 tool_result:c1 turn_start: tool_call:c2 usage:200 tool_result:c2 turn_start: usage:300"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("read back\n got %s\nwant %s", s, want)
+	}
+}

@@ -3,12 +3,14 @@ package opencode_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/formatstest"
@@ -251,5 +253,60 @@ func TestExport(t *testing.T) {
 	}
 	if a, b := main(exp), main(db); a != b {
 		t.Errorf("export: %s\ndatabase: %s", a, b)
+	}
+}
+
+// TestStoredStepOrder: a stored step (the export, the database) gives its
+// events in the order of its request: its text and calls, its usage, then
+// the calls' results (the next request's input) and its end, each at the
+// time the source gives it, which does not go back: text at its part's
+// start, a call at its start, a result at its end.
+func TestStoredStepOrder(t *testing.T) {
+	evs := formatstest.Read(t, opencode.Export, readFile(t, filepath.Join("testdata", "subagent-export.json")))
+	var kinds []string
+	var last time.Time
+	for _, e := range evs {
+		if e.Agent != "" {
+			continue
+		}
+		kinds = append(kinds, e.Kind.String())
+		if !e.Time.IsZero() {
+			if e.Time.Before(last) {
+				t.Errorf("%s at %s, after %s", e.Kind, e.Time.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano))
+			}
+			last = e.Time
+		}
+	}
+	want := "run_start user_message turn_start message tool_call usage tool_result turn_end turn_start message usage turn_end run_end"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("main agent's events\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestStreamTimes: OpenCode prints a part once it is done, later than its
+// own times, and a step's lines later than its parts: each event has its
+// part's time (text its start, a call its start, a result its end), a
+// step's start, usage and end none, and an agent's times do not go back.
+func TestStreamTimes(t *testing.T) {
+	evs := formatstest.Read(t, opencode.Stream, readFile(t, filepath.Join(capture("parallel"), "stdout.jsonl")))
+	var last time.Time
+	var got []string
+	for _, e := range evs {
+		if e.Kind == formats.RunStart || e.Kind == formats.RunEnd {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s@%d", e.Kind, e.Time.UnixMilli()%100000))
+		if !e.Time.IsZero() && e.Time.Before(last) {
+			t.Errorf("%s at %s, after %s", e.Kind, e.Time.Format(time.RFC3339Nano), last.Format(time.RFC3339Nano))
+		}
+		if e.Time.After(last) {
+			last = e.Time
+		}
+	}
+	zero := time.Time{}.UnixMilli() % 100000
+	want := fmt.Sprintf("turn_start@%d message@63649 tool_call@63689 tool_call@63718 usage@%d tool_result@70764 tool_result@70889 turn_end@%d "+
+		"turn_start@%d message@73937 usage@%d turn_end@%d", zero, zero, zero, zero, zero, zero)
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("events\n got %s\nwant %s", s, want)
 	}
 }

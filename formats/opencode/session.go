@@ -3,6 +3,7 @@ package opencode
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -248,26 +249,55 @@ func (b *builder) prompt(m *message, agent string, t time.Time) []*formats.Event
 }
 
 // answer is an assistant message's parts, and its error, as agent's; and
-// the message's last time.
+// the message's last time. A step's events go in the order of its model
+// request: what it said and the calls it made (with the subagents they
+// started), its usage (the step's finish), then the calls' results, by
+// their ends, and the step's end. Each has the time the source gives it:
+// text and reasoning their part's start, a call its start and its result
+// its end; a step's usage none (its finish has no time of its own), its
+// end the message's completion.
 func (b *builder) answer(m *message, agent string) ([]*formats.Event, time.Time) {
-	var out []*formats.Event
+	var out, results []*formats.Event
 	t := ms(m.Info.Time.Created)
+	done := ms(m.Info.Time.Completed)
+	last := t
+	if done.After(last) {
+		last = done
+	}
+	endResults := func() {
+		slices.SortStableFunc(results, func(a, b *formats.Event) int { return a.Time.Compare(b.Time) })
+		out = append(out, results...)
+		results = nil
+	}
 	for _, p := range m.Parts {
 		pt := t
-		if p.Time != nil && p.Time.End != nil {
-			pt = ms(*p.Time.End)
+		if p.Time != nil {
+			if p.Time.Start != nil {
+				pt = ms(*p.Time.Start)
+			} else if p.Time.End != nil {
+				pt = ms(*p.Time.End)
+			}
 		}
 		for _, e := range partEvents(p, agent, pt, b.spawn) {
 			if e.Source.Dialect == "" {
 				e.Source = b.src(p.Type)
 			}
+			switch {
+			case e.Kind == formats.ToolResult && e.Agent == agent:
+				results = append(results, e)
+				continue
+			case e.Kind == formats.Usage && e.Agent == agent:
+				e.Time = time.Time{}
+				out = append(out, e)
+				endResults()
+				continue
+			case e.Kind == formats.TurnEnd && e.Agent == agent:
+				e.Time = done
+			}
 			out = append(out, e)
 		}
 	}
-	last := t
-	if c := ms(m.Info.Time.Completed); c.After(last) {
-		last = c
-	}
+	endResults()
 	if m.Info.Error != nil {
 		out = append(out, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Time: last,
 			Text: m.Info.Error.message(), Code: m.Info.Error.Name, Source: b.src("error")})

@@ -2,6 +2,8 @@ package opencode
 
 import (
 	"io"
+	"slices"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -147,6 +149,7 @@ func (r *streamReader) record(b []byte) error {
 		evs = append(r.takeResults(), &formats.Event{Kind: formats.Notice, Severity: formats.Error, Text: e.message(), Code: e.Name, Time: ms(t)})
 	case partTypes[l.Type] != "" && l.Part != nil:
 		evs = partEvents(l.Part, "", ms(t), nil)
+		streamTimes(l.Part, evs)
 		if len(evs) == 0 {
 			evs = []*formats.Event{{Kind: formats.Raw, Source: formats.Source{Known: true}}}
 		}
@@ -186,11 +189,33 @@ func (r *streamReader) placeResults(part, lineType string, n int, evs []*formats
 	return evs
 }
 
-// takeResults gives the held results of calls, in order.
+// takeResults gives the held results of calls, in the order they ended.
 func (r *streamReader) takeResults() []*formats.Event {
 	res := r.results
 	r.results = nil
+	slices.SortStableFunc(res, func(a, b *formats.Event) int { return a.Time.Compare(b.Time) })
 	return res
+}
+
+// streamTimes gives a line's events the times of its part: OpenCode
+// prints a part once it is done, its line's timestamp later than the
+// part's own times, and a step's lines later than its parts. So text and
+// reasoning have their part's start, a call its start and its result its
+// end (partEvents), and a step's start, usage and end, which have no time
+// of their own, none.
+func streamTimes(p *part, evs []*formats.Event) {
+	switch p.Type {
+	case "step-start", "step-finish":
+		for _, e := range evs {
+			e.Time = time.Time{}
+		}
+	case "text", "reasoning":
+		if p.Time != nil && p.Time.Start != nil {
+			for _, e := range evs {
+				e.Time = ms(*p.Time.Start)
+			}
+		}
+	}
 }
 
 // endEvents is the RunEnd of the run at the end of the input: OpenCode
