@@ -68,6 +68,13 @@ func TestRunMemoryFlat(t *testing.T) {
 		if to.Remote || to.HoldsRun {
 			continue
 		}
+		if to.Name == "otlp-json" {
+			// Its spans keep up to 8 MiB and 32,768 call ids in memory
+			// before they use the disk and a filter, which more calls than
+			// this test makes reach: otel's TestHeldMemoryIsBounded lowers
+			// those bounds and runs it the same way.
+			continue
+		}
 		live := func(calls int) uint64 {
 			in := &longRun{n: calls}
 			var errOut bytes.Buffer

@@ -26,9 +26,6 @@ var OTLP = formats.Dialect{
 	KeepsNoEvents: true,
 	// Making spans is as much work as reading the events.
 	ReadAhead: true,
-	// The span of each model request is held until the run's end, for
-	// its share of a cost the source gives only for the whole run.
-	HoldsRun: true,
 }
 
 // OTLPJSON is the same spans as OTLP/JSON lines, one request per run.
@@ -45,7 +42,6 @@ var OTLPJSON = formats.Dialect{
 	// As OTLP.
 	KeepsNoEvents: true,
 	ReadAhead:     true,
-	HoldsRun:      true,
 }
 
 // writer turns events into spans and hands them to a sink. Events read
