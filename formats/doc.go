@@ -78,6 +78,12 @@
 //     dropped at the end. A source that counts a turn's requests together
 //     gives one Usage marked Aggregate, which no request takes. The counts
 //     have the meanings of UsageInfo, whatever the source's convention.
+//     One request needs none: one whose only output is calls that end
+//     refused. A source may give a refused call with no ToolCall (see
+//     Calls), and a writer whose format has no result without its call
+//     writes the call in a request of its own, which the source never
+//     showed and never counted; it writes no usage for it, since counts
+//     would be invented, and its reader gives that request without one.
 //   - Times ("times"). Time is the source's, or zero: readers never invent
 //     times. An agent's times do not go back.
 //   - Counts ("counts"). No count, cost or duration is negative; a count

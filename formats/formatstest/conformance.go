@@ -226,6 +226,31 @@ type segment struct {
 	first int // its first output or Usage event, -1 for none
 	out   bool
 	usage int
+	// calls are its ToolCalls' ids; text says it had output other than
+	// calls. A request whose only output is calls that end refused needs
+	// no Usage (see the formats package documentation).
+	calls []string
+	text  bool
+}
+
+// conformingCall is what CheckReader follows of a call.
+type conformingCall struct {
+	agent        string
+	done, denied bool
+}
+
+// refusedOnly says whether a request's only output was calls that ended
+// refused (or, read back, that the source gave only as refused: bare).
+func refusedOnly(sg segment, calls map[string]*conformingCall, bare map[string]bool) bool {
+	if sg.text || len(sg.calls) == 0 {
+		return false
+	}
+	for _, id := range sg.calls {
+		if c := calls[id]; !bare[id] && (c == nil || !c.denied) {
+			return false
+		}
+	}
+	return true
 }
 
 // conformingAgent is what CheckReader follows of an agent.
@@ -256,6 +281,29 @@ func output(k formats.Kind) bool {
 // CheckReader checks the events a reader of d gave for one input against
 // the reader's rules (see the formats package documentation).
 func CheckReader(d formats.Dialect, evs []*formats.Event) []Problem {
+	return checkReader(d, evs, nil)
+}
+
+// refusedBare are the ids of the calls that evs give only as refused: a
+// Denied ToolResult with no ToolCall before it.
+func refusedBare(evs []*formats.Event) map[string]bool {
+	called, bare := map[string]bool{}, map[string]bool{}
+	for _, e := range evs {
+		switch {
+		case e.Kind == formats.ToolCall:
+			called[e.Call.ID] = true
+		case e.Kind == formats.ToolResult && e.Call.Status == formats.Denied && e.Call.ID != "" && !called[e.Call.ID]:
+			bare[e.Call.ID] = true
+		}
+	}
+	return bare
+}
+
+// checkReader is CheckReader of events read back from a writer's output,
+// whose source gave the calls in bare only as refused: the writer may have
+// had to write each in a request of its own, without usage, and a refusal
+// as the format can say it (an error, where it has no refusal).
+func checkReader(d formats.Dialect, evs []*formats.Event, bare map[string]bool) []Problem {
 	var ps problems
 	records := false // the reader gives its records (Source.Line)
 	for _, e := range evs {
@@ -264,10 +312,7 @@ func CheckReader(d formats.Dialect, evs []*formats.Event) []Problem {
 			break
 		}
 	}
-	type call struct {
-		agent string
-		done  bool
-	}
+	type call = conformingCall
 	type agentState = conformingAgent
 	var (
 		opens     bool // the reader gave a RunStart
@@ -289,7 +334,7 @@ func CheckReader(d formats.Dialect, evs []*formats.Event) []Problem {
 			}
 			for _, sg := range a.segs {
 				switch {
-				case sg.out && sg.usage == 0:
+				case sg.out && sg.usage == 0 && !refusedOnly(sg, calls, bare):
 					ps.add(sg.first, evs[sg.first], "usage", "agent %q gives its requests' usage, but the request answered here has no Usage between the model's input before it and the next (a prompt, a call's result): a Usage goes with its request's output, not with the next request's, and the last request's is not dropped", id)
 				case !sg.out && sg.usage > 0:
 					ps.add(sg.first, evs[sg.first], "usage", "agent %q: a Usage with no output of its request between the model's input before it and the next (a prompt, a call's result): it belongs with its request's messages and calls, before their results", id)
@@ -422,12 +467,18 @@ func CheckReader(d formats.Dialect, evs []*formats.Event) []Problem {
 				ps.add(i, e, "calls", "the result of call %q is of agent %q, its call of agent %q", e.Call.ID, e.Agent, c.agent)
 			default:
 				c.done = true
+				c.denied = e.Call.Status == formats.Denied
 			}
 		}
 		// Usage: in the stretch of its request's output.
 		switch {
 		case output(e.Kind):
 			a.seg.out = true
+			if e.Kind == formats.ToolCall {
+				a.seg.calls = append(a.seg.calls, e.Call.ID)
+			} else {
+				a.seg.text = true
+			}
 			if a.seg.first < 0 {
 				a.seg.first = i
 			}
@@ -602,7 +653,7 @@ func CheckWriter(d formats.Dialect, evs []*formats.Event) []Problem {
 	for _, b := range bad {
 		ps.add(-1, nil, "read back", "the output has a record its own reader cannot read: %v", b)
 	}
-	for _, p := range CheckReader(d, back) {
+	for _, p := range checkReader(d, back, refusedBare(evs)) {
 		p.Rule = "read back: " + p.Rule
 		ps.list = append(ps.list, p)
 	}

@@ -70,6 +70,20 @@ func TestCheckReaderFindsBreaches(t *testing.T) {
 			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
 			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Message, Source: made},
 			{Kind: formats.RunEnd, Source: made}}, "usage"},
+		{"a request whose only call failed, without usage", []*formats.Event{
+			{Kind: formats.RunStart, Source: made},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "d"}, Source: made},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "d", Status: formats.Failed}, Source: made},
+			{Kind: formats.RunEnd, Source: made}}, "usage"},
+		{"a request whose only call was refused needs no usage", []*formats.Event{
+			{Kind: formats.RunStart, Source: made},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "d"}, Source: made},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "d", Status: formats.Denied}, Source: made},
+			{Kind: formats.RunEnd, Source: made}}, ""},
 		{"negative count", []*formats.Event{
 			{Kind: formats.RunStart, Source: made}, {Kind: formats.RunEnd, Source: made, Usage: formats.UsageInfo{OutputTokens: formats.Some[int64](-1)}}}, "counts"},
 	} {
