@@ -15,16 +15,13 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run(otel.OTLPJSON.Name, func(t *testing.T) {
 		formatstest.ConformanceOpen(t, otel.OTLPJSON, []formatstest.Open{
-			// Two causes, neither of the reader: without --otlp-content the
-			// writer leaves a request's text out (a loss it reports), so a
-			// chat span whose response was text alone reads back as a Usage
-			// with no output of its request, as a real agent's trace without
-			// content capture does (the rule asks for output the trace does
-			// not hold); and a refused call that the source gave only as
-			// refused (no ToolCall) is written as a tool span, which reads
-			// back as a call that no request made (the span builder, in
-			// spans.go, would have to mark it, as atif's refused_only does).
-			{Rule: "read back: usage", Why: "without --otlp-content a request's text is not written, so its chat span reads back with no output; a refused call given without its call reads back as a call of no request"},
+			// Not of the reader: without --otlp-content the writer leaves a
+			// request's text out (a loss it reports), so a chat span whose
+			// response was text alone reads back as a Usage with no output
+			// of its request, as a real agent's trace without content
+			// capture does: the rule asks for output the trace does not
+			// hold.
+			{Rule: "read back: usage", Why: "without --otlp-content a request's text is not written, so its chat span reads back with no output"},
 		},
 			"otlp-json/adal-refused.jsonl",
 			"otlp-json/malac-subagents.jsonl",
