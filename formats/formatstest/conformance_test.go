@@ -42,6 +42,17 @@ func TestCheckReaderFindsBreaches(t *testing.T) {
 	made := formats.Source{Dialect: "test", Made: true}
 	cont := formats.Source{Dialect: "test", Continued: true}
 	u := formats.UsageInfo{InputTokens: formats.Some[int64](1)}
+	// A run whose second request's only output is a call that ends so,
+	// without its usage.
+	lastCallEnds := func(st formats.Status) []*formats.Event {
+		return []*formats.Event{
+			{Kind: formats.RunStart, Source: made},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made},
+			{Kind: formats.ToolCall, Call: formats.Call{ID: "d"}, Source: made},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "d", Status: st}, Source: made},
+			{Kind: formats.RunEnd, Source: made}}
+	}
 	for _, c := range []struct {
 		name string
 		evs  []*formats.Event
@@ -70,20 +81,8 @@ func TestCheckReaderFindsBreaches(t *testing.T) {
 			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
 			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Message, Source: made},
 			{Kind: formats.RunEnd, Source: made}}, "usage"},
-		{"a request whose only call failed, without usage", []*formats.Event{
-			{Kind: formats.RunStart, Source: made},
-			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
-			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made},
-			{Kind: formats.ToolCall, Call: formats.Call{ID: "d"}, Source: made},
-			{Kind: formats.ToolResult, Call: formats.Call{ID: "d", Status: formats.Failed}, Source: made},
-			{Kind: formats.RunEnd, Source: made}}, "usage"},
-		{"a request whose only call was refused needs no usage", []*formats.Event{
-			{Kind: formats.RunStart, Source: made},
-			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
-			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made},
-			{Kind: formats.ToolCall, Call: formats.Call{ID: "d"}, Source: made},
-			{Kind: formats.ToolResult, Call: formats.Call{ID: "d", Status: formats.Denied}, Source: made},
-			{Kind: formats.RunEnd, Source: made}}, ""},
+		{"a request whose only call failed, without usage", lastCallEnds(formats.Failed), "usage"},
+		{"a request whose only call was refused needs no usage", lastCallEnds(formats.Denied), ""},
 		{"negative count", []*formats.Event{
 			{Kind: formats.RunStart, Source: made}, {Kind: formats.RunEnd, Source: made, Usage: formats.UsageInfo{OutputTokens: formats.Some[int64](-1)}}}, "counts"},
 	} {
