@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +43,7 @@ func TestMain(m *testing.M) {
 // run at the same time as TestResume's, parallelAgents at once, so that
 // no long run starts last.
 func TestAgents(t *testing.T) {
+	needTime(t)
 	if !*refresh {
 		t.Parallel() // with TestResume, which, after a refresh, resumes the new captures
 	}
@@ -186,3 +188,24 @@ var (
 	retrySeconds = map[string]float64{"qwen-code/api-error": 80, "gemini-cli/api-error": 15, "gemini-cli/rate-limit": 15,
 		"copilot/api-error": 30, "copilot/rate-limit": 60, "opencode/api-error": 40, "opencode/rate-limit": 40}
 )
+
+// wholeRun is about how long TestAgents and TestResume take together with
+// every pin installed, on 2 cores.
+const wholeRun = 30 * time.Minute
+
+// needTime stops the agents' tests at once, with what to do, when every
+// pin is to run and go test's deadline comes sooner than they can end (its
+// default is 10 minutes): they would be cut by a panic that names none of
+// it. In CI that is a failure; elsewhere the test skips.
+func needTime(t *testing.T) {
+	d, ok := t.Deadline()
+	if !ok || *only != "" || time.Until(d) >= wholeRun {
+		return
+	}
+	msg := fmt.Sprintf("the agents' tests take about %v with every pin installed, and go test's deadline is in %v: run them with -timeout 45m (or one agent with -agent NAME)",
+		wholeRun, time.Until(d).Round(time.Second))
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}

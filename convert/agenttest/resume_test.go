@@ -104,6 +104,7 @@ func resumeSources(t *testing.T) []source {
 // conversation: its prompts, texts and calls, each call paired with its
 // result, in order, and nothing else.
 func TestResume(t *testing.T) {
+	needTime(t)
 	t.Parallel() // with TestAgents
 	pins, err := Pins()
 	if err != nil {
