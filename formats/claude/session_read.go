@@ -564,7 +564,7 @@ func (s *sessionReader) load() error {
 	rep := s.opts.Report
 	b := &sessBuild{opts: s.opts, rep: rep, agents: map[string]*subagent{}, callAgent: map[string]*subagent{},
 		agentCall: map[string]string{}, lastUsage: map[uint64]*sessRec{}, lastStop: map[uint64]string{},
-		calls: map[string]*call{}, msg: map[string]*pendingMsg{}}
+		calls: map[uint64]sessCall{}, msg: map[string]*pendingMsg{}}
 	s.b = b
 	name := s.opts.Path
 	if name == "" {
@@ -578,6 +578,7 @@ func (s *sessionReader) load() error {
 	}
 	b.main, b.cut = &b.src.recs, cut
 	b.chain()
+	b.src.ids = nil // only the chain reads them
 	b.inlineAgents()
 	if s.opts.Path != "" {
 		b.agentFiles(s.opts.Path)
@@ -585,6 +586,14 @@ func (s *sessionReader) load() error {
 	b.link()
 	b.imageCount = b.images()
 	return nil
+}
+
+// sessCall is what the session reader keeps of a call of the run: its
+// name and agent (in the main file's table of strings), and whether its
+// result came.
+type sessCall struct {
+	name, agent uint32
+	ended       bool
 }
 
 // sessBuild turns the records into events.
@@ -607,12 +616,12 @@ type sessBuild struct {
 	// agentCall: agent id → the call whose result names it (toolUseResult.agentId).
 	agentCall map[string]string
 	// lastUsage is the last record of a message id (idSum) that has a
-	// usage, lastStop the last stop reason of one; usageSeen: the
-	// message's usage was given.
+	// usage, until the message's usage is given; lastStop the last stop
+	// reason of one.
 	lastUsage map[uint64]*sessRec
 	lastStop  map[uint64]string
-	usageSeen map[uint64]bool
-	calls     map[string]*call
+	// calls are the run's calls, by the hash of their id (idSum).
+	calls map[uint64]sessCall
 	// alone: the file is a subagent's, read without its session.
 	alone bool
 	// cut: the file's last line was cut in the middle.
@@ -1479,8 +1488,8 @@ func (b *sessBuild) record(r *sessRec) {
 func (b *sessBuild) startAgent(a *subagent) {
 	a.open = true
 	info := formats.AgentInfo{Label: a.label, ParentCall: a.call}
-	if c := b.calls[a.call]; c != nil {
-		info.Parent = c.agent
+	if c, ok := b.calls[idSum(a.call)]; ok {
+		info.Parent = b.src.sym(c.agent)
 	}
 	for _, r := range a.recs {
 		if m := r.model(); r.typ() == "assistant" && r.is(fHasMsg) && m != "" && m != "<synthetic>" {
@@ -1607,9 +1616,13 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 	}
 	var evs []*formats.Event
 	// Claude Code's own message (an API error, …) is no model call.
-	if id := idSum(m.ID); (m.ID == "" || !b.usageSeen[id]) && m.Model != "<synthetic>" {
+	// A message's usage is given once: its entry in lastUsage goes then
+	// (a message whose records have none has no entry).
+	id := idSum(m.ID)
+	last, pending := b.lastUsage[id]
+	if (m.ID == "" || pending) && m.Model != "<synthetic>" {
 		u := m.Usage
-		if last := b.lastUsage[id]; last != nil && last != r && m.ID != "" {
+		if pending && last != r {
 			// The usage the message ends with, of a later record.
 			var err error
 			if u, err = last.src.usage(last); err != nil {
@@ -1618,10 +1631,6 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 			}
 		}
 		if u != nil && !u.info().Empty() {
-			if b.usageSeen == nil {
-				b.usageSeen = map[uint64]bool{}
-			}
-			b.usageSeen[id] = true
 			delete(b.lastUsage, id)
 			resp := m.response()
 			if s := b.lastStop[id]; s != "" {
@@ -1696,7 +1705,7 @@ func hasKind(evs []*formats.Event, kinds ...formats.Kind) bool {
 }
 
 func (b *sessBuild) callEvents(agent string, bl block) []*formats.Event {
-	b.calls[bl.ID] = &call{name: bl.Name, agent: agent, args: bl.Input}
+	b.calls[idSum(bl.ID)] = sessCall{name: b.src.symOf(bl.Name), agent: b.src.symOf(agent)}
 	evs := []*formats.Event{{Kind: formats.ToolCall, Agent: agent, Call: formats.Call{ID: bl.ID, Name: bl.Name, Args: bl.Input}}}
 	if bl.Name == "TodoWrite" {
 		var in struct {
@@ -1728,9 +1737,10 @@ func (b *sessBuild) resultEvent(agent string, bl block) *formats.Event {
 			res.Status = formats.Denied
 		}
 	}
-	if c := b.calls[bl.ToolUseID]; c != nil {
-		res.Name = c.name
+	if c, ok := b.calls[idSum(bl.ToolUseID)]; ok {
+		res.Name = b.src.sym(c.name)
 		c.ended = true
+		b.calls[idSum(bl.ToolUseID)] = c
 	}
 	return &formats.Event{Kind: formats.ToolResult, Agent: agent, Call: res}
 }
@@ -1786,7 +1796,7 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 			if ev.Call.Status == formats.Failed && r.src.dec.refused() {
 				ev.Call.Status = formats.Denied
 			}
-			if b.calls[bl.ToolUseID] == nil && b.callAgent[bl.ToolUseID] == nil && ev.Call.Status != formats.Denied {
+			if _, ok := b.calls[idSum(bl.ToolUseID)]; !ok && b.callAgent[bl.ToolUseID] == nil && ev.Call.Status != formats.Denied {
 				// A result whose call the run never gave (a file cut out of
 				// its session): it ends no call, and is kept as it is (the
 				// pipeline says so, by its type).
