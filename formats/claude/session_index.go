@@ -18,7 +18,7 @@ import (
 // A session file is read twice, so that memory is bounded by what is live
 // and not by the file: a first pass keeps of each record only what finding
 // the conversation and its runs needs (hashes of its ids, flags, its time
-// and where its line is: a sessRec of 80 bytes, in blocks of its file's,
+// and where its line is: a sessRec of 72 bytes, in blocks of its file's,
 // and the hashes of its calls' ids), and in maps of its file what only
 // some records have; a second pass reads each record's line again, in file
 // order, when its events are given, and forgets it once they are.

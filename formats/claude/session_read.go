@@ -116,16 +116,16 @@ type sessRec struct {
 	// t is its time in Unix nanoseconds (fTime), or in src.times
 	// (fTimeAside); neither: none.
 	t int64
-	// the hashes of its uuid, its parent's and its message.id (idSum; 0:
-	// none).
-	uuid, parent, msg uint64
-	ln                int32
-	n                 int32
-	idx               int32 // its place among its file's records
+	// the hashes of its uuid and its parent's (idSum; 0: none).
+	uuid, parent uint64
+	ln           int32
+	n            int32
+	idx          int32 // its place among its file's records
 	// facts: the strings most records repeat (recFacts), in src's table.
 	facts uint32
-	// xoff: where its ids (the calls of an assistant record, the results
-	// of a user record that holds only results) begin in src.ids.
+	// xoff: where its ids (the message and calls of an assistant record,
+	// the results of a user record that holds only results) begin in
+	// src.ids.
 	xoff  uint32
 	flags recFlags
 }
@@ -227,8 +227,18 @@ func (s *sessRec) setAgent(id string) {
 	s.flags |= fAgent
 }
 
-// ids are the hashes (idSum) of its calls' ids (an assistant record) or
-// of its results' (a user record that holds only results).
+// msgID is the hash of an assistant record's message id (the first of its
+// ids); 0 for another.
+func (s *sessRec) msgID() uint64 {
+	if !s.is(fHasMsg) || s.typ() != "assistant" {
+		return 0
+	}
+	return s.ids()[0]
+}
+
+// ids are the hashes (idSum) of its message id and its calls' ids (an
+// assistant record), or of its results' (a user record that holds only
+// results).
 func (s *sessRec) ids() []uint64 {
 	end := uint32(len(s.src.ids))
 	if i := int(s.idx) + 1; i < s.src.recs.n {
@@ -355,9 +365,10 @@ func lighten(rec *sessRec) {
 	}
 	if m := x.Message; m != nil && !rec.is(fOdd) {
 		rec.flags |= fHasMsg
-		rec.msg, f[4], f[5] = idSum(m.ID), in.symOf(m.Model), in.symOf(m.StopReason)
+		f[4], f[5] = in.symOf(m.Model), in.symOf(m.StopReason)
 		switch x.Type {
 		case "assistant":
+			in.ids = append(in.ids, idSum(m.ID))
 			for _, bl := range lightBlocks(m.Content) {
 				if bl.Type != "tool_use" {
 					continue
@@ -649,6 +660,7 @@ type sessBuild struct {
 	turnMS      float64
 	lastTime    time.Time
 	lastAsst    *sessRec // the main agent's last conversation record
+	lastMsg     uint64   // its message id's hash
 	lastWasAsst bool
 	// localDone: the last record is a slash command's output.
 	localDone bool
@@ -751,7 +763,7 @@ func (b *sessBuild) chain() {
 		}
 		switch r.typ() {
 		case "assistant":
-			wanted[r.msg] = true
+			wanted[r.msgID()] = true
 		case "user":
 			for _, id := range r.ids() {
 				wanted[id] = true
@@ -763,10 +775,10 @@ func (b *sessBuild) chain() {
 		if len(wanted) == 0 || r.typ() != "assistant" || !r.is(fHasMsg) {
 			return
 		}
-		if r.msg != 0 && wanted[r.msg] {
-			msgs[r.msg] = true
+		if id := r.msgID(); id != 0 && wanted[id] {
+			msgs[id] = true
 		}
-		for _, id := range r.ids() {
+		for _, id := range r.ids()[1:] {
 			if wanted[id] {
 				calls[id] = true
 			}
@@ -788,7 +800,7 @@ func (b *sessBuild) chain() {
 			}
 			// A progress record between a call and the next block of its
 			// message is on the way to it.
-			if !r.conversation() || r.is(fHasMsg) && (r.typ() == "assistant" && r.msg != 0 && msgs[r.msg] ||
+			if !r.conversation() || r.is(fHasMsg) && (r.typ() == "assistant" && r.msgID() != 0 && msgs[r.msgID()] ||
 				r.typ() == "user" && answers(r, calls)) {
 				r.flags |= fOn
 				note(r)
@@ -1321,7 +1333,7 @@ func (b *sessBuild) finished() bool {
 		return false
 	}
 	a := b.lastAsst
-	stop := b.lastStop[a.msg]
+	stop := b.lastStop[b.lastMsg]
 	if stop == "" {
 		stop = a.stop()
 	}
@@ -1589,7 +1601,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 	}
 	if agent == "" || b.alone {
 		b.prompted = true
-		b.lastAsst, b.lastWasAsst, b.localDone = r, true, false
+		b.lastAsst, b.lastMsg, b.lastWasAsst, b.localDone = r, idSum(m.ID), true, false
 		stop := m.StopReason
 		if s := b.lastStop[idSum(m.ID)]; s != "" && m.ID != "" {
 			stop = s
