@@ -964,7 +964,7 @@ func (b *sessBuild) agentFiles(p string) {
 			b.order = append(b.order, a)
 		}
 		a.file, a.src = name, src
-		src.agent = a.id
+		src.agent, src.ids = a.id, nil // only the main file's chain reads ids
 		a.recs = slices.Collect(src.recs.all())
 		var meta agentMeta
 		if mb, err := formats.ReadFound(strings.TrimSuffix(name, ".jsonl")+".meta.json", 1<<20); err == nil {
