@@ -6,15 +6,22 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"iter"
+	"math/bits"
 	"os"
+	"time"
+
+	"github.com/agentconv/agentconv/formats"
+	"github.com/goccy/go-json"
 )
 
 // A session file is read twice, so that memory is bounded by what is live
 // and not by the file: a first pass keeps of each record only what finding
-// the conversation and its runs needs (its ids, flags and where its line
-// is: sessRec's key, offset, length and hash); a second pass reads each
-// record's line again, in file order, when its events are given, and
-// forgets it once they are.
+// the conversation and its runs needs (hashes of its ids, flags, its time
+// and where its line is: a sessRec of 72 bytes, in blocks of its file's,
+// and the hashes of its calls' ids), and in maps of its file what only
+// some records have; a second pass reads each record's line again, in file
+// order, when its events are given, and forgets it once they are.
 //
 // The second pass reads the session file itself when the reader is given
 // its path and the lines it reads are the file's bytes at their offsets
@@ -43,10 +50,29 @@ type recFile struct {
 	sw       *bufio.Writer
 	spoolPos int64
 	spoolErr error
+	// recs are the file's records; dec is the one read again (or read
+	// first), decoded, while its events are given (one a file at a time).
+	recs recList
+	dec  *sessRecord
+	// agent: the subagent whose file it is.
+	agent string
+	// ids are the hashes of the records' call and result ids (sessRec.ids).
+	ids []uint64
+	// What only some records have, by their place: the error of a line
+	// that is no record, a time that is not in UTC (or out of the range of
+	// Unix nanoseconds), the inline subagent of a sidechain record, and
+	// what recExtra holds.
+	errs   map[int32]*formats.LineError
+	times  map[int32]time.Time
+	agents map[int32]string
+	extras map[int32]*recExtra
 	// syms: the strings that most records repeat (types, session ids,
-	// folders, versions, models), each once; symOf finds them.
-	syms  []string
-	symAt map[string]uint32
+	// folders, versions, models), each once; symOf finds them. facts are
+	// the records' recFacts, each once; factsOf finds them.
+	syms    []string
+	symAt   map[string]uint32
+	facts   []recFacts
+	factsAt map[recFacts]uint32
 	// the sequential reader of the second pass: cur at position at.
 	cur *os.File
 	br  *bufio.Reader
@@ -77,6 +103,108 @@ func (s *recFile) sym(i uint32) string {
 		return ""
 	}
 	return s.syms[i]
+}
+
+// factsOf is f's place in the table.
+func (s *recFile) factsOf(f recFacts) uint32 {
+	if i, ok := s.factsAt[f]; ok {
+		return i
+	}
+	if s.factsAt == nil {
+		s.factsAt = map[recFacts]uint32{}
+	}
+	i := uint32(len(s.facts))
+	s.facts = append(s.facts, f)
+	s.factsAt[f] = i
+	return i
+}
+
+// fact is the string of the facts at place i that is their k-th.
+func (s *recFile) fact(i uint32, k int) string {
+	if int(i) >= len(s.facts) {
+		return ""
+	}
+	return s.sym(s.facts[i][k])
+}
+
+// recList holds a file's records in blocks that never move: 16, 16, 32,
+// …, 2048 records, then 4096 each, so that a record costs its struct and
+// little more, a small file little, and a pointer to a record stays good.
+type recList struct {
+	blocks [][]sessRec
+	n      int
+	// freed: the blocks before it were let go (recList.free).
+	freed int
+}
+
+const recBlock = 4096
+
+// place is the block of record i, and its place there.
+func place(i int) (int, int) {
+	switch {
+	case i < 16:
+		return 0, i
+	case i < recBlock:
+		k := bits.Len(uint(i)) - 4
+		return k, i - 1<<(k+3)
+	}
+	return 9 + (i-recBlock)/recBlock, (i - recBlock) % recBlock
+}
+
+func (l *recList) at(i int) *sessRec {
+	k, j := place(i)
+	return &l.blocks[k][j]
+}
+
+// add gives a new record, the last.
+func (l *recList) add() *sessRec {
+	k, j := place(l.n)
+	if k == len(l.blocks) {
+		size := recBlock
+		if k < 9 {
+			size = max(16, 1<<(k+3))
+		}
+		l.blocks = append(l.blocks, make([]sessRec, size))
+	}
+	l.n++
+	return &l.blocks[k][j]
+}
+
+// drop takes the last record back.
+func (l *recList) drop() {
+	l.n--
+	*l.at(l.n) = sessRec{}
+}
+
+// all gives the records in order.
+func (l *recList) all() iter.Seq[*sessRec] {
+	return func(yield func(*sessRec) bool) {
+		for i := range l.n {
+			if !yield(l.at(i)) {
+				return
+			}
+		}
+	}
+}
+
+// dropLast takes the file's last record back.
+func (s *recFile) dropLast() {
+	i := int32(s.recs.n - 1)
+	delete(s.errs, i)
+	delete(s.times, i)
+	delete(s.agents, i)
+	delete(s.extras, i)
+	s.ids = s.ids[:s.recs.at(int(i)).xoff]
+	s.recs.drop()
+}
+
+// free lets go of the blocks wholly before record i: nothing reads them
+// by their place again (a pointer to one of their records keeps its block).
+func (l *recList) free(i int) {
+	k, _ := place(min(i, l.n))
+	for ; l.freed < k; l.freed++ {
+		l.blocks[l.freed] = nil
+	}
 }
 
 func lineSum(b []byte) uint64 { return maphash.Bytes(lineSeed, b) }
@@ -124,7 +252,7 @@ func (s *recFile) keep(rec *sessRec, off int64, b []byte) {
 			s.spool, s.sw = f, bufio.NewWriterSize(f, 256<<10)
 		}
 	}
-	rec.spooled, rec.off = true, s.spoolPos
+	rec.flags, rec.off = rec.flags|fSpooled, s.spoolPos
 	if s.spoolErr == nil {
 		if _, err := s.sw.Write(b); err != nil {
 			s.spoolErr = err
@@ -142,12 +270,12 @@ func (s *recFile) done() {
 	}
 }
 
-// read gives a record's line again, a copy of its own.
-func (s *recFile) read(rec *sessRec) ([]byte, error) {
+// file is the file that holds a record's line.
+func (s *recFile) file(rec *sessRec) (*os.File, error) {
 	file := s.f
-	if rec.spooled {
+	if rec.is(fSpooled) {
 		if s.spoolErr != nil {
-			return nil, fmt.Errorf("%s: line %d: the temporary copy of the session could not be written (%v); convert the file by its path, or free room in the temporary folder", s.name, rec.line, s.spoolErr)
+			return nil, fmt.Errorf("%s: line %d: the temporary copy of the session could not be written (%v); convert the file by its path, or free room in the temporary folder", s.name, rec.line(), s.spoolErr)
 		}
 		file = s.spool
 	} else if file == nil && s.path != "" {
@@ -158,7 +286,39 @@ func (s *recFile) read(rec *sessRec) ([]byte, error) {
 		s.f, file = f, f
 	}
 	if file == nil {
-		return nil, fmt.Errorf("%s: line %d cannot be read again", s.name, rec.line)
+		return nil, fmt.Errorf("%s: line %d cannot be read again", s.name, rec.line())
+	}
+	return file, nil
+}
+
+func (s *recFile) changed(rec *sessRec) error {
+	return fmt.Errorf("%s: line %d changed while the session was read (it is written to again, or was replaced); convert it again", s.name, rec.line())
+}
+
+// usage is the usage of an assistant record's message, read again aside
+// from the second pass's reading in order.
+func (s *recFile) usage(rec *sessRec) (*apiUsage, error) {
+	file, err := s.file(rec)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, rec.n)
+	if _, err := file.ReadAt(b, rec.off); err != nil || lineSum(b) != rec.sum {
+		return nil, s.changed(rec)
+	}
+	var r sessRecord
+	json.Unmarshal(b, &r)
+	if r.Message == nil {
+		return nil, nil
+	}
+	return r.Message.Usage, nil
+}
+
+// read gives a record's line again, a copy of its own.
+func (s *recFile) read(rec *sessRec) ([]byte, error) {
+	file, err := s.file(rec)
+	if err != nil {
+		return nil, err
 	}
 	if s.cur != file || rec.off < s.at || rec.off-s.at > 1<<20 {
 		if _, err := file.Seek(rec.off, io.SeekStart); err != nil {
@@ -182,10 +342,10 @@ func (s *recFile) read(rec *sessRec) ([]byte, error) {
 		s.br.Discard(int(d))
 	}
 	b := make([]byte, rec.n)
-	_, err := io.ReadFull(s.br, b)
+	_, err = io.ReadFull(s.br, b)
 	s.at = rec.off + int64(rec.n)
 	if err != nil || lineSum(b) != rec.sum {
-		return nil, fmt.Errorf("%s: line %d changed while the session was read (it is written to again, or was replaced); convert it again", s.name, rec.line)
+		return nil, s.changed(rec)
 	}
 	return b, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 )
@@ -139,5 +140,53 @@ func TestSessionRepairedLines(t *testing.T) {
 		return ls
 	}(), nil), []byte("\uFFFD")) {
 		t.Fatal("the repaired line is not in the events")
+	}
+}
+
+// TestRecordTimes: a record's time comes back as the one parsed, in
+// Unix nanoseconds or aside: in UTC, with an offset, out of the range of
+// Unix nanoseconds, none.
+func TestRecordTimes(t *testing.T) {
+	src := &recFile{}
+	var want []time.Time
+	for _, s := range []string{"2026-12-02T23:42:44.520Z", "2026-12-02T23:42:44.520123456+02:00", "0001-01-01T00:00:00.5Z",
+		"9999-12-31T23:59:59Z", "2026-12-02T23:42:44Z", "1970-01-01T00:00:00Z"} {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, v)
+	}
+	want = append(want, time.Time{}, time.Date(2026, 1, 2, 3, 4, 5, 6, time.Local))
+	for _, w := range want {
+		r := src.recs.add()
+		r.src, r.idx = src, int32(src.recs.n-1)
+		r.setTime(w)
+	}
+	for i, w := range want {
+		if got := src.recs.at(i).time(); got != w {
+			t.Errorf("time %d: %v, want %v", i, got, w)
+		}
+	}
+}
+
+// TestRecordPlaces: the records of a file keep their place, and their
+// address, as more are added.
+func TestRecordPlaces(t *testing.T) {
+	var l recList
+	var ptrs []*sessRec
+	for i := range 3*recBlock + 7 {
+		r := l.add()
+		r.idx = int32(i)
+		ptrs = append(ptrs, r)
+	}
+	for i, p := range ptrs {
+		if r := l.at(i); r != p || r.idx != int32(i) {
+			t.Fatalf("record %d is at %p with place %d, was at %p", i, r, r.idx, p)
+		}
+	}
+	l.drop()
+	if r := l.add(); r.idx != 0 || r != ptrs[len(ptrs)-1] {
+		t.Fatalf("a record taken back and added again: place %d", r.idx)
 	}
 }

@@ -2,8 +2,10 @@ package claude
 
 import (
 	"bytes"
-	"encoding/hex"
+	"cmp"
+	"hash/maphash"
 	"io"
+	"iter"
 	"maps"
 	"math"
 	"os"
@@ -101,67 +103,175 @@ func (r *sessRecord) parent() string {
 
 func flag(b *bool) bool { return b != nil && *b }
 
-// sessRec is one record of a file. Its line is read again (raw, and r
-// decoded from it) only while its events are given: k is what is kept of
-// it, and x what a few records have besides (see session_index.go).
+// sessRec is one record of a file, as the first pass keeps it: a few
+// numbers, in a block of its file's records (recList), with what only
+// some records have in maps of its file (see session_index.go). Its line
+// is read again, and decoded (src.cur), only while its events are given.
 type sessRec struct {
-	// r is the record read again, with its line (r.raw); nil between.
-	r *sessRecord
-	k recKey
-	x *recExtra
+	src *recFile
 	// where its line is: off in src (in its spool when spooled), n bytes
 	// long, of hash sum.
-	src     *recFile
-	off     int64
-	sum     uint64
-	err     *formats.LineError
-	t       time.Time
-	line    int
-	n       int32
-	idx     int32  // its place among the main file's records
-	agent   string // the inline subagent a sidechain record belongs to
-	spooled bool
-	on      bool // on the conversation's chain
-	// kept raw: valid JSON of an unexpected shape.
-	odd bool
-	// broken: not valid JSON (err says why), a cut line if it is the last.
-	broken    bool
-	abandoned bool
+	off int64
+	sum uint64
+	// t is its time in Unix nanoseconds (fTime), or in src.times
+	// (fTimeAside); neither: none.
+	t int64
+	// the hashes of its uuid and its parent's (idSum; 0: none).
+	uuid, parent uint64
+	ln           int32
+	n            int32
+	idx          int32 // its place among its file's records
+	// facts: the strings most records repeat (recFacts), in src's table.
+	facts uint32
+	// xoff: where its ids (the message and calls of an assistant record,
+	// the results of a user record that holds only results) begin in
+	// src.ids.
+	xoff  uint32
+	flags recFlags
 }
+
+type recFlags uint16
+
+const (
+	fSidechain recFlags = 1 << iota
+	fMeta
+	fCompactSumm
+	fHasMsg
+	// fPrompt: a person typed it (isPrompt, but for its agent and branch);
+	// fHasUse: an assistant record with a tool_use block.
+	fPrompt
+	fHasUse
+	fSpooled
+	fOn // on the conversation's chain
+	// fOdd: kept raw, valid JSON of an unexpected shape.
+	fOdd
+	// fBroken: not valid JSON (its error says why), a cut line if it is
+	// the last.
+	fBroken
+	fAbandoned
+	fErr // its error is in src.errs
+	fTime
+	fTimeAside
+	fAgent // an inline subagent's record, its agent in src.agents
+)
+
+func (s *sessRec) is(f recFlags) bool { return s.flags&f != 0 }
+
+func (s *sessRec) set(f recFlags, on bool) {
+	if on {
+		s.flags |= f
+	} else {
+		s.flags &^= f
+	}
+}
+
+func (s *sessRec) line() int { return int(s.ln) }
+
+// lineErr is why its line is no record; nil for a record.
+func (s *sessRec) lineErr() *formats.LineError {
+	if !s.is(fErr) {
+		return nil
+	}
+	return s.src.errs[s.idx]
+}
+
+func (s *sessRec) setErr(e *formats.LineError) {
+	if s.src.errs == nil {
+		s.src.errs = map[int32]*formats.LineError{}
+	}
+	s.src.errs[s.idx] = e
+	s.flags |= fErr
+}
+
+func (s *sessRec) time() time.Time {
+	switch {
+	case s.is(fTime):
+		return time.Unix(0, s.t).UTC()
+	case s.is(fTimeAside):
+		return s.src.times[s.idx]
+	}
+	return time.Time{}
+}
+
+// setTime keeps t in 8 bytes when it is a time in UTC that they give back
+// as it is, else aside.
+func (s *sessRec) setTime(t time.Time) {
+	s.flags &^= fTime | fTimeAside
+	switch {
+	case t.IsZero():
+	case time.Unix(0, t.UnixNano()).UTC() == t:
+		s.t, s.flags = t.UnixNano(), s.flags|fTime
+	default:
+		if s.src.times == nil {
+			s.src.times = map[int32]time.Time{}
+		}
+		s.src.times[s.idx] = t
+		s.flags |= fTimeAside
+	}
+}
+
+// agent is the subagent the record belongs to: its file's, or the inline
+// one of a sidechain record; "" for the main agent.
+func (s *sessRec) agent() string {
+	if s.is(fAgent) {
+		return s.src.agents[s.idx]
+	}
+	return s.src.agent
+}
+
+func (s *sessRec) setAgent(id string) {
+	if s.src.agents == nil {
+		s.src.agents = map[int32]string{}
+	}
+	s.src.agents[s.idx] = id
+	s.flags |= fAgent
+}
+
+// msgID is the hash of an assistant record's message id (the first of its
+// ids); 0 for another.
+func (s *sessRec) msgID() uint64 {
+	if !s.is(fHasMsg) || s.typ() != "assistant" {
+		return 0
+	}
+	return s.ids()[0]
+}
+
+// ids are the hashes (idSum) of its message id and its calls' ids (an
+// assistant record), or of its results' (a user record that holds only
+// results).
+func (s *sessRec) ids() []uint64 {
+	end := uint32(len(s.src.ids))
+	if i := int(s.idx) + 1; i < s.src.recs.n {
+		end = s.src.recs.at(i).xoff
+	}
+	return s.src.ids[s.xoff:end]
+}
+
+func (s *sessRec) hasUUID() bool { return s.uuid != 0 }
 
 func (s *sessRec) conversation() bool { t := s.typ(); return t == "user" || t == "assistant" }
 
 // The strings that most records repeat, from their file's table.
-func (s *sessRec) typ() string       { return s.src.sym(s.k.typ) }
-func (s *sessRec) sessionID() string { return s.src.sym(s.k.sessionID) }
-func (s *sessRec) cwd() string       { return s.src.sym(s.k.cwd) }
-func (s *sessRec) version() string   { return s.src.sym(s.k.version) }
-func (s *sessRec) model() string     { return s.src.sym(s.k.model) }
-func (s *sessRec) stop() string      { return s.src.sym(s.k.stop) }
+func (s *sessRec) typ() string       { return s.src.fact(s.facts, 0) }
+func (s *sessRec) sessionID() string { return s.src.fact(s.facts, 1) }
+func (s *sessRec) cwd() string       { return s.src.fact(s.facts, 2) }
+func (s *sessRec) version() string   { return s.src.fact(s.facts, 3) }
+func (s *sessRec) model() string     { return s.src.fact(s.facts, 4) }
+func (s *sessRec) stop() string      { return s.src.fact(s.facts, 5) }
 
-// recKey is what the reader keeps of every record between its two passes.
-type recKey struct {
-	uuid, parent uid
-	msgID        string
-	// in the table of the record's file (recFile.sym)
-	typ, sessionID, cwd, version, model, stop uint32
-	sidechain, meta, compactSumm              bool
-	hasMsg                                    bool
-	// prompt: a person typed it (isPrompt, but for its agent and branch);
-	// hasUse: an assistant record with a tool_use block.
-	prompt, hasUse bool
-}
+// recFacts are a record's type, session id, cwd, version, model and stop
+// reason, each as its place in its file's table of strings (recFile.sym).
+type recFacts [6]uint32
 
-// recExtra is what a few records have besides: the ids of an assistant
-// record's calls, of a user record's results (when it holds only
-// results), its Task/Agent calls, the hash of a sidechain prompt's text,
-// and a user record's image blocks.
+// recExtra is what a few records have besides: the agentId of a sidechain
+// record (else its uuid), the Task/Agent calls of an assistant record, the hash of a
+// sidechain prompt's text, and a user record's image blocks.
 type recExtra struct {
-	agentID       string
-	uses, results []string
-	tasks         []taskCall
-	textSum       uint64
-	images        int
+	agentID string
+	uuid    string
+	tasks   []taskCall
+	textSum uint64
+	images  int
 }
 
 // taskCall is a Task or Agent call: its id, the hash of its prompt ("" has
@@ -172,39 +282,30 @@ type taskCall struct {
 	hasPrompt bool
 }
 
-// uid is a record's uuid, in 16 bytes when it is one in the canonical
-// form, else as it is.
-type uid struct {
-	b [16]byte
-	s string
-}
+var idSeed = maphash.MakeSeed()
 
-func toUID(v string) uid {
-	if len(v) == 36 && v[8] == '-' && v[13] == '-' && v[18] == '-' && v[23] == '-' {
-		var u uid
-		h := v[:8] + v[9:13] + v[14:18] + v[19:23] + v[24:]
-		if _, err := hex.Decode(u.b[:], []byte(h)); err == nil && hex.EncodeToString(u.b[:]) == h {
-			return u
-		}
+// idSum is the hash by which the index keeps an id (a uuid, a message id,
+// a call id): 0 for "", and never 0 for another.
+func idSum(v string) uint64 {
+	if v == "" {
+		return 0
 	}
-	return uid{s: v}
+	return max(maphash.String(idSeed, v), 1)
 }
 
-func (u uid) empty() bool { return u == uid{} }
-
-func (u uid) String() string {
-	if u.s != "" || u.b == [16]byte{} {
-		return u.s
-	}
-	h := hex.EncodeToString(u.b[:])
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
+// xtra is what the record has besides; nil when nothing.
+func (s *sessRec) xtra() *recExtra { return s.src.extras[s.idx] }
 
 func (s *sessRec) extra() *recExtra {
-	if s.x == nil {
-		s.x = &recExtra{}
+	x := s.src.extras[s.idx]
+	if x == nil {
+		if s.src.extras == nil {
+			s.src.extras = map[int32]*recExtra{}
+		}
+		x = &recExtra{}
+		s.src.extras[s.idx] = x
 	}
-	return s.x
+	return x
 }
 
 // lightBlock is what the first pass reads of a content block: the
@@ -251,26 +352,30 @@ func lightBlocks(raw json.RawMessage) []block {
 // lighten keeps what the first pass needs of a record read whole, and
 // drops the rest.
 func lighten(rec *sessRec) {
-	x, in := rec.r, rec.src
-	k := &rec.k
-	k.typ, k.uuid, k.parent = in.symOf(x.Type), toUID(x.UUID), toUID(x.parent())
-	k.sessionID, k.cwd, k.version = in.symOf(x.SessionID), in.symOf(x.Cwd), in.symOf(x.Version)
-	k.sidechain, k.meta, k.compactSumm = flag(x.IsSidechain), flag(x.IsMeta), flag(x.IsCompactSummary)
+	x, in := rec.src.dec, rec.src
+	f := recFacts{in.symOf(x.Type), in.symOf(x.SessionID), in.symOf(x.Cwd), in.symOf(x.Version)}
+	rec.uuid, rec.parent = idSum(x.UUID), idSum(x.parent())
+	rec.set(fSidechain, flag(x.IsSidechain))
+	rec.set(fMeta, flag(x.IsMeta))
+	rec.set(fCompactSumm, flag(x.IsCompactSummary))
 	if x.AgentID != nil && *x.AgentID != "" {
 		rec.extra().agentID = *x.AgentID
+	} else if rec.is(fSidechain) && x.UUID != "" {
+		rec.extra().uuid = x.UUID // its agent's id when it starts one
 	}
-	if m := x.Message; m != nil && !rec.odd {
-		k.hasMsg = true
-		k.msgID, k.model, k.stop = m.ID, in.symOf(m.Model), in.symOf(m.StopReason)
+	if m := x.Message; m != nil && !rec.is(fOdd) {
+		rec.flags |= fHasMsg
+		f[4], f[5] = in.symOf(m.Model), in.symOf(m.StopReason)
 		switch x.Type {
 		case "assistant":
+			in.ids = append(in.ids, idSum(m.ID))
 			for _, bl := range lightBlocks(m.Content) {
 				if bl.Type != "tool_use" {
 					continue
 				}
-				k.hasUse = true
+				rec.flags |= fHasUse
 				if bl.ID != "" {
-					rec.extra().uses = append(rec.extra().uses, bl.ID)
+					in.ids = append(in.ids, idSum(bl.ID))
 				}
 				if subagentTool(bl.Name) {
 					var inp struct {
@@ -283,14 +388,12 @@ func lighten(rec *sessRec) {
 			}
 		case "user":
 			bs := lightBlocks(m.Content)
-			k.prompt = promptRecord(rec, bs)
-			var results []string
+			rec.set(fPrompt, promptRecord(rec, bs))
 			only := len(bs) > 0
 			images := 0
 			for _, bl := range bs {
 				switch bl.Type {
 				case "tool_result":
-					results = append(results, bl.ToolUseID)
 					if !bytes.Contains(bl.Content, []byte(`"image"`)) {
 						break // no image block: not worth decoding
 					}
@@ -307,17 +410,20 @@ func lighten(rec *sessRec) {
 				}
 			}
 			if only {
-				rec.extra().results = results
+				for _, bl := range bs {
+					in.ids = append(in.ids, idSum(bl.ToolUseID))
+				}
 			}
 			if images > 0 {
 				rec.extra().images = images
 			}
-			if k.sidechain {
+			if rec.is(fSidechain) {
 				rec.extra().textSum = lineSum([]byte(textOf(bs)))
 			}
 		}
 	}
-	rec.r = nil
+	rec.facts = in.factsOf(f)
+	rec.src.dec = nil
 }
 
 // subagent is one subagent's transcript: inline sidechain records of the
@@ -385,69 +491,77 @@ func (s *sessionReader) Next() (*formats.Event, error) {
 //
 // It keeps of each record what lighten keeps, after each has seen it read
 // whole, and notes in src where its line is, to be read again.
-func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFile, each func(*sessRec)) (recs []*sessRec, cut bool, err error) {
+func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFile, each func(*sessRec)) (cut bool, err error) {
 	lines := formats.NewLineReader(r)
 	defer src.done()
+	recs := &src.recs
 	var last time.Time
 	for {
 		b, err := lines.Next()
 		if err == io.EOF {
-			if n := len(recs); n > 0 && recs[n-1].broken {
+			if n := recs.n; n > 0 && recs.at(n-1).is(fBroken) {
 				// A last line cut in the middle: the session is being
 				// written (or its writer was killed). What came before
 				// stands; the run it was part of is cut.
-				rep.Warn(recs[n-1].line, "the last line is cut in the middle (%s): the session is being written, or its writer stopped; it is left out, and its run is cut", recs[n-1].err.Msg)
-				return recs[:n-1], true, nil
+				rec := recs.at(n - 1)
+				rep.Warn(rec.line(), "the last line is cut in the middle (%s): the session is being written, or its writer stopped; it is left out, and its run is cut", rec.lineErr().Msg)
+				src.dropLast()
+				return true, nil
 			}
-			return recs, false, nil
+			return false, nil
 		}
 		var le *formats.LineError
 		if err != nil {
 			if e, ok := err.(*formats.LineError); ok {
 				le = e
 			} else {
-				return recs, false, err
+				return false, err
 			}
 		}
-		rec := &sessRec{line: lines.Line()}
+		rec := recs.add()
+		rec.src, rec.idx, rec.ln, rec.xoff = src, int32(recs.n-1), int32(lines.Line()), uint32(len(src.ids))
 		if le != nil {
-			rec.err = le
+			rec.setErr(le)
 		} else {
-			rec.r = &sessRecord{}
-			if e := rep.Unmarshal(rec.line, b, rec.r); e != nil {
+			src.dec = &sessRecord{}
+			if e := rep.Unmarshal(rec.line(), b, src.dec); e != nil {
 				if !json.Valid(b) {
-					rec.err, rec.broken = e, true
+					rec.setErr(e)
+					rec.flags |= fBroken
 				} else {
-					rec.odd = true
-					rec.r = &sessRecord{Type: formats.TypeOf(b)}
-					rep.Warn(rec.line, "%sa Claude Code record with fields of unexpected types; kept as an unknown event", warnPrefix)
+					rec.flags |= fOdd
+					src.dec = &sessRecord{Type: formats.TypeOf(b)}
+					rep.Warn(rec.line(), "%sa Claude Code record with fields of unexpected types; kept as an unknown event", warnPrefix)
 				}
 			}
-			if rec.r.Timestamp != "" {
-				if t, err := time.Parse(time.RFC3339Nano, rec.r.Timestamp); err == nil {
-					rec.t, last = t, t
+			t := time.Time{}
+			if src.dec.Timestamp != "" {
+				if pt, err := time.Parse(time.RFC3339Nano, src.dec.Timestamp); err == nil {
+					t, last = pt, pt
 				}
 			}
-			if rec.t.IsZero() {
+			if t.IsZero() {
 				// A record without a timestamp (last-prompt, cost-state, …)
 				// takes the time of the record before it.
-				rec.t = last
+				t = last
 			}
-			if rec.err == nil {
+			rec.setTime(t)
+			if rec.lineErr() == nil {
 				src.keep(rec, lines.Offset(), b)
 				if each != nil {
 					each(rec)
 				}
 				lighten(rec)
 			}
+			src.dec = nil
 		}
-		if rec.err != nil && warnPrefix != "" {
+		if rec.lineErr() != nil && warnPrefix != "" {
 			// A bad line of a subagent's file: the pipeline names the
 			// session file, so the warning names this one.
-			rep.Warn(0, "%sline %d: %s; skipped", warnPrefix, rec.line, rec.err.Msg)
+			rep.Warn(0, "%sline %d: %s; skipped", warnPrefix, rec.line(), rec.lineErr().Msg)
+			src.dropLast()
 			continue
 		}
-		recs = append(recs, rec)
 	}
 }
 
@@ -460,21 +574,22 @@ type agentMeta struct {
 func (s *sessionReader) load() error {
 	rep := s.opts.Report
 	b := &sessBuild{opts: s.opts, rep: rep, agents: map[string]*subagent{}, callAgent: map[string]*subagent{},
-		agentCall: map[string]string{}, lastUsage: map[string]*apiUsage{}, lastStop: map[string]string{},
-		calls: map[string]*call{}, msg: map[string]*pendingMsg{}}
+		agentCall: map[string]string{}, lastUsage: map[uint64]*sessRec{}, lastStop: map[uint64]string{},
+		calls: map[uint64]sessCall{}, msg: map[string]*pendingMsg{}}
 	s.b = b
 	name := s.opts.Path
 	if name == "" {
 		name = "the session"
 	}
 	b.src = &recFile{name: name, try: s.opts.Path, repaired: true}
-	recs, cut, err := readRecords(s.in, rep, "", b.src, b.scanner())
+	cut, err := readRecords(s.in, rep, "", b.src, b.scanner())
 	if err != nil {
 		b.src.close()
 		return err
 	}
-	b.main, b.cut = recs, cut
+	b.main, b.cut = &b.src.recs, cut
 	b.chain()
+	b.src.ids = nil // only the chain reads them
 	b.inlineAgents()
 	if s.opts.Path != "" {
 		b.agentFiles(s.opts.Path)
@@ -484,11 +599,19 @@ func (s *sessionReader) load() error {
 	return nil
 }
 
+// sessCall is what the session reader keeps of a call of the run: its
+// name and agent (in the main file's table of strings), and whether its
+// result came.
+type sessCall struct {
+	name, agent uint32
+	ended       bool
+}
+
 // sessBuild turns the records into events.
 type sessBuild struct {
 	opts formats.ReadOptions
 	rep  *formats.Report
-	main []*sessRec
+	main *recList // b.src.recs
 	src  *recFile // where the main records are read again
 	out  []sessItem
 	// next is the main record whose events step gives next; over: the
@@ -503,10 +626,13 @@ type sessBuild struct {
 	callAgent map[string]*subagent // spawning call → its subagent
 	// agentCall: agent id → the call whose result names it (toolUseResult.agentId).
 	agentCall map[string]string
-	lastUsage map[string]*apiUsage
-	lastStop  map[string]string
-	usageSeen map[string]bool
-	calls     map[string]*call
+	// lastUsage is the last record of a message id (idSum) that has a
+	// usage, until the message's usage is given; lastStop the last stop
+	// reason of one.
+	lastUsage map[uint64]*sessRec
+	lastStop  map[uint64]string
+	// calls are the run's calls, by the hash of their id (idSum).
+	calls map[uint64]sessCall
 	// alone: the file is a subagent's, read without its session.
 	alone bool
 	// cut: the file's last line was cut in the middle.
@@ -534,6 +660,7 @@ type sessBuild struct {
 	turnMS      float64
 	lastTime    time.Time
 	lastAsst    *sessRec // the main agent's last conversation record
+	lastMsg     uint64   // its message id's hash
 	lastWasAsst bool
 	// localDone: the last record is a slash command's output.
 	localDone bool
@@ -566,22 +693,23 @@ type sessBuild struct {
 // Other user and assistant records of the main agent are on branches left
 // by a rewind or an edited prompt.
 func (b *sessBuild) chain() {
-	byUUID := map[uid]*sessRec{}
+	// byUUID: the main agent's records with a uuid, by it and then by
+	// their place; find gives the last of a uuid (-1: none).
+	var byUUID []int32
 	var leaf *sessRec
 	sidechains, mainRecs := 0, 0
-	for i, r := range b.main {
-		if r.err != nil || r.odd {
+	for r := range b.main.all() {
+		if r.lineErr() != nil || r.is(fOdd) {
 			continue
 		}
-		if r.k.sidechain {
+		if r.is(fSidechain) {
 			sidechains++
 			continue
 		}
-		r.idx = int32(i)
-		if !r.k.uuid.empty() {
-			byUUID[r.k.uuid] = r
+		if r.hasUUID() {
+			byUUID = append(byUUID, r.idx)
 		}
-		if r.conversation() && !r.k.uuid.empty() {
+		if r.conversation() && r.hasUUID() {
 			leaf = r
 			mainRecs++
 		}
@@ -592,66 +720,97 @@ func (b *sessBuild) chain() {
 	if leaf == nil {
 		return
 	}
+	slices.SortFunc(byUUID, func(i, j int32) int {
+		if c := cmp.Compare(b.main.at(int(i)).uuid, b.main.at(int(j)).uuid); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
+	})
+	find := func(id uint64) *sessRec {
+		n := sort.Search(len(byUUID), func(k int) bool { return b.main.at(int(byUUID[k])).uuid > id })
+		if id == 0 || n == 0 {
+			return nil
+		}
+		if r := b.main.at(int(byUUID[n-1])); r.uuid == id {
+			return r
+		}
+		return nil
+	}
 	// before is the main agent's record before r in the file.
 	before := func(r *sessRec) *sessRec {
 		for i := int(r.idx) - 1; i >= 0; i-- {
-			if p := b.main[i]; p.err == nil && !p.odd && !p.k.sidechain && !p.k.uuid.empty() {
+			if p := b.main.at(i); p.lineErr() == nil && !p.is(fOdd) && !p.is(fSidechain) && p.hasUUID() {
 				return p
 			}
 		}
 		return nil
 	}
-	for r := leaf; r != nil && !r.on; {
-		r.on = true
-		p := r.k.parent
-		next := byUUID[p]
-		if next == nil && !p.empty() {
+	for r := leaf; r != nil && !r.is(fOn); {
+		r.flags |= fOn
+		p := r.parent
+		next := find(p)
+		if next == nil && p != 0 {
 			next = before(r)
 		}
 		r = next
 	}
-	// The sibling branches of parallel calls.
-	msgs, calls := map[string]bool{}, map[string]bool{}
+	// The sibling branches of parallel calls: the message ids and call ids
+	// of the records on the chain that a record off it has.
+	wanted := map[uint64]bool{}
+	for r := range b.main.all() {
+		if r.is(fOn) || r.lineErr() != nil || r.is(fOdd) || r.is(fSidechain) || !r.hasUUID() || !r.is(fHasMsg) {
+			continue
+		}
+		switch r.typ() {
+		case "assistant":
+			wanted[r.msgID()] = true
+		case "user":
+			for _, id := range r.ids() {
+				wanted[id] = true
+			}
+		}
+	}
+	msgs, calls := map[uint64]bool{}, map[uint64]bool{}
 	note := func(r *sessRec) {
-		if r.typ() != "assistant" || !r.k.hasMsg {
+		if len(wanted) == 0 || r.typ() != "assistant" || !r.is(fHasMsg) {
 			return
 		}
-		if r.k.msgID != "" {
-			msgs[r.k.msgID] = true
+		if id := r.msgID(); id != 0 && wanted[id] {
+			msgs[id] = true
 		}
-		if r.x != nil {
-			for _, id := range r.x.uses {
+		for _, id := range r.ids()[1:] {
+			if wanted[id] {
 				calls[id] = true
 			}
 		}
 	}
-	for _, r := range b.main {
-		if r.on {
+	for r := range b.main.all() {
+		if r.is(fOn) {
 			note(r)
 		}
 	}
 	for grew := true; grew; {
 		grew = false
-		for _, r := range b.main {
-			if r.on || r.err != nil || r.odd || r.k.sidechain || r.k.uuid.empty() {
+		for r := range b.main.all() {
+			if r.is(fOn) || r.lineErr() != nil || r.is(fOdd) || r.is(fSidechain) || !r.hasUUID() {
 				continue
 			}
-			if p := byUUID[r.k.parent]; p == nil || !p.on {
+			if p := find(r.parent); p == nil || !p.is(fOn) {
 				continue
 			}
 			// A progress record between a call and the next block of its
 			// message is on the way to it.
-			if !r.conversation() || r.k.hasMsg && (r.typ() == "assistant" && r.k.msgID != "" && msgs[r.k.msgID] ||
+			if !r.conversation() || r.is(fHasMsg) && (r.typ() == "assistant" && r.msgID() != 0 && msgs[r.msgID()] ||
 				r.typ() == "user" && answers(r, calls)) {
-				r.on = true
+				r.flags |= fOn
 				note(r)
 				grew = true
 			}
 		}
 	}
-	for _, r := range b.main {
-		if r.err == nil && !r.odd && !r.k.sidechain && r.conversation() && !r.k.uuid.empty() && !r.on {
-			r.abandoned = true
+	for r := range b.main.all() {
+		if r.lineErr() == nil && !r.is(fOdd) && !r.is(fSidechain) && r.conversation() && r.hasUUID() && !r.is(fOn) {
+			r.flags |= fAbandoned
 			b.abandoned++
 		}
 	}
@@ -661,11 +820,12 @@ func (b *sessBuild) chain() {
 }
 
 // answers: a user record holds only results of the calls given.
-func answers(r *sessRec, calls map[string]bool) bool {
-	if r.x == nil || len(r.x.results) == 0 {
+func answers(r *sessRec, calls map[uint64]bool) bool {
+	ids := r.ids()
+	if len(ids) == 0 {
 		return false
 	}
-	for _, id := range r.x.results {
+	for _, id := range ids {
 		if !calls[id] {
 			return false
 		}
@@ -682,26 +842,26 @@ func (b *sessBuild) scanner() func(*sessRec) {
 	}
 	boundary := map[string]bool{}
 	return func(r *sessRec) {
-		if r.err != nil || r.odd {
+		if r.lineErr() != nil || r.is(fOdd) {
 			return
 		}
-		if m := r.r.Message; r.r.Type == "assistant" && m != nil && m.ID != "" {
+		if m := r.src.dec.Message; r.src.dec.Type == "assistant" && m != nil && m.ID != "" {
 			if m.Usage != nil {
-				b.lastUsage[m.ID] = m.Usage
+				b.lastUsage[idSum(m.ID)] = r
 			}
 			if m.StopReason != "" {
-				b.lastStop[m.ID] = m.StopReason
+				b.lastStop[idSum(m.ID)] = m.StopReason
 			}
 		}
-		if r.r.Type == "system" && r.r.Subtype == "compact_boundary" && r.r.UUID != "" {
-			boundary[r.r.UUID] = true
+		if r.src.dec.Type == "system" && r.src.dec.Subtype == "compact_boundary" && r.src.dec.UUID != "" {
+			boundary[r.src.dec.UUID] = true
 		}
-		if r.r.Type == "user" && flag(r.r.IsCompactSummary) && boundary[r.r.parent()] && r.r.Message != nil {
-			b.summaries[r.r.parent()] = userText(r.r.Message.Content)
-			b.summaryOf[r.r.UUID] = true
+		if r.src.dec.Type == "user" && flag(r.src.dec.IsCompactSummary) && boundary[r.src.dec.parent()] && r.src.dec.Message != nil {
+			b.summaries[r.src.dec.parent()] = userText(r.src.dec.Message.Content)
+			b.summaryOf[r.src.dec.UUID] = true
 		}
-		if id := r.r.ToolUseResult.AgentID; r.r.Type == "user" && r.r.Message != nil && id != "" {
-			for _, bl := range blocks(r.r.Message.Content) {
+		if id := r.src.dec.ToolUseResult.AgentID; r.src.dec.Type == "user" && r.src.dec.Message != nil && id != "" {
+			for _, bl := range blocks(r.src.dec.Message.Content) {
 				if bl.Type == "tool_result" && bl.ToolUseID != "" {
 					b.agentCall[id] = bl.ToolUseID
 					break
@@ -715,26 +875,26 @@ func (b *sessBuild) scanner() func(*sessRec) {
 // versions) by agent: its agentId, else its parent's agent, else the
 // chain it starts.
 func (b *sessBuild) inlineAgents() {
-	agentOf := map[uid]string{}
-	for _, r := range b.main {
-		if r.err != nil || r.odd || !r.k.sidechain {
+	agentOf := map[uint64]string{}
+	for r := range b.main.all() {
+		if r.lineErr() != nil || r.is(fOdd) || !r.is(fSidechain) {
 			continue
 		}
 		id := ""
 		switch {
-		case r.x != nil && r.x.agentID != "":
-			id = r.x.agentID
-		case agentOf[r.k.parent] != "":
-			id = agentOf[r.k.parent]
-		case !r.k.uuid.empty():
-			id = "sidechain-" + r.k.uuid.String()
+		case r.xtra() != nil && r.xtra().agentID != "":
+			id = r.xtra().agentID
+		case agentOf[r.parent] != "":
+			id = agentOf[r.parent]
+		case r.hasUUID():
+			id = "sidechain-" + r.xtra().uuid
 		default:
 			id = "sidechain"
 		}
-		if !r.k.uuid.empty() {
-			agentOf[r.k.uuid] = id
+		if r.hasUUID() {
+			agentOf[r.uuid] = id
 		}
-		r.agent = id
+		r.setAgent(id)
 		a := b.agents[id]
 		if a == nil {
 			a = &subagent{id: id, inline: true}
@@ -787,7 +947,7 @@ func (b *sessBuild) agentFiles(p string) {
 			continue
 		}
 		src := &recFile{name: name, path: name, direct: true}
-		recs, _, err := readRecords(f, b.rep, name+": ", src, b.scanner())
+		_, err = readRecords(f, b.rep, name+": ", src, b.scanner())
 		f.Close()
 		if err != nil {
 			b.rep.Warn(0, "reading the subagent's file %s failed (%v); the records before are kept", name, err)
@@ -804,10 +964,8 @@ func (b *sessBuild) agentFiles(p string) {
 			b.order = append(b.order, a)
 		}
 		a.file, a.src = name, src
-		for _, r := range recs {
-			r.agent = a.id
-		}
-		a.recs = recs
+		src.agent, src.ids = a.id, nil // only the main file's chain reads ids
+		a.recs = slices.Collect(src.recs.all())
 		var meta agentMeta
 		if mb, err := formats.ReadFound(strings.TrimSuffix(name, ".jsonl")+".meta.json", 1<<20); err == nil {
 			if json.Unmarshal(mb, &meta) != nil {
@@ -830,24 +988,24 @@ func (b *sessBuild) link() {
 	var taskCalls []string
 	label := map[string]string{}
 	callLine := map[string]int{}
-	all := [][]*sessRec{b.main}
+	all := []iter.Seq[*sessRec]{b.main.all()}
 	for _, a := range b.order {
 		if !a.inline {
-			all = append(all, a.recs)
+			all = append(all, slices.Values(a.recs))
 		}
 	}
-	for _, recs := range all {
-		for _, r := range recs {
-			if r.err != nil || r.odd || r.typ() != "assistant" || !r.k.hasMsg || r.x == nil {
+	for k, recs := range all {
+		for r := range recs {
+			if r.lineErr() != nil || r.is(fOdd) || r.typ() != "assistant" || !r.is(fHasMsg) || r.xtra() == nil {
 				continue
 			}
-			for _, t := range r.x.tasks {
+			for _, t := range r.xtra().tasks {
 				if t.hasPrompt {
 					prompts[t.prompt] = t.id
 				}
 				taskCalls = append(taskCalls, t.id)
-				if recs[0].agent == "" {
-					callLine[t.id] = r.line
+				if k == 0 {
+					callLine[t.id] = r.line()
 				} else {
 					callLine[t.id] = math.MaxInt // a subagent file's lines are not the session's
 				}
@@ -862,7 +1020,7 @@ func (b *sessBuild) link() {
 		}
 		if a.call == "" && a.inline {
 			for _, r := range a.recs {
-				if r.typ() == "user" && r.k.hasMsg {
+				if r.typ() == "user" && r.is(fHasMsg) {
 					if c, ok := prompts[r.extra().textSum]; ok {
 						a.call = c
 					}
@@ -875,7 +1033,7 @@ func (b *sessBuild) link() {
 			// before the sidechain that no agent has yet.
 			for i := len(taskCalls) - 1; i >= 0; i-- {
 				c := taskCalls[i]
-				if b.callAgent[c] == nil && callLine[c] < a.recs[0].line {
+				if b.callAgent[c] == nil && callLine[c] < a.recs[0].line() {
 					a.call = c
 					break
 				}
@@ -929,10 +1087,10 @@ func (b *sessBuild) emit(r *sessRec, ev *formats.Event) {
 			ev.Source.Type = recType(r)
 		}
 		if ev.Source.LineNo == 0 {
-			ev.Source.LineNo = r.line
+			ev.Source.LineNo = r.line()
 		}
 		if ev.Time.IsZero() {
-			ev.Time = r.t
+			ev.Time = r.time()
 		}
 	}
 	if ev.Time.IsZero() {
@@ -951,10 +1109,10 @@ func (b *sessBuild) emit(r *sessRec, ev *formats.Event) {
 func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
 	if !*carried {
 		*carried = true
-		if line := b.takeHeld(b.fileOf(r.agent)); line != nil {
-			ev.Source.Line = append(append(line, '\n'), r.r.raw...)
+		if line := b.takeHeld(b.fileOf(r.agent())); line != nil {
+			ev.Source.Line = append(append(line, '\n'), r.src.dec.raw...)
 		} else {
-			ev.Source.Line = r.r.raw // the record's own copy: nothing changes it
+			ev.Source.Line = r.src.dec.raw // the record's own copy: nothing changes it
 		}
 	} else {
 		ev.Source.Continued = true
@@ -964,11 +1122,11 @@ func (b *sessBuild) carry(r *sessRec, ev *formats.Event, carried *bool) {
 
 // hold keeps a record that gave no event for the next event of its file.
 func (b *sessBuild) hold(r *sessRec) {
-	file := b.fileOf(r.agent)
+	file := b.fileOf(r.agent())
 	if b.held == nil {
 		b.held = map[string][][]byte{}
 	}
-	b.held[file] = append(b.held[file], r.r.raw)
+	b.held[file] = append(b.held[file], r.src.dec.raw)
 }
 
 // fileOf is the file whose records an agent's events carry: its own, or
@@ -999,9 +1157,9 @@ func (b *sessBuild) emitHeld(file string) {
 }
 
 func recType(r *sessRec) string {
-	t := r.r.Type
-	if t == "system" && r.r.Subtype != "" {
-		t += "/" + r.r.Subtype
+	t := r.src.dec.Type
+	if t == "system" && r.src.dec.Subtype != "" {
+		t += "/" + r.src.dec.Subtype
 	}
 	return t
 }
@@ -1010,15 +1168,15 @@ func recType(r *sessRec) string {
 // agent with text, that is neither meta, a compaction's summary, a
 // command's output, nor an interruption.
 func isPrompt(r *sessRec) bool {
-	return r.k.prompt && r.agent == "" && !r.abandoned
+	return r.is(fPrompt) && r.agent() == "" && !r.is(fAbandoned)
 }
 
 // promptRecord is isPrompt of a record read whole, but for its agent and
 // its branch, which are known later.
 // bs are the blocks of its content.
 func promptRecord(r *sessRec, bs []block) bool {
-	if r.err != nil || r.odd || r.r.Type != "user" || flag(r.r.IsSidechain) ||
-		flag(r.r.IsMeta) || flag(r.r.IsCompactSummary) || r.r.Message == nil || r.r.notificationIn(textOf(bs)) {
+	if r.lineErr() != nil || r.is(fOdd) || r.src.dec.Type != "user" || flag(r.src.dec.IsSidechain) ||
+		flag(r.src.dec.IsMeta) || flag(r.src.dec.IsCompactSummary) || r.src.dec.Message == nil || r.src.dec.notificationIn(textOf(bs)) {
 		return false
 	}
 	text, hasText := "", false
@@ -1040,7 +1198,7 @@ func interruption(t string) bool { return strings.HasPrefix(t, "[Request interru
 // firstFacts takes the session id, cwd and version a record has that info
 // does not have yet.
 func firstFacts(info *formats.RunInfo, r *sessRec) {
-	if r.err != nil || r.odd {
+	if r.lineErr() != nil || r.is(fOdd) {
 		return
 	}
 	if info.SessionID == "" {
@@ -1057,9 +1215,9 @@ func firstFacts(info *formats.RunInfo, r *sessRec) {
 func (b *sessBuild) startRun(at int) {
 	info := formats.RunInfo{Provider: Provider, AgentName: AgentName}
 	prompted := false
-	for i := at; i < len(b.main); i++ {
-		r := b.main[i]
-		if r.err != nil || r.odd || r.k.sidechain || r.abandoned {
+	for i := at; i < b.main.n; i++ {
+		r := b.main.at(i)
+		if r.lineErr() != nil || r.is(fOdd) || r.is(fSidechain) || r.is(fAbandoned) {
 			continue
 		}
 		if isPrompt(r) {
@@ -1072,7 +1230,7 @@ func (b *sessBuild) startRun(at int) {
 		// with bookkeeping (queue-operation, …) that has a session id and
 		// no cwd or version.
 		firstFacts(&info, r)
-		if m := r.model(); r.typ() == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+		if m := r.model(); r.typ() == "assistant" && r.is(fHasMsg) && m != "" && m != "<synthetic>" {
 			info.Model = m
 			break
 		}
@@ -1090,8 +1248,8 @@ func (b *sessBuild) startRun(at int) {
 	b.lastAsst, b.lastWasAsst, b.localDone = nil, false, false
 	clear(b.calls)
 	var t time.Time
-	if at < len(b.main) {
-		t = b.main[at].t
+	if at < b.main.n {
+		t = b.main.at(at).time()
 	}
 	b.emit(nil, &formats.Event{Kind: formats.RunStart, Run: info, Time: t, Source: formats.Source{Type: "run"}})
 }
@@ -1175,11 +1333,11 @@ func (b *sessBuild) finished() bool {
 		return false
 	}
 	a := b.lastAsst
-	stop := b.lastStop[a.k.msgID]
+	stop := b.lastStop[b.lastMsg]
 	if stop == "" {
 		stop = a.stop()
 	}
-	return stop != "tool_use" && !a.k.hasUse
+	return stop != "tool_use" && !a.is(fHasUse)
 }
 
 // flushHeld gives the records still held as an unknown event each file.
@@ -1192,20 +1350,20 @@ func (b *sessBuild) flushHeld() {
 // step gives the events of the next main record, or those after the last
 // one; false when all are given.
 func (b *sessBuild) step() bool {
-	if b.next < len(b.main) {
+	if b.next < b.main.n {
 		i := b.next
 		b.next++
-		r := b.main[i]
-		// Nothing looks back at a main record given (startRun looks
-		// ahead): its index entry goes, so that the index shrinks as the
+		r := b.main.at(i)
+		// Nothing looks back at a main record given by its place (startRun
+		// looks ahead): the index's blocks go, so that it shrinks as the
 		// second pass goes on.
-		defer func() { b.main[i] = nil }()
-		if r.err != nil {
+		defer b.main.free(i + 1)
+		if r.lineErr() != nil {
 			b.flushAll()
-			b.out = append(b.out, sessItem{err: r.err})
+			b.out = append(b.out, sessItem{err: r.lineErr()})
 			return true
 		}
-		if r.agent != "" {
+		if r.agent() != "" {
 			if !b.open {
 				b.startRun(i)
 			}
@@ -1218,10 +1376,10 @@ func (b *sessBuild) step() bool {
 		case isPrompt(r) && b.prompted:
 			b.endRun(false)
 			b.startRun(i)
-		case b.turnEnded && r.typ() == "assistant" && r.k.hasMsg && !r.abandoned:
+		case b.turnEnded && r.typ() == "assistant" && r.is(fHasMsg) && !r.is(fAbandoned):
 			b.endRun(false)
 			b.startRun(i)
-		case !r.abandoned && r.sessionID() != "" && b.session != "" && r.sessionID() != b.session && r.conversation():
+		case !r.is(fAbandoned) && r.sessionID() != "" && b.session != "" && r.sessionID() != b.session && r.conversation():
 			b.endRun(false)
 			b.startRun(i)
 		}
@@ -1245,7 +1403,7 @@ func (b *sessBuild) step() bool {
 func (b *sessBuild) stop(err error) {
 	b.flushAll()
 	b.out = append(b.out, sessItem{err: err})
-	b.next, b.over = len(b.main), true
+	b.next, b.over = b.main.n, true
 	b.src.close()
 	for _, a := range b.order {
 		if a.src != nil {
@@ -1264,20 +1422,21 @@ func (b *sessBuild) process(r *sessRec) {
 		b.stop(err)
 		return
 	}
-	r.r = &sessRecord{raw: raw}
-	if r.odd {
-		r.r.Type = formats.TypeOf(raw)
+	was := r.src.dec
+	r.src.dec = &sessRecord{raw: raw}
+	if r.is(fOdd) {
+		r.src.dec.Type = formats.TypeOf(raw)
 	} else {
-		json.Unmarshal(raw, r.r)
+		json.Unmarshal(raw, r.src.dec)
 	}
 	b.record(r)
-	r.r = nil
+	r.src.dec = was
 }
 
 // emitEnd gives the events after the last main record.
 func (b *sessBuild) emitEnd() {
 	if !b.open && (len(b.order) > 0 || len(b.held) > 0) {
-		b.startRun(len(b.main))
+		b.startRun(b.main.n)
 	}
 	// Subagents whose spawning call never ended, or that no call spawned.
 	for _, a := range b.order {
@@ -1293,44 +1452,44 @@ func (b *sessBuild) emitEnd() {
 // record gives the events of one record.
 func (b *sessBuild) record(r *sessRec) {
 	carried := false
-	if r.odd {
-		b.flushMsg(r.agent)
-		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: r.agent}, &carried)
+	if r.is(fOdd) {
+		b.flushMsg(r.agent())
+		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: r.agent()}, &carried)
 		return
 	}
-	if r.abandoned || b.summaryOf[r.r.UUID] {
+	if r.is(fAbandoned) || b.summaryOf[r.src.dec.UUID] {
 		b.hold(r)
 		return
 	}
-	agent := r.agent
+	agent := r.agent()
 	if a := b.agents[agent]; a != nil && !a.open {
 		b.startAgent(a)
 	}
-	switch r.r.Type {
+	switch r.src.dec.Type {
 	case "assistant":
 		b.assistant(r, agent, &carried)
 	case "user":
 		b.user(r, agent, &carried)
 	case "system":
-		if r.r.Subtype == "turn_duration" && agent == "" {
+		if r.src.dec.Subtype == "turn_duration" && agent == "" {
 			b.flushMsg(agent)
 			b.turnEnded = true
-			if r.r.DurationMS != nil && *r.r.DurationMS > 0 {
-				b.turnMS += *r.r.DurationMS
+			if r.src.dec.DurationMS != nil && *r.src.dec.DurationMS > 0 {
+				b.turnMS += *r.src.dec.DurationMS
 			}
 			b.carry(r, &formats.Event{Kind: formats.TurnEnd, Status: formats.Completed}, &carried)
 			return
 		}
-		if r.r.Subtype == "compact_boundary" {
+		if r.src.dec.Subtype == "compact_boundary" {
 			b.flushMsg(agent)
-			b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: b.summaries[r.r.UUID]}, &carried)
+			b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: b.summaries[r.src.dec.UUID]}, &carried)
 			return
 		}
 		b.flushMsg(agent)
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, &carried)
 	default:
-		if r.r.Type == "" {
-			b.rep.Warn(r.line, "a record without a \"type\"; kept as an unknown event")
+		if r.src.dec.Type == "" {
+			b.rep.Warn(r.line(), "a record without a \"type\"; kept as an unknown event")
 		}
 		// Records between the blocks of one message (a progress record)
 		// do not end it.
@@ -1341,11 +1500,11 @@ func (b *sessBuild) record(r *sessRec) {
 func (b *sessBuild) startAgent(a *subagent) {
 	a.open = true
 	info := formats.AgentInfo{Label: a.label, ParentCall: a.call}
-	if c := b.calls[a.call]; c != nil {
-		info.Parent = c.agent
+	if c, ok := b.calls[idSum(a.call)]; ok {
+		info.Parent = b.src.sym(c.agent)
 	}
 	for _, r := range a.recs {
-		if m := r.model(); r.typ() == "assistant" && r.k.hasMsg && m != "" && m != "<synthetic>" {
+		if m := r.model(); r.typ() == "assistant" && r.is(fHasMsg) && m != "" && m != "<synthetic>" {
 			info.Model = m
 			break
 		}
@@ -1356,7 +1515,7 @@ func (b *sessBuild) startAgent(a *subagent) {
 	}
 	var t time.Time
 	if len(a.recs) > 0 {
-		t = a.recs[0].t
+		t = a.recs[0].time()
 	}
 	b.emit(nil, &formats.Event{Kind: formats.AgentStart, Agent: a.id, AgentInfo: info, Time: t, Source: formats.Source{Type: typ}})
 }
@@ -1426,25 +1585,25 @@ func (b *sessBuild) flushText(agent string, m *pendingMsg) {
 }
 
 func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
-	m := r.r.Message
+	m := r.src.dec.Message
 	if m == nil {
 		b.flushMsg(agent)
-		b.rep.Warn(r.line, "an assistant record without \"message\"; kept as an unknown event")
+		b.rep.Warn(r.line(), "an assistant record without \"message\"; kept as an unknown event")
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
 		return
 	}
-	apiError := flag(r.r.IsAPIError) || (len(r.r.Error) > 0 && string(r.r.Error) != "null") || syntheticError(m)
+	apiError := flag(r.src.dec.IsAPIError) || (len(r.src.dec.Error) > 0 && string(r.src.dec.Error) != "null") || syntheticError(m)
 	code := func(text string) string {
-		if c := errorCode(r.r.APIErrorType, r.r.APIErrorStatus); c != "" {
+		if c := errorCode(r.src.dec.APIErrorType, r.src.dec.APIErrorStatus); c != "" {
 			return c
 		}
-		return apiErrorCode(text, r.r.Error)
+		return apiErrorCode(text, r.src.dec.Error)
 	}
 	if agent == "" || b.alone {
 		b.prompted = true
-		b.lastAsst, b.lastWasAsst, b.localDone = r, true, false
+		b.lastAsst, b.lastMsg, b.lastWasAsst, b.localDone = r, idSum(m.ID), true, false
 		stop := m.StopReason
-		if s := b.lastStop[m.ID]; s != "" && m.ID != "" {
+		if s := b.lastStop[idSum(m.ID)]; s != "" && m.ID != "" {
 			stop = s
 		}
 		b.ended, b.endedID = stop == "end_turn" && !apiError, m.ID
@@ -1456,7 +1615,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 				b.failed = "the API request failed"
 			}
 			b.failCode = code(b.failed)
-			b.outcomeLine = r.line
+			b.outcomeLine = r.line()
 		}
 	}
 	if p := b.msg[agent]; p != nil && (m.ID == "" || m.ID != p.id) {
@@ -1464,23 +1623,29 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 	}
 	p := b.msg[agent]
 	if p == nil {
-		p = &pendingMsg{active: true, id: m.ID, agent: agent, line: r.line, time: r.t}
+		p = &pendingMsg{active: true, id: m.ID, agent: agent, line: r.line(), time: r.time()}
 		b.msg[agent] = p
 	}
 	var evs []*formats.Event
 	// Claude Code's own message (an API error, …) is no model call.
-	if (m.ID == "" || !b.usageSeen[m.ID]) && m.Model != "<synthetic>" {
+	// A message's usage is given once: its entry in lastUsage goes then
+	// (a message whose records have none has no entry).
+	id := idSum(m.ID)
+	last, pending := b.lastUsage[id]
+	if (m.ID == "" || pending) && m.Model != "<synthetic>" {
 		u := m.Usage
-		if lu := b.lastUsage[m.ID]; lu != nil && m.ID != "" {
-			u = lu
+		if pending && last != r {
+			// The usage the message ends with, of a later record.
+			var err error
+			if u, err = last.src.usage(last); err != nil {
+				b.stop(err)
+				return
+			}
 		}
 		if u != nil && !u.info().Empty() {
-			if b.usageSeen == nil {
-				b.usageSeen = map[string]bool{}
-			}
-			b.usageSeen[m.ID] = true
+			delete(b.lastUsage, id)
 			resp := m.response()
-			if s := b.lastStop[m.ID]; s != "" {
+			if s := b.lastStop[id]; s != "" {
 				resp.StopReason = s
 			}
 			evs = append(evs, &formats.Event{Kind: formats.Usage, Agent: agent, Usage: u.info(), Response: resp})
@@ -1552,7 +1717,7 @@ func hasKind(evs []*formats.Event, kinds ...formats.Kind) bool {
 }
 
 func (b *sessBuild) callEvents(agent string, bl block) []*formats.Event {
-	b.calls[bl.ID] = &call{name: bl.Name, agent: agent, args: bl.Input}
+	b.calls[idSum(bl.ID)] = sessCall{name: b.src.symOf(bl.Name), agent: b.src.symOf(agent)}
 	evs := []*formats.Event{{Kind: formats.ToolCall, Agent: agent, Call: formats.Call{ID: bl.ID, Name: bl.Name, Args: bl.Input}}}
 	if bl.Name == "TodoWrite" {
 		var in struct {
@@ -1584,16 +1749,17 @@ func (b *sessBuild) resultEvent(agent string, bl block) *formats.Event {
 			res.Status = formats.Denied
 		}
 	}
-	if c := b.calls[bl.ToolUseID]; c != nil {
-		res.Name = c.name
+	if c, ok := b.calls[idSum(bl.ToolUseID)]; ok {
+		res.Name = b.src.sym(c.name)
 		c.ended = true
+		b.calls[idSum(bl.ToolUseID)] = c
 	}
 	return &formats.Event{Kind: formats.ToolResult, Agent: agent, Call: res}
 }
 
 func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 	b.flushMsg(agent)
-	m := r.r.Message
+	m := r.src.dec.Message
 	if m == nil {
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent}, carried)
 		return
@@ -1601,11 +1767,11 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 	if agent == "" || b.alone {
 		b.lastWasAsst, b.ended, b.failed, b.turnEnded, b.localDone = false, false, "", false, false
 	}
-	if flag(r.r.IsCompactSummary) {
+	if flag(r.src.dec.IsCompactSummary) {
 		b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: userText(m.Content)}, carried)
 		return
 	}
-	if flag(r.r.IsMeta) {
+	if flag(r.src.dec.IsMeta) {
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent, Source: formats.Source{Type: "user/isMeta"}}, carried)
 		return
 	}
@@ -1613,11 +1779,11 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 	text := strings.TrimSpace(textOf(bs))
 	switch {
 	case agent == "" && interruption(text):
-		b.cancelled, b.outcomeLine = true, r.line
+		b.cancelled, b.outcomeLine = true, r.line()
 		b.lastWasAsst = true // the turn ended there
 		b.carry(r, &formats.Event{Kind: formats.Notice, Severity: formats.Warning, Text: text}, carried)
 		return
-	case r.r.notificationIn(text):
+	case r.src.dec.notificationIn(text):
 		// A background task's report, given to the model: the run goes on.
 		b.carry(r, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Info, Text: text}, carried)
 		return
@@ -1639,10 +1805,10 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 			gave = true
 		case "tool_result":
 			ev := b.resultEvent(agent, bl)
-			if ev.Call.Status == formats.Failed && r.r.refused() {
+			if ev.Call.Status == formats.Failed && r.src.dec.refused() {
 				ev.Call.Status = formats.Denied
 			}
-			if b.calls[bl.ToolUseID] == nil && b.callAgent[bl.ToolUseID] == nil && ev.Call.Status != formats.Denied {
+			if _, ok := b.calls[idSum(bl.ToolUseID)]; !ok && b.callAgent[bl.ToolUseID] == nil && ev.Call.Status != formats.Denied {
 				// A result whose call the run never gave (a file cut out of
 				// its session): it ends no call, and is kept as it is (the
 				// pipeline says so, by its type).
@@ -1675,18 +1841,18 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 // of their tool results.
 func (b *sessBuild) images() int {
 	n := 0
-	count := func(recs []*sessRec) {
-		for _, r := range recs {
-			if r.err != nil || r.odd || r.abandoned || r.typ() != "user" || !r.k.hasMsg || r.x == nil {
+	count := func(recs iter.Seq[*sessRec]) {
+		for r := range recs {
+			if r.lineErr() != nil || r.is(fOdd) || r.is(fAbandoned) || r.typ() != "user" || !r.is(fHasMsg) || r.xtra() == nil {
 				continue
 			}
-			n += r.x.images
+			n += r.xtra().images
 		}
 	}
-	count(b.main)
+	count(b.main.all())
 	for _, a := range b.order {
 		if !a.inline {
-			count(a.recs)
+			count(slices.Values(a.recs))
 		}
 	}
 	return n
