@@ -306,11 +306,13 @@ func (s *recFile) usage(rec *sessRec) (*apiUsage, error) {
 	if _, err := file.ReadAt(b, rec.off); err != nil || lineSum(b) != rec.sum {
 		return nil, s.changed(rec)
 	}
-	var r sessRecord
-	json.Unmarshal(b, &r)
-	if r.Message == nil {
-		return nil, nil
+	// Its usage alone: the first pass decoded the whole record.
+	var r struct {
+		Message struct {
+			Usage *apiUsage `json:"usage"`
+		} `json:"message"`
 	}
+	json.Unmarshal(b, &r)
 	return r.Message.Usage, nil
 }
 

@@ -41,11 +41,9 @@ type eventsWriter struct {
 	err    error
 
 	// The open run's, of each agent by its id ("": the main agent).
-	turn    map[string]int
-	msg     map[string]*pendingMessage
-	calls   map[string]bool   // calls written and not yet answered
-	callIDs []string          // in order
-	callOf  map[string]string // the agent of each call written
+	turn  map[string]int
+	msg   map[string]*pendingMessage
+	calls map[string]string // calls written and not yet answered → their agent
 	// each subagent's start and calls, for its end
 	agentStart map[string]time.Time
 	agentCalls map[string]int
@@ -395,11 +393,7 @@ func (w *eventsWriter) flush(at time.Time, agent string) error {
 		d["reasoningText"] = thinking
 	}
 	for _, c := range m.calls {
-		if !w.calls[c.ToolCallID] {
-			w.callIDs = append(w.callIDs, c.ToolCallID)
-		}
-		w.calls[c.ToolCallID] = true
-		w.callOf[c.ToolCallID] = agent
+		w.calls[c.ToolCallID] = agent
 	}
 	return w.putAgent(m.at, "assistant.message", agent, d)
 }
@@ -410,18 +404,8 @@ func (w *eventsWriter) result(at time.Time, agent string, c formats.Call) error 
 	// What is kept of a call goes with its end: a run's memory is its
 	// open calls.
 	delete(w.calls, c.ID)
-	delete(w.callOf, c.ID)
 	delete(w.asked, c.ID)
 	delete(w.perms, c.ID)
-	if len(w.callIDs) > 64 && len(w.callIDs) > 2*len(w.calls) {
-		open := w.callIDs[:0]
-		for _, id := range w.callIDs {
-			if w.calls[id] {
-				open = append(open, id)
-			}
-		}
-		w.callIDs = open
-	}
 	d := map[string]any{"toolCallId": c.ID}
 	switch c.Status {
 	case formats.Completed:
@@ -507,7 +491,7 @@ func (w *eventsWriter) startRun(e *formats.Event) error {
 		return err
 	}
 	w.cur = f
-	w.turn, w.msg, w.calls, w.callIDs, w.callOf, w.errored, w.said = map[string]int{}, map[string]*pendingMessage{}, map[string]bool{}, nil, map[string]string{}, false, ""
+	w.turn, w.msg, w.calls, w.errored, w.said = map[string]int{}, map[string]*pendingMessage{}, map[string]string{}, false, ""
 	w.asked, w.perms = map[string]bool{}, map[string]formats.Call{}
 	w.agentStart, w.agentCalls = map[string]time.Time{}, map[string]int{}
 	at := w.stamps.Next(e)
@@ -532,10 +516,11 @@ func (w *eventsWriter) endRun(at time.Time, v *formats.RunView) error {
 	if err := w.flush(at, ""); err != nil {
 		return err
 	}
-	for _, id := range w.callIDs {
-		if w.calls[id] {
+	// In the order they started, as the view keeps the open calls.
+	for _, c := range v.Calls.Open() {
+		if agent, written := w.calls[c.ID]; written {
 			w.opts.Report.Quirk(formats.UnansweredCallsFailed)
-			if err := w.result(at, w.callOf[id], formats.Call{ID: id, Status: formats.Failed, Error: "the call has no result"}); err != nil {
+			if err := w.result(at, agent, formats.Call{ID: c.ID, Status: formats.Failed, Error: "the call has no result"}); err != nil {
 				return err
 			}
 		}
