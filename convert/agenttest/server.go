@@ -17,6 +17,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -392,6 +393,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return false
 	})
 	s.mu.Unlock()
+	if th != nil && th.Name == "main" && req.Turn == 0 && req.Attempt == 0 {
+		if d, err := time.ParseDuration(os.Getenv("AGENTCONV_TEST_FIRST_REPLY_DELAY")); err == nil {
+			time.Sleep(d) // so that what the reply starts (a subagent) starts in a later minute, as it may by chance
+		}
+	}
 
 	switch {
 	case fail != nil:

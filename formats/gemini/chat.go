@@ -48,13 +48,14 @@ func chatPlaces(getenv func(string) string) []string {
 // chatOwner names the session file that reads a subagent's file: a
 // subagent of session S writes chats/S/<its id>.jsonl (sanitized ids), and
 // S writes chats/session-<time>-<first 8 of S>.jsonl (.json before).
-// Among several such files, the one whose metadata names S.
+// Among several such files, the one whose metadata names S. A later file
+// of a session's own (see partsOf) is owned by the session's first.
 func chatOwner(path string) string {
 	dir := filepath.Dir(path)
 	parent := filepath.Base(dir)
 	chats := filepath.Dir(dir)
 	if filepath.Base(chats) != "chats" || !strings.HasSuffix(path, ".jsonl") || len(parent) < 8 {
-		return ""
+		return partOwner(path)
 	}
 	var found []string
 	for _, ext := range []string{".jsonl", ".json"} {

@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,17 +145,27 @@ func TestChatLoopOnly(t *testing.T) {
 	}
 }
 
-// Gemini CLI 0.20's subagent, recorded in the session's own file: the
-// codebase investigator's prompt (<objective>) and its replies sit between
-// the parent's first answer and its last, and the parent's call is on the
-// subagent's last reply. It is read as one run with one prompt: the call
-// codebase_investigator starts in the parent's first answer, the subagent
-// (named by the call's id) holds its prompt and its two replies with
-// their tokens, and the call's result comes after the subagent ends.
+// Gemini CLI 0.20's subagent. Its chat writes the file named by the minute
+// it starts, with the session's id. Started in the session's minute
+// (stream-json here), it shares the session's file: the codebase
+// investigator's prompt (<objective>) and its replies sit between the
+// parent's first answer and its last, and the parent's call is on the
+// subagent's last reply. Started in a later minute (json here: the server
+// held its first reply past the minute), it writes a file of its own, and
+// the parent's call stays on the parent's answer. Either is read, from the
+// session's file, as one run with one prompt: the call codebase_investigator
+// starts in the parent's first answer, the subagent (named by the call's id)
+// holds its prompt and its two replies with their tokens, and the call's
+// result comes after the subagent ends. The later file read on its own says
+// whose part it is.
 func TestChatInlineSubagent(t *testing.T) {
 	for _, mode := range []string{"stream-json", "json"} {
 		dir := filepath.Join("..", "..", "testdata", "agents", "gemini-cli", "0.20.2", "subagent", mode)
-		evs, warn := readCapture(t, Chat, chatFile(t, dir))
+		files, _ := filepath.Glob(filepath.Join(dir, "home", ".gemini", "tmp", "*", "chats", "session-*"))
+		if want := map[string]int{"stream-json": 1, "json": 2}[mode]; len(files) != want {
+			t.Fatalf("%s: %d session files, want %d: %v", mode, len(files), want, files)
+		}
+		evs, warn := readWarned(t, files[0])
 		var seq []string
 		var subOut, mainOut int64
 		for _, e := range evs {
@@ -183,5 +194,34 @@ func TestChatInlineSubagent(t *testing.T) {
 		if mainOut != 30+51 || subOut != 37+44 || warn != "" {
 			t.Errorf("%s: output tokens %d (parent), %d (subagent), want 81 and 81; warnings %q", mode, mainOut, subOut, warn)
 		}
+		if len(files) > 1 {
+			if _, warn := readWarned(t, files[1]); !strings.Contains(warn, "later part of session") || !strings.Contains(warn, filepath.Base(files[0])) {
+				t.Errorf("%s: the later file read alone warns %q, want that it is a part of %s", mode, warn, files[0])
+			}
+		}
+	}
+}
+
+// readWarned reads the file at path, named, as gemini-chat: its events and
+// warnings.
+func readWarned(t *testing.T, path string) ([]*formats.Event, string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var w strings.Builder
+	r := Chat.NewReader(f, formats.ReadOptions{Dialect: Chat.Name, Report: formats.NewReport(&w), Path: path})
+	var evs []*formats.Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return evs, w.String()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
 	}
 }

@@ -54,6 +54,13 @@ func (r *chatReader) emit(s *session) {
 		e.alone(s)
 		return
 	}
+	if p := r.opts.Path; p != "" {
+		if o := partOwner(p); o != "" {
+			r.opts.Report.Warn(0, "%s is a later part of session %s, whose first file is %s: read that file (or the directory) to convert the session whole", p, s.id, o)
+		} else if parts := r.loadParts(p, s.id); len(parts) > 0 {
+			joinParts(s, parts)
+		}
+	}
 	s.entries = inlineSubagents(s.entries)
 	for i, en := range s.entries {
 		e.entry(en, s.entries[i:])
@@ -428,6 +435,28 @@ func (e *emitter) subagentOf(tc *toolCallRecord, s *session, t time.Time, src fo
 	// The call's result goes on with the response's record.
 	src.Line = nil
 	e.q.Begin(src)
+}
+
+// loadParts reads the later parts of the session sid whose file is path
+// (partsOf).
+func (r *chatReader) loadParts(path, sid string) []*session {
+	var out []*session
+	for _, p := range partsOf(path, sid) {
+		if r.seen[p] {
+			continue
+		}
+		if r.seen == nil {
+			r.seen = map[string]bool{}
+		}
+		r.seen[p] = true
+		s, err := r.load(p)
+		if err != nil {
+			r.opts.Report.Warn(0, "%s holds more of session %s, but cannot be read (%v): its records are not converted", p, sid, err)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // load reads a subagent's file whole.
