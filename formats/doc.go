@@ -78,6 +78,8 @@
 //     dropped at the end. A source that counts a turn's requests together
 //     gives one Usage marked Aggregate, which no request takes. The counts
 //     have the meanings of UsageInfo, whatever the source's convention.
+//     A request whose output the source did not record (a trace written
+//     without content) gives its Usage alone, marked Unrecorded.
 //     One request needs none: one whose only output is calls that end
 //     refused. A source may give a refused call with no ToolCall (see
 //     Calls), and a writer whose format has no result without its call

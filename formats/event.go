@@ -247,6 +247,11 @@ type Event struct {
 	// requests the source does not tell apart (Codex's exec --json): its
 	// counts are several requests', and no writer takes it for one.
 	Aggregate bool
+	// Unrecorded marks a Usage event whose request's output the source did
+	// not record: a trace written without its messages' content (OpenTelemetry's
+	// default) holds a chat span's counts and not what it answered. The
+	// request answered; its answer is not here.
+	Unrecorded bool
 	// Synthetic says one thing: no reader made this event; the pipeline
 	// (or Standalone's follower, in its place) did: the RunStart of a
 	// stream without one, and the events that close a cut or interrupted

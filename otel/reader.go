@@ -502,6 +502,10 @@ func (r *reader) span(n, parent *node, agent string) {
 		// A span that stands for requests the source did not list one by
 		// one is their usage together, not a request.
 		ev.Aggregate = a[keyAggregate].bool()
+		// Without --otlp-content (or a source's content capture) the span
+		// holds the request's counts, not its output messages.
+		_, recorded := a[keyOutputMsgs]
+		ev.Unrecorded = !recorded
 		ev.Response = formats.Response{ID: a[keyResponseID].str(), Model: a[keyResponseModel].str()}
 		if fr := a[keyFinish].strs(); len(fr) > 0 {
 			ev.Response.StopReason = fr[0]

@@ -226,6 +226,9 @@ type segment struct {
 	first int // its first output or Usage event, -1 for none
 	out   bool
 	usage int
+	// unrecorded counts its Usage events marked Unrecorded: of a request
+	// whose output the source did not record.
+	unrecorded int
 	// calls are its ToolCalls' ids; text says it had output other than
 	// calls. A request whose only output is calls that end refused needs
 	// no Usage (see the formats package documentation).
@@ -336,7 +339,7 @@ func checkReader(d formats.Dialect, evs []*formats.Event, bare map[string]bool) 
 				switch {
 				case sg.out && sg.usage == 0 && !refusedOnly(sg, calls, bare):
 					ps.add(sg.first, evs[sg.first], "usage", "agent %q gives its requests' usage, but the request answered here has no Usage between the model's input before it and the next (a prompt, a call's result): a Usage goes with its request's output, not with the next request's, and the last request's is not dropped", id)
-				case !sg.out && sg.usage > 0:
+				case !sg.out && sg.usage > sg.unrecorded:
 					ps.add(sg.first, evs[sg.first], "usage", "agent %q: a Usage with no output of its request between the model's input before it and the next (a prompt, a call's result): it belongs with its request's messages and calls, before their results", id)
 				}
 			}
@@ -485,6 +488,9 @@ func checkReader(d formats.Dialect, evs []*formats.Event, bare map[string]bool) 
 		case e.Kind == formats.Usage && !e.Aggregate:
 			a.seg.usage++
 			a.usages++
+			if e.Unrecorded {
+				a.seg.unrecorded++
+			}
 			if a.seg.first < 0 {
 				a.seg.first = i
 			}

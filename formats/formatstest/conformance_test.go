@@ -81,6 +81,12 @@ func TestCheckReaderFindsBreaches(t *testing.T) {
 			{Kind: formats.ToolCall, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Usage, Usage: u, Source: made},
 			{Kind: formats.ToolResult, Call: formats.Call{ID: "c"}, Source: made}, {Kind: formats.Message, Source: made},
 			{Kind: formats.RunEnd, Source: made}}, "usage"},
+		{"a usage with no output of its request", []*formats.Event{
+			{Kind: formats.RunStart, Source: made}, {Kind: formats.UserMessage, Source: made},
+			{Kind: formats.Usage, Usage: u, Source: made}, {Kind: formats.RunEnd, Source: made}}, "usage"},
+		{"a usage whose request's output the source did not record", []*formats.Event{
+			{Kind: formats.RunStart, Source: made}, {Kind: formats.UserMessage, Source: made},
+			{Kind: formats.Usage, Usage: u, Unrecorded: true, Source: made}, {Kind: formats.RunEnd, Source: made}}, ""},
 		{"a request whose only call failed, without usage", lastCallEnds(formats.Failed), "usage"},
 		{"a request whose only call was refused needs no usage", lastCallEnds(formats.Denied), ""},
 		{"negative count", []*formats.Event{
