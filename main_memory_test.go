@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 // TestResendMemoryIsBounded: resending a 55 MB spool to a collector that
@@ -19,9 +21,7 @@ import (
 // AGENTCONV_MEMTEST_SIZE sets the size of the generated stream it comes
 // from (default 30MB).
 func TestResendMemoryIsBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("generates a large spool")
-	}
+	formatstest.Long(t)
 	size := os.Getenv("AGENTCONV_MEMTEST_SIZE")
 	if size == "" {
 		size = "30MB"

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentconv/agentconv/formats/formatstest"
+
 	"github.com/goccy/go-json"
 	collpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -205,6 +207,7 @@ func accounts(t *testing.T, read []string, c *slowCollector, spooled []string) {
 // process is in the state each case is about (its input read, no
 // request being answered, a held one under way), not after a sleep.
 func TestSignalsEndTheDelivery(t *testing.T) {
+	formatstest.Long(t)
 	in, read := otlpInput(t, "12MB")
 	if len(read) < 12*1024 {
 		t.Fatalf("only %d spans", len(read))
@@ -307,6 +310,7 @@ func TestSignalsEndTheDelivery(t *testing.T) {
 // delivered is not ignored: they are delivered, and the exit status says
 // that agentconv was interrupted.
 func TestSignalAfterTheInputWasRead(t *testing.T) {
+	formatstest.Long(t)
 	in, read := otlpInput(t, "600KB")
 	c := newSlowCollector(t, 4*time.Second)
 	spool := filepath.Join(t.TempDir(), "spool.jsonl")
@@ -372,6 +376,7 @@ func waitRead(t *testing.T, pid int, in string) {
 // request: Ctrl-C ends agentconv within the 4 s delivery timeout, with
 // what was not delivered spooled, and nothing both delivered and spooled.
 func TestSignalOnALivePipe(t *testing.T) {
+	formatstest.Long(t)
 	gen, err := exec.Command(binary, "generate", "--to", "adal-stream", "--size", "3MB", "--max-output", "200").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -491,6 +496,7 @@ func waitFileRead(t *testing.T, pid int, in string) {
 // not yet parsed when the signal came was dropped (1,292 spans of 4,122,
 // once in two runs).
 func TestSignalAfterAFileWasReadUnderLoad(t *testing.T) {
+	formatstest.Long(t)
 	in, read := otlpInput(t, "4MB")
 	burnCores(t)
 	for i := range 4 {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentconv/agentconv/formats/formatstest"
+
 	"github.com/goccy/go-json"
 )
 
@@ -104,6 +106,7 @@ print("checked", checked, file=sys.stderr)
 // under ACP's own schema; an ACP fixture goes out as it came, handshake
 // included, so its lines are checked too.
 func TestACPValidates(t *testing.T) {
+	formatstest.Long(t)
 	t.Parallel()
 	dir := t.TempDir()
 	var files []string

@@ -94,7 +94,7 @@ func Run(args []string, sys Sys) int {
 		ErrWriter:       sys.Stderr,
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*cli.Context, error) {},
-		Flags:           flags(),
+		Flags:           namedFlags(flags()),
 		Action: func(c *cli.Context) error {
 			later = func() int { return convertCmd(c, sys) }
 			return nil

@@ -113,7 +113,7 @@ func flagsFirst(args []string, flags []cli.Flag) []string {
 	}
 	takesValue := map[string]bool{}
 	for _, f := range flags {
-		_, isBool := f.(*cli.BoolFlag)
+		isBool := isBoolFlag(f)
 		for _, n := range f.Names() {
 			takesValue[n] = !isBool
 		}

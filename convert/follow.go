@@ -77,7 +77,7 @@ func followCommand(sys Sys, later *func() int) *cli.Command {
 		Usage:       "watch the agents' session files and convert each run as it is written (to a collector, or to files)",
 		UsageText:   followUsage,
 		Description: fmt.Sprintf(followDescription, orNone(strings.Join(placeNames(), ", "))),
-		Flags:       followFlags(),
+		Flags:       namedFlags(followFlags()),
 		Action: func(c *cli.Context) error {
 			*later = func() int { return followCmd(c, sys) }
 			return nil

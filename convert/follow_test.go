@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentconv/agentconv/formats/formatstest"
+
 	"github.com/goccy/go-json"
 	collpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
@@ -428,6 +430,7 @@ func has(got map[string]int, want []string) bool {
 // and comes back, across a restart: delivered + spooled = read, each span
 // once.
 func TestFollowOTLP(t *testing.T) {
+	formatstest.Long(t)
 	home := t.TempDir()
 	watched := filepath.Join(home, "sessions")
 	os.MkdirAll(watched, 0o755)

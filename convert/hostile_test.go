@@ -42,10 +42,8 @@ func hostileInputs() map[string]string {
 }
 
 func TestHostileInput(t *testing.T) {
+	formatstest.Long(t)
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("long")
-	}
 	for name, in := range hostileInputs() {
 		for _, from := range Readable() {
 			for _, to := range Writable() {

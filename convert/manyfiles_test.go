@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/agentconv/agentconv/formats/formatstest"
+
 	"github.com/agentconv/agentconv/formats"
 )
 
@@ -206,9 +208,7 @@ func readBack(t *testing.T, name, out string, ids []string) {
 // TestManySessionsLowFileLimit converts 1,500 sessions to each
 // writer of files under -o DIR in a process allowed 64 open files.
 func TestManySessionsLowFileLimit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1,500 sessions for each writer")
-	}
+	formatstest.Long(t)
 	if os.Getenv("AGENTCONV_LOW_NOFILE") != "" {
 		lim := syscall.Rlimit{Cur: 64, Max: 64}
 		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 // longRun is claude-stream of one run of n tool calls, each with its
@@ -59,6 +61,7 @@ func (r *longRun) Read(p []byte) (int, error) {
 // call of the run until it ended, the claude reader every call's name and
 // arguments: about 1.2 KB a call.)
 func TestRunMemoryFlat(t *testing.T) {
+	formatstest.Long(t)
 	if raceDetector {
 		t.Skip("the race detector's instrumentation allocates beside the code")
 	}

@@ -51,7 +51,7 @@ Examples:
 
 func sessionsCommand(sys Sys, later *func() int) *cli.Command {
 	return &cli.Command{
-		Flags:       sessionsFlags(),
+		Flags:       namedFlags(sessionsFlags()),
 		Name:        "sessions",
 		Usage:       "list the agents' session files on disk, to convert or ship them",
 		UsageText:   sessionsUsage,

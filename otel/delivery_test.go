@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentconv/agentconv/formats/formatstest"
+
 	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/otel"
@@ -84,6 +86,7 @@ func TestPartialSuccessIsPartial(t *testing.T) {
 // TestTimeoutBoundsTheDelivery: --otlp-timeout bounds the whole delivery;
 // batches go a few at a time, and what is not sent in time is spooled.
 func TestTimeoutBoundsTheDelivery(t *testing.T) {
+	formatstest.Long(t)
 	in, ids := spanInput(t, 6<<20, 200)
 	for _, p := range protocols {
 		t.Run(protoName(p), func(t *testing.T) {
@@ -120,6 +123,7 @@ func TestTimeoutBoundsTheDelivery(t *testing.T) {
 // TestHTTPRetriesARefusedConnection: a collector that comes up late gets
 // every span, over http as over grpc.
 func TestHTTPRetriesARefusedConnection(t *testing.T) {
+	formatstest.Long(t)
 	in, ids := spanInput(t, 200<<10, 200)
 	for _, p := range protocols {
 		t.Run(protoName(p), func(t *testing.T) {
@@ -301,6 +305,7 @@ func withoutRoot(t *testing.T, line []byte) []byte {
 // is delivered or spooled, those held for a root that never came
 // included, and nothing is made up for runs that had already ended.
 func TestInterruptedResend(t *testing.T) {
+	formatstest.Long(t)
 	in, _ := spanInput(t, 400<<10, 200)
 	data, err := os.ReadFile(in)
 	if err != nil {
@@ -413,6 +418,7 @@ func readAllEvents(t *testing.T, data string) []*formats.Event {
 // TestStuckCollector: a collector that takes requests and never answers
 // costs one timeout, and every span is spooled.
 func TestStuckCollector(t *testing.T) {
+	formatstest.Long(t)
 	in, ids := spanInput(t, 2<<20, 200)
 	for _, p := range protocols {
 		t.Run(protoName(p), func(t *testing.T) {

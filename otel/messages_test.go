@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentconv/agentconv/formats/formatstest"
+
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/otel"
 	"github.com/goccy/go-json"
@@ -204,6 +206,7 @@ for i, v in enumerate(json.load(open(sys.argv[1]))):
 // chat spans that carry the model's answer, and without --otlp-content no
 // span carries any of them.
 func TestMessagesMatchTheSchema(t *testing.T) {
+	formatstest.Long(t)
 	var values []messageValue
 	// Two the schemas refuse, so that the check is seen to refuse.
 	values = append(values,

@@ -435,6 +435,7 @@ func TestInterruptCancelsOpenSpans(t *testing.T) {
 }
 
 func TestDeadCollectorSpools(t *testing.T) {
+	formatstest.Long(t)
 	for _, proto := range []string{"grpc", "http/protobuf"} {
 		t.Run(strings.ReplaceAll(proto, "/", "-"), func(t *testing.T) {
 			spool := filepath.Join(t.TempDir(), "spool.jsonl")

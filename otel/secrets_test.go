@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentconv/agentconv/formats/formatstest"
+
 	"github.com/agentconv/agentconv/convert"
 )
 
@@ -34,6 +36,7 @@ func noSecret(t *testing.T, name, what, secret string) {
 // never shown, whether the collector takes the spans, answers 500 or is
 // down, nor written to the spool.
 func TestCredentialsInTheEndpoint(t *testing.T) {
+	formatstest.Long(t)
 	const secret = "s3cr3t"
 	in := fixture("adal/seed-stream.ndjson")
 	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:"+secret+"/x"))

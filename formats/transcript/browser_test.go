@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/agentconv/agentconv/formats/transcript"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -46,6 +47,7 @@ var browserFixtures = []string{
 // fixture in testdata/screenshot.png. Without chromium the test skips,
 // but fails in CI (CI=true).
 func TestBrowser(t *testing.T) {
+	formatstest.Long(t)
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is missing (apt-get install chromium; .ci/run installs it): %v", chromium, err)

@@ -1,0 +1,33 @@
+package formatstest
+
+import (
+	"flag"
+	"testing"
+	"time"
+)
+
+// LongDeadline is how far go test's deadline must be for Long tests to run:
+// the README's test command, and CI's, give -timeout 45m.
+const LongDeadline = 30 * time.Minute
+
+// Long skips a long test in the quick loop. A long test spends seconds of
+// CPU or of waiting on what a quick change rarely breaks: inputs at scale,
+// every core kept busy, a delivery's deadlines, an outside validator. go
+// test ./... (its deadline 10 minutes away) leaves them out; they run under
+// the README's test command (go test -timeout 45m ./...), with -timeout 0,
+// or when -run names tests. -short leaves them out too.
+func Long(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a long test: -short leaves it out")
+	}
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() != "" {
+		return
+	}
+	d, ok := t.Deadline()
+	if !ok || time.Until(d) >= LongDeadline {
+		return
+	}
+	t.Skipf("a long test: go test's deadline is in %v; the README's test command (go test -timeout 45m ./...) runs it, as -run NAME does",
+		time.Until(d).Round(time.Minute))
+}
