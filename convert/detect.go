@@ -38,6 +38,8 @@ type detector struct {
 	// dirs are the readable dialects that read directories (dirDialects),
 	// for a directory's files; nil puts every file to every dialect.
 	dirs []formats.Dialect
+	// last is the head that peeking sniffed last (dialect's own copy).
+	last lastSniff
 }
 
 func newDetector(from formats.Dialect) detector { return detector{from: from} }
@@ -76,7 +78,7 @@ func (dt detector) dialect(in Input, br *bufio.Reader, src Source, rep *formats.
 			err = nil
 		}
 	} else {
-		head, err = peekHead(br, func(head []byte) bool { return enoughHead(head, dt.from) })
+		head, err = peekHead(br, func(head []byte) bool { return enoughHead(head, dt.from, &dt.last) })
 	}
 	if err != nil {
 		return formats.Dialect{}, &InputError{File: in.Name, Msg: err.Error()}
@@ -108,7 +110,10 @@ func (dt detector) ofHead(in Input, br *bufio.Reader, head []byte, rep *formats.
 		// Nothing to detect from: an empty input converts to nothing.
 		return emptyDialect, nil
 	}
-	s := sniff(head)
+	s, ok := dt.last.of(head)
+	if !ok {
+		s = sniff(head)
+	}
 	if s.score == 0 {
 		if err := binaryError(in, head); err != nil {
 			var ie *InputError
@@ -276,7 +281,7 @@ func startsJSON(line []byte) bool {
 // enoughHead reports whether head is enough to decide the dialect, so that
 // detection on a live pipe waits no longer than it must: a complete JSON
 // line once the lines before it are there, and with --from nothing more.
-func enoughHead(head []byte, from formats.Dialect) bool {
+func enoughHead(head []byte, from formats.Dialect, last *lastSniff) bool {
 	if bytes.IndexByte(head, '\n') < 0 {
 		return false
 	}
@@ -287,7 +292,25 @@ func enoughHead(head []byte, from formats.Dialect) bool {
 		n, _ := leadingText(head)
 		return bytes.IndexByte(head[n:], '\n') >= 0 && startsJSON(head[n:])
 	}
-	return sniff(head).score >= 50
+	s := sniff(head)
+	*last = lastSniff{head, s}
+	return s.score >= 50
+}
+
+// lastSniff is the last head sniffed while it was peeked, and what it
+// gave: the head peeked last is the one detected, whose sniff is not done
+// twice.
+type lastSniff struct {
+	head []byte
+	s    sniffed
+}
+
+// of is what head gave, if it was the head sniffed last.
+func (l *lastSniff) of(head []byte) (sniffed, bool) {
+	if len(head) == 0 || len(l.head) != len(head) || &l.head[0] != &head[0] {
+		return sniffed{}, false
+	}
+	return l.s, true
 }
 
 // skipText decides, with --from, which lines before the stream to skip:
