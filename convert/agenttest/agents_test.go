@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
 var (
@@ -25,6 +27,7 @@ var (
 // on a 2-core machine), and would start them in no order. A -test.parallel
 // on the command line wins.
 func TestMain(m *testing.M) {
+	formatstest.SetTestGC()
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
