@@ -256,3 +256,32 @@ func BenchmarkSessions(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSmallInput converts a small input (a few events) through the
+// whole command line, in memory: what a run costs besides its events (the
+// flags, detection, the pipeline), which tests that convert many small
+// inputs pay at each.
+func BenchmarkSmallInput(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "acp", "acplazybridge-codex-hello.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, from := range []string{"acp", ""} {
+		name := "from=" + from
+		if from == "" {
+			name = "detected"
+		}
+		b.Run(name, func(b *testing.B) {
+			args := []string{"agentconv", "--to", "adal-json", "--deterministic"}
+			if from != "" {
+				args = append(args, "--from", from)
+			}
+			for b.Loop() {
+				sys := Sys{Stdin: bytes.NewReader(data), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }}
+				if code := Run(args, sys); code != ExitOK {
+					b.Fatalf("exit %d", code)
+				}
+			}
+		})
+	}
+}

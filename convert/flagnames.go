@@ -1,6 +1,11 @@
 package convert
 
-import "github.com/urfave/cli/v2"
+import (
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
 
 // namedFlags gives each flag its names once. urfave/cli works a flag's
 // names out anew (a regular expression over each name) whenever it asks
@@ -8,29 +13,37 @@ import "github.com/urfave/cli/v2"
 // of every flag before it: with this many flags that took longer than
 // most conversions (3 ms a run, 30 % of the CPU of a test that converts
 // many small inputs). Each wrapper keeps every method of its flag but
-// Names.
+// Names, and String, which asks for them.
 func namedFlags(fs []cli.Flag) []cli.Flag {
 	out := make([]cli.Flag, len(fs))
 	for i, f := range fs {
-		names := f.Names()
 		switch f := f.(type) {
 		case *cli.BoolFlag:
-			out[i] = &boolFlag{f, names}
+			out[i] = &boolFlag{f, names(f, f.Name, f.Aliases)}
 		case *cli.StringFlag:
-			out[i] = &stringFlag{f, names}
+			out[i] = &stringFlag{f, names(f, f.Name, f.Aliases)}
 		case *cli.IntFlag:
-			out[i] = &intFlag{f, names}
+			out[i] = &intFlag{f, names(f, f.Name, f.Aliases)}
 		case *cli.DurationFlag:
-			out[i] = &durationFlag{f, names}
+			out[i] = &durationFlag{f, names(f, f.Name, f.Aliases)}
 		case *cli.StringSliceFlag:
-			out[i] = &stringSliceFlag{f, names}
+			out[i] = &stringSliceFlag{f, names(f, f.Name, f.Aliases)}
 		case *cli.Uint64Flag:
-			out[i] = &uint64Flag{f, names}
+			out[i] = &uint64Flag{f, names(f, f.Name, f.Aliases)}
 		default:
 			out[i] = f
 		}
 	}
 	return out
+}
+
+// names are the flag's name and aliases, as urfave/cli gives them: each up
+// to its first comma or space (its v1 form), which ours have not.
+func names(f cli.Flag, name string, aliases []string) []string {
+	if strings.ContainsAny(name, ", ") || slices.ContainsFunc(aliases, func(a string) bool { return strings.ContainsAny(a, ", ") }) {
+		return f.Names()
+	}
+	return append([]string{name}, aliases...)
 }
 
 type boolFlag struct {
@@ -39,6 +52,7 @@ type boolFlag struct {
 }
 
 func (f *boolFlag) Names() []string { return f.names }
+func (f *boolFlag) String() string  { return cli.FlagStringer(f) }
 
 type stringFlag struct {
 	*cli.StringFlag
@@ -46,6 +60,7 @@ type stringFlag struct {
 }
 
 func (f *stringFlag) Names() []string { return f.names }
+func (f *stringFlag) String() string  { return cli.FlagStringer(f) }
 
 type intFlag struct {
 	*cli.IntFlag
@@ -53,6 +68,7 @@ type intFlag struct {
 }
 
 func (f *intFlag) Names() []string { return f.names }
+func (f *intFlag) String() string  { return cli.FlagStringer(f) }
 
 type durationFlag struct {
 	*cli.DurationFlag
@@ -60,6 +76,7 @@ type durationFlag struct {
 }
 
 func (f *durationFlag) Names() []string { return f.names }
+func (f *durationFlag) String() string  { return cli.FlagStringer(f) }
 
 type stringSliceFlag struct {
 	*cli.StringSliceFlag
@@ -67,6 +84,7 @@ type stringSliceFlag struct {
 }
 
 func (f *stringSliceFlag) Names() []string { return f.names }
+func (f *stringSliceFlag) String() string  { return cli.FlagStringer(f) }
 
 type uint64Flag struct {
 	*cli.Uint64Flag
@@ -74,6 +92,7 @@ type uint64Flag struct {
 }
 
 func (f *uint64Flag) Names() []string { return f.names }
+func (f *uint64Flag) String() string  { return cli.FlagStringer(f) }
 
 // isBoolFlag: the flag takes no value.
 func isBoolFlag(f cli.Flag) bool {

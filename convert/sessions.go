@@ -78,8 +78,9 @@ func sessionsFlags() []cli.Flag {
 	}
 }
 
-// placeNames describes the default places, for --help.
-func placeNames() []string {
+// placeNames describes the default places, for --help (made once: the
+// commands' help is made at every start). Callers do not change it.
+var placeNames = sync.OnceValue(func() []string {
 	env := func(k string) string { return "$" + k }
 	var out []string
 	for _, d := range Readable() {
@@ -89,7 +90,7 @@ func placeNames() []string {
 		out = append(out, d.Places(env)...)
 	}
 	return out
-}
+})
 
 // SessionInfo is what `agentconv sessions` says of one session file.
 type SessionInfo struct {

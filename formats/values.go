@@ -19,6 +19,9 @@ type ValueReader struct {
 	inArray  bool
 	buf      []byte
 	started  bool
+	// ref, when set, reads each value in place of value: the reference
+	// that FuzzValueReader holds value to.
+	ref func(*ValueReader) ([]byte, error)
 }
 
 // NewValueReader wraps r.
@@ -65,6 +68,10 @@ func (v *ValueReader) Next() ([]byte, int, error) {
 		}
 	}
 	start := v.line
+	if v.ref != nil {
+		b, err := v.ref(v)
+		return b, start, err
+	}
 	b, err := v.value()
 	return b, start, err
 }
@@ -103,64 +110,83 @@ func (v *ValueReader) value() ([]byte, error) {
 		}
 		v.br.UnreadByte()
 	}
+	// The value is scanned in the buffer's chunks, not a byte per call.
 	depth, inStr, esc := 0, false, false
 	for {
-		c, err := v.br.ReadByte()
-		if err != nil {
-			if err == io.EOF {
-				if len(v.buf) > 0 && depth == 0 && !inStr {
-					return v.buf, nil
+		if v.br.Buffered() == 0 {
+			if _, err := v.br.Peek(1); err != nil {
+				if err == io.EOF {
+					if len(v.buf) > 0 && depth == 0 && !inStr {
+						return v.buf, nil
+					}
+					return nil, Errorf(start, "the JSON value starting here is not complete: the input ends inside it (cut?)")
 				}
-				return nil, Errorf(start, "the JSON value starting here is not complete: the input ends inside it (cut?)")
+				return nil, err
 			}
-			return nil, err
 		}
-		if len(v.buf) >= MaxLine {
+		room := MaxLine - len(v.buf)
+		if room <= 0 {
 			return nil, Errorf(start, "a JSON value longer than 256 MiB")
 		}
-		if c == '\n' {
-			v.line++
-		}
-		if inStr {
-			v.buf = append(v.buf, c)
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
+		chunk, _ := v.br.Peek(min(v.br.Buffered(), room))
+		for i := 0; i < len(chunk); i++ {
+			c := chunk[i]
+			if inStr {
+				if c == '\n' {
+					v.line++
+				}
+				switch {
+				case esc:
+					esc = false
+				case c == '\\':
+					esc = true
+				case c == '"':
+					inStr = false
+					if depth == 0 {
+						return v.take(chunk, i+1, i+1), nil
+					}
+				}
+				continue
+			}
+			switch c {
+			case '"':
+				inStr = true
+			case '{', '[':
+				depth++
+			case '}', ']':
 				if depth == 0 {
-					return v.buf, nil
+					return v.take(chunk, i, i), nil
+				}
+				depth--
+				if depth == 0 {
+					return v.take(chunk, i+1, i+1), nil
+				}
+			case '\n':
+				v.line++
+				if depth == 0 {
+					return v.take(chunk, i, i+1), nil
+				}
+			case ' ', '\t', '\r':
+				if depth == 0 {
+					return v.take(chunk, i, i+1), nil
+				}
+			case ',':
+				if depth == 0 {
+					return v.take(chunk, i, i), nil
 				}
 			}
-			continue
 		}
-		switch c {
-		case '"':
-			inStr = true
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				v.br.UnreadByte()
-				return v.buf, nil
-			}
-			depth--
-			if depth == 0 {
-				v.buf = append(v.buf, c)
-				return v.buf, nil
-			}
-		case ',', ' ', '\t', '\r', '\n':
-			if depth == 0 {
-				if c == ',' {
-					v.br.UnreadByte()
-				}
-				return v.buf, nil
-			}
-		}
-		v.buf = append(v.buf, c)
+		v.buf = append(v.buf, chunk...)
+		v.br.Discard(len(chunk))
 	}
+}
+
+// take ends a value in chunk, the buffer's: its first n bytes are the
+// value's last, and the first used of them are read.
+func (v *ValueReader) take(chunk []byte, n, used int) []byte {
+	v.buf = append(v.buf, chunk[:n]...)
+	v.br.Discard(used)
+	return v.buf
 }
 
 func isScalarStart(c byte) bool {

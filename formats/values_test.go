@@ -1,8 +1,11 @@
 package formats
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -170,5 +173,119 @@ func TestInterner(t *testing.T) {
 	long := strings.Repeat("n", internLen+1)
 	if got := in.String([]byte(long)); got != long || in.m[long] != "" {
 		t.Fatalf("a long text: %q, kept %v", got, in.m[long] != "")
+	}
+}
+
+// FuzzValueReader: the values, their lines and the errors of an input
+// split by value, which scans the buffer in chunks, are those of the
+// reference that reads a byte at a time, whatever the buffer's size (a
+// value across many chunks).
+func FuzzValueReader(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, "{\"a\":\"x\\\"}\"}\n[1, 2]\n", "  1 2 true\n\"s\"", "[{\"a\":[1,{}]},\n{\"b\":\"\\n\"}]", "{\"a\":\n1", "}{", "x\n{}", "\"a\nb\" 3,4"} {
+		f.Add(s, uint8(16), false)
+		f.Add(s, uint8(0), true)
+	}
+	f.Fuzz(func(t *testing.T, in string, size uint8, elements bool) {
+		n := 16 + int(size)
+		split := func(ref bool) []string {
+			v := NewValueReader(bufio.NewReaderSize(strings.NewReader(in), n))
+			v.Elements = elements
+			if ref {
+				v.ref = byteValue
+			}
+			var out []string
+			for range 1000 {
+				b, line, err := v.Next()
+				if err != nil {
+					out = append(out, fmt.Sprintf("%d: %v", line, err))
+					if err == io.EOF || len(out) > 100 {
+						break
+					}
+					continue
+				}
+				out = append(out, fmt.Sprintf("%d: %q", line, b))
+			}
+			return out
+		}
+		if got, want := split(false), split(true); !slices.Equal(got, want) {
+			t.Errorf("buffer %d, elements %v: %q\n got %q\nwant %q", n, elements, in, got, want)
+		}
+	})
+}
+
+// byteValue is value as it was first written, a byte per call: the
+// reference that FuzzValueReader holds value to.
+func byteValue(v *ValueReader) ([]byte, error) {
+	v.buf = v.buf[:0]
+	start := v.line
+	if c, err := v.br.ReadByte(); err == nil {
+		if c != '"' && c != '{' && c != '[' && !isScalarStart(c) {
+			// Not a value: skip the rest of the line, so that the next call
+			// goes on after it.
+			if c != '\n' {
+				v.br.ReadSlice('\n')
+			}
+			v.line++
+			return nil, Errorf(start, "unexpected %q where a JSON value should start", c)
+		}
+		v.br.UnreadByte()
+	}
+	depth, inStr, esc := 0, false, false
+	for {
+		c, err := v.br.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				if len(v.buf) > 0 && depth == 0 && !inStr {
+					return v.buf, nil
+				}
+				return nil, Errorf(start, "the JSON value starting here is not complete: the input ends inside it (cut?)")
+			}
+			return nil, err
+		}
+		if len(v.buf) >= MaxLine {
+			return nil, Errorf(start, "a JSON value longer than 256 MiB")
+		}
+		if c == '\n' {
+			v.line++
+		}
+		if inStr {
+			v.buf = append(v.buf, c)
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+				if depth == 0 {
+					return v.buf, nil
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				v.br.UnreadByte()
+				return v.buf, nil
+			}
+			depth--
+			if depth == 0 {
+				v.buf = append(v.buf, c)
+				return v.buf, nil
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				if c == ',' {
+					v.br.UnreadByte()
+				}
+				return v.buf, nil
+			}
+		}
+		v.buf = append(v.buf, c)
 	}
 }
