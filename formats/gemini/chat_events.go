@@ -379,13 +379,9 @@ func (e *emitter) subagent(tc *toolCallRecord, t time.Time, src formats.Source) 
 		return
 	}
 	path := filepath.Join(e.dir, sanitizeID(tc.AgentID)+".jsonl")
-	if r.seen[path] || e.depth > 16 {
+	if e.depth > 16 || !r.first(path) {
 		return
 	}
-	if r.seen == nil {
-		r.seen = map[string]bool{}
-	}
-	r.seen[path] = true
 	s, err := r.load(path)
 	if err != nil {
 		r.opts.Report.Warn(0, "call %s started subagent %s, but its file cannot be read (%v): its events are not converted", tc.ID, tc.AgentID, err)
@@ -442,13 +438,9 @@ func (e *emitter) subagentOf(tc *toolCallRecord, s *session, t time.Time, src fo
 func (r *chatReader) loadParts(path, sid string) []*session {
 	var out []*session
 	for _, p := range partsOf(path, sid) {
-		if r.seen[p] {
+		if !r.first(p) {
 			continue
 		}
-		if r.seen == nil {
-			r.seen = map[string]bool{}
-		}
-		r.seen[p] = true
 		s, err := r.load(p)
 		if err != nil {
 			r.opts.Report.Warn(0, "%s holds more of session %s, but cannot be read (%v): its records are not converted", p, sid, err)
@@ -457,6 +449,19 @@ func (r *chatReader) loadParts(path, sid string) []*session {
 		out = append(out, s)
 	}
 	return out
+}
+
+// first marks the file at path read, and says whether it was not yet: no
+// file is read twice.
+func (r *chatReader) first(path string) bool {
+	if r.seen[path] {
+		return false
+	}
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	r.seen[path] = true
+	return true
 }
 
 // load reads a subagent's file whole.
