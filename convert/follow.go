@@ -976,7 +976,12 @@ func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, fro
 	defer cancel()
 	done := make(chan struct{})
 	stopped := make(chan os.Signal, 1)
+	// watched ends with the watcher, so that a signal it took as the pass
+	// ended is in stopped before stopped is looked at: else the signal was
+	// lost, and follow went on watching (seen under load).
+	watched := make(chan struct{})
 	go func() {
+		defer close(watched)
 		select {
 		case s := <-f.sys.Signals:
 			stopped <- s
@@ -996,6 +1001,7 @@ func (f *follower) deliver(p string, fh *os.File, end int64, e *followEntry, fro
 		cerr = pl.Close()
 	}
 	close(done)
+	<-watched
 	select {
 	case s := <-stopped:
 		// A signal after the input was read (while delivering): the
