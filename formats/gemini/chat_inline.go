@@ -24,16 +24,12 @@ var objectiveRe = regexp.MustCompile(`(?s)<objective>\s*(.*?)\s*</objective>`)
 // own. Later versions write a subagent's file of its own (agentId).
 func inlineSubagents(entries []*entry) []*entry {
 	for i := 0; i < len(entries); i++ {
-		en := entries[i]
-		if en.msg == nil || en.msg.Type != "user" || userKind(en.msg.Content) != userPrompt {
-			continue
-		}
-		m := objectiveRe.FindStringSubmatch(partsText(en.msg.Content, false))
-		if m == nil {
+		objective, ok := promptObjective(entries[i])
+		if !ok {
 			continue
 		}
 		parent := lastModel(entries[:i])
-		end, call := answeredBy(entries[i+1:], m[1])
+		end, call := answeredBy(entries[i+1:], objective)
 		if parent == nil || end < 0 {
 			continue
 		}
@@ -83,15 +79,35 @@ func answeredBy(entries []*entry, objective string) (int, int) {
 		if en.msg == nil || en.msg.Type != "gemini" {
 			continue
 		}
-		for j, tc := range en.msg.ToolCalls {
-			var a struct {
-				Objective string `json:"objective"`
-			}
-			if tc.AgentID == "" && json.Unmarshal(tc.Args, &a) == nil && a.Objective != "" &&
-				strings.TrimSpace(a.Objective) == objective {
+		for j := range en.msg.ToolCalls {
+			if tc := &en.msg.ToolCalls[j]; tc.AgentID == "" && callObjective(tc) == objective {
 				return i, j
 			}
 		}
 	}
 	return -1, -1
+}
+
+// promptObjective is the objective a subagent's prompt (en) holds.
+func promptObjective(en *entry) (string, bool) {
+	if en.msg == nil || en.msg.Type != "user" || userKind(en.msg.Content) != userPrompt {
+		return "", false
+	}
+	m := objectiveRe.FindStringSubmatch(partsText(en.msg.Content, false))
+	if m == nil || m[1] == "" {
+		return "", false
+	}
+	return m[1], true
+}
+
+// callObjective is the objective a call gave the subagent it starts
+// (args.objective), or "".
+func callObjective(tc *toolCallRecord) string {
+	var a struct {
+		Objective string `json:"objective"`
+	}
+	if json.Unmarshal(tc.Args, &a) != nil {
+		return ""
+	}
+	return strings.TrimSpace(a.Objective)
 }

@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/goccy/go-json"
 )
 
 // A session's parts. Gemini CLI names a chat's file by the minute the chat
@@ -119,14 +117,10 @@ func promptSegments(entries []*entry) [][]*entry {
 }
 
 // objectiveCall is the call among entries, not yet given a subagent, whose
-// args.objective is the objective of seg's prompt, or nil.
+// objective is the one seg's prompt holds, or nil.
 func objectiveCall(entries []*entry, seg []*entry) *toolCallRecord {
-	en := seg[0]
-	if en.msg == nil || en.msg.Type != "user" || userKind(en.msg.Content) != userPrompt {
-		return nil
-	}
-	m := objectiveRe.FindStringSubmatch(partsText(en.msg.Content, false))
-	if m == nil {
+	objective, ok := promptObjective(seg[0])
+	if !ok {
 		return nil
 	}
 	for _, e := range entries {
@@ -134,12 +128,7 @@ func objectiveCall(entries []*entry, seg []*entry) *toolCallRecord {
 			continue
 		}
 		for j := range e.msg.ToolCalls {
-			tc := &e.msg.ToolCalls[j]
-			var a struct {
-				Objective string `json:"objective"`
-			}
-			if tc.AgentID == "" && tc.inline == nil && json.Unmarshal(tc.Args, &a) == nil &&
-				a.Objective != "" && strings.TrimSpace(a.Objective) == m[1] {
+			if tc := &e.msg.ToolCalls[j]; tc.AgentID == "" && tc.inline == nil && callObjective(tc) == objective {
 				return tc
 			}
 		}
