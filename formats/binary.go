@@ -15,6 +15,11 @@ func Binary(data []byte) (line int, binary bool) {
 	}
 	chars, bad := 0, 0
 	for b := data; len(b) > 0; {
+		if c := b[0]; c >= 0x20 && c < utf8.RuneSelf {
+			b = b[1:]
+			chars++
+			continue
+		}
 		r, size := utf8.DecodeRune(b)
 		b = b[size:]
 		chars++

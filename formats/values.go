@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 )
 
@@ -24,11 +25,17 @@ type ValueReader struct {
 	ref func(*ValueReader) ([]byte, error)
 }
 
-// NewValueReader wraps r.
+// NewValueReader wraps r. A reader of bytes in memory gets a buffer no
+// larger than they are: detection reads the first value of a small head
+// many times over.
 func NewValueReader(r io.Reader) *ValueReader {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
+		size := 64 << 10
+		if b, ok := r.(*bytes.Reader); ok {
+			size = min(size, max(16, b.Len()))
+		}
+		br = bufio.NewReaderSize(r, size)
 	}
 	return &ValueReader{br: br, line: 1}
 }

@@ -113,10 +113,14 @@ type sessionCall struct {
 }
 
 // detectSession claims lines with a session file's record types and the
-// fields that only AdaL's have: a conversation_id, a turn_id.
+// fields that only AdaL's have: a conversation_id, a turn_id. It looks at
+// the head's first lines, as the detectors of other streams do.
 func detectSession(head []byte) int {
 	score := 0
-	for _, line := range bytes.Split(head, []byte("\n")) {
+	for _, line := range formats.HeadLines(head, 8) {
+		if line[0] != '{' {
+			continue
+		}
 		var r struct {
 			Type           string           `json:"type"`
 			ConversationID *string          `json:"conversation_id"`
