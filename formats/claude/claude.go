@@ -232,7 +232,9 @@ var qwenInit = regexp.MustCompile(`"subtype"\s*:\s*"init"[^\n]*"qwen_code_versio
 
 // QwenInit says whether the head's init message is Qwen Code's, whose
 // copies of claude-stream and claude-json then score above Claude's.
-func QwenInit(head []byte) bool { return qwenInit.Match(head) }
+func QwenInit(head []byte) bool {
+	return bytes.Contains(head, []byte(`"qwen_code_version"`)) && qwenInit.Match(head)
+}
 
 var (
 	arrayStart  = regexp.MustCompile(`^\[\s*\{\s*"type"\s*:\s*"(system|assistant|user|result)"`)
