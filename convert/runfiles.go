@@ -46,6 +46,7 @@ type runFiles struct {
 	ended bool
 	name  string
 	used  map[string]bool // names given, lower-cased
+	next  map[string]int  // by name given, lower-cased: the suffix to try next
 	anon  int             // runs without a session id
 	err   error           // the first failure to write a file
 	// placed: files were put in place, to be made durable at the end
@@ -141,9 +142,18 @@ func (rf *runFiles) nameFor(session string) string {
 		rf.anon++
 		base = fmt.Sprintf("run-%d", rf.anon)
 	}
-	name := base
-	for i := 2; rf.used[strings.ToLower(name)]; i++ {
-		name = fmt.Sprintf("%s-%d", base, i)
+	name, key := base, strings.ToLower(base)
+	if rf.used[key] {
+		// The suffixes tried before for this name are taken: a session of
+		// many runs is named in linear work, not quadratic.
+		i := max(rf.next[key], 2)
+		for name = fmt.Sprintf("%s-%d", base, i); rf.used[strings.ToLower(name)]; name = fmt.Sprintf("%s-%d", base, i) {
+			i++
+		}
+		if rf.next == nil {
+			rf.next = map[string]int{}
+		}
+		rf.next[key] = i + 1
 	}
 	rf.used[strings.ToLower(name)] = true
 	if name != base {

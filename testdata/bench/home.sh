@@ -12,7 +12,8 @@
 # session files (the kept captures of testdata/agents/gemini-cli, each copy
 # with a session id of its own): 2,000 sessions, about 700 MB (a file
 # ends with its last run, past the size asked). Every generated file gets
-# a session id of its own.
+# a session id of its own, which all its runs share, as a session file's
+# runs do (the generator gives each run an id).
 #
 # It measures, interleaved (one run of each in turn, N times), wall and
 # CPU seconds and peak RSS (GNU time):
@@ -52,7 +53,7 @@ if [ ! -f "$home/.done" ]; then
     dir="$home/.claude/projects/-work-project-$((i % 40))"
     mkdir -p "$dir"
     "$ac" generate --to claude-session --size "$size" --seed "$i" --max-output 40000 |
-      sed "s/00000000-0000-4000-8000-000000000001/$id/g" > "$dir/$id.jsonl"
+      sed "s/00000000-0000-4000-8000-[0-9a-f]\{12\}/$id/g" > "$dir/$id.jsonl"
   done
   for i in $(seq 1 600); do
     if ((i % 10 == 0)); then size=1MB; else size=150KB; fi
@@ -61,7 +62,7 @@ if [ ! -f "$home/.done" ]; then
     dir="$home/.codex/sessions/2026/01/$day"
     mkdir -p "$dir"
     "$ac" generate --to codex-rollout --size "$size" --seed "$((10000 + i))" --max-output 40000 |
-      sed "s/00000000-0000-4000-8000-000000000001/$id/g" > "$dir/rollout-2026-01-${day}T00-00-$(printf '%02d' $((i % 60)))-$id.jsonl"
+      sed "s/00000000-0000-4000-8000-[0-9a-f]\{12\}/$id/g" > "$dir/rollout-2026-01-${day}T00-00-$(printf '%02d' $((i % 60)))-$id.jsonl"
   done
   mapfile -t gem < <(find testdata/agents/gemini-cli -path '*/home/.gemini/tmp/*/chats/session-*.json*' | sort)
   for i in $(seq 1 200); do
