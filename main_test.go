@@ -14,12 +14,31 @@ import (
 	"time"
 )
 
-// These tests run the real binary: signals and closed pipes cannot be
-// tested in memory.
+// These tests run the real program: signals and closed pipes cannot be
+// tested in memory. The test binary is the program when asMain is set in
+// its environment (the tests set it for the processes they start), so
+// that no second binary is built and linked; under the race detector the
+// program is built as users build it, since the instrumented one takes
+// several times the memory and time that the tests bound.
 
 var binary string
 
+const asMain = "AGENTCONV_TEST_AS_MAIN"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		main()
+		return
+	}
+	if !raceDetector {
+		exe, err := os.Executable()
+		if err != nil {
+			panic(err)
+		}
+		binary = exe
+		os.Setenv(asMain, "1") // for the processes the tests start, not for this one
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "agentconv-test")
 	if err != nil {
 		panic(err)
