@@ -26,8 +26,8 @@ type Generator struct {
 	// MaxOutput caps a tool output, so that the longest line stays under
 	// about 1 MB.
 	MaxOutput int
-	// Profile is the shape of the runs: "" (or "default"), "dense" or
-	// "big-outputs"; see Profiles.
+	// Profile is the shape of the runs: "" (or "default"), "dense",
+	// "big-outputs" or "agents"; see Profiles.
 	Profile string
 }
 
@@ -36,6 +36,7 @@ var Profiles = []struct{ Name, Description string }{
 	{"default", "1 to 4 turns with 0 to 3 parallel calls each; outputs from a few bytes to 400 KiB, mostly small"},
 	{"dense", "8 to 40 calls a run; short outputs (lognormal, median about 60 bytes); tabs, quotes, backslashes and non-ASCII text in every string"},
 	{"big-outputs", "8 to 40 calls a run; outputs lognormal around 700 bytes median, a few of 100 to 400 KB; escapes and non-ASCII in every string"},
+	{"agents", "runs shaped like the agents' own output in the captures of their tests: no call in 55 % of runs, 1 in 34 %, 2 in 9 %, 4 to 8 in 2 %; outputs lognormal around 21 bytes median with a tail to tens of KB; short arguments and answers; 15 % of runs failed"},
 }
 
 // ProfileNames lists the profiles a generator knows.
@@ -200,6 +201,36 @@ func (g *Generator) manyCalls() []*formats.Event {
 	return r.evs
 }
 
+// agentRun is a run of the agents profile, shaped as the runs that the
+// agents printed in the captures of testdata/agents (230 runs, read through
+// adal-json): how many calls a run makes, how long outputs, arguments and
+// answers are, and how many runs fail.
+func (g *Generator) agentRun() []*formats.Event {
+	r := g.start(func() string { return g.text(6) })
+	calls := 0
+	switch u := g.rng.IntN(100); {
+	case u < 55:
+	case u < 89:
+		calls = 1
+	case u < 98:
+		calls = 2
+	default:
+		calls = 4 + g.rng.IntN(5)
+	}
+	failed := g.rng.IntN(100) < 15
+	r.add(&formats.Event{Kind: formats.TurnStart})
+	r.add(&formats.Event{Kind: formats.TextDelta, Text: g.text(3)})
+	for call := 1; call <= calls; call++ {
+		c := r.newCall(call)
+		c.Args, _ = json.Marshal(map[string]any{"command": g.text(3), "path": "src/" + strconv.Itoa(call) + ".go"})
+		open := r.startCall(nil, c)
+		r.finish(open, func() string { return g.output(g.lognormalSize(21, 2)) }, func() string { return g.text(4) })
+	}
+	r.endTurn()
+	r.end(calls+1, false, failed, runEnding{text: g.text, answerWords: 3})
+	return r.evs
+}
+
 // genRun is a run being generated: its session id and its events, each
 // stamped with the next tick as it is added.
 type genRun struct {
@@ -290,6 +321,8 @@ func (g *Generator) Run() []*formats.Event {
 	switch g.Profile {
 	case "dense", "big-outputs":
 		return g.manyCalls()
+	case "agents":
+		return g.agentRun()
 	}
 	r := g.start(func() string { return g.text(12) })
 	call := 0

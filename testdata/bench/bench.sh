@@ -9,13 +9,13 @@
 # rate (not pinned and pinned), and the time to convert a 1 KB file.
 #
 #   testdata/bench/bench.sh [SIZE] [BIG] [PROFILES]
-#   # defaults: 100MB 1GB "default dense big-outputs"
+#   # defaults: 100MB 1GB "default dense big-outputs agents"
 #
 # Needs jq 1.6 (apt-get install jq), GNU time (/usr/bin/time) and taskset.
 set -euo pipefail
 size=${1:-100MB}
 big=${2:-1GB}
-profiles=${3:-default dense big-outputs}
+profiles=${3:-default dense big-outputs agents}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
