@@ -1,7 +1,7 @@
 package convert
 
 import (
-	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -47,13 +47,14 @@ func namedFlags(fs []cli.Flag) []cli.Flag {
 var helpLines sync.Map // helpKey → string
 
 type helpKey struct {
-	kind, names, usage, def, env string
+	kind                   reflect.Type
+	names, usage, def, env string
 }
 
 // helpLine is cli.FlagStringer(f), worked out once for each flag of the
 // same kind, names, usage, default and variables.
 func helpLine(f cli.DocGenerationFlag, names []string) string {
-	k := helpKey{fmt.Sprintf("%T", f), strings.Join(names, "\x00"), f.GetUsage(), f.GetDefaultText(), strings.Join(f.GetEnvVars(), "\x00")}
+	k := helpKey{reflect.TypeOf(f), strings.Join(names, "\x00"), f.GetUsage(), f.GetDefaultText(), strings.Join(f.GetEnvVars(), "\x00")}
 	if s, ok := helpLines.Load(k); ok {
 		return s.(string)
 	}
