@@ -1,4 +1,4 @@
-package transcript_test
+package main
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/screenshot.png")
+var update = flag.Bool("update", false, "rewrite formats/transcript/testdata/screenshot.png")
 
 // chromium is Debian's headless browser (apt-get install chromium).
 const chromium = "/usr/bin/chromium"
@@ -44,8 +44,11 @@ var browserFixtures = []string{
 // an exception, a dialog or a request of its own; every fold opens when
 // its summary is clicked; on a phone's width nothing is wider than the
 // screen; dark mode darkens it. -update keeps a screenshot of the first
-// fixture in testdata/screenshot.png. Without chromium the test skips,
-// but fails in CI (CI=true).
+// fixture in formats/transcript/testdata/screenshot.png (the README's).
+// Without chromium the test skips, but fails in CI (CI=true). It is with
+// the tests of the whole program, not in formats/transcript, since it
+// converts the fixtures of other dialects through the command line: a
+// dialect's own tests need no other dialect.
 func TestBrowser(t *testing.T) {
 	formatstest.Long(t)
 	if _, err := os.Stat(chromium); err != nil {
@@ -58,12 +61,12 @@ func TestBrowser(t *testing.T) {
 	var pages []string
 	for _, f := range browserFixtures {
 		out := filepath.Join(dir, strings.ReplaceAll(f, "/", "_")+".html")
-		convertTo(t, "-o", out, filepath.Join("..", "..", "testdata", f))
+		convertTo(t, "-o", out, filepath.Join("testdata", f))
 		pages = append(pages, out)
 	}
 	// -o DIR: a page per session and the index, from a directory.
 	site := filepath.Join(dir, "site") + "/"
-	convertTo(t, "-o", site, filepath.Join("..", "..", "testdata", "claude", "sessions"))
+	convertTo(t, "-o", site, filepath.Join("testdata", "claude", "sessions"))
 	more, _ := filepath.Glob(filepath.Join(site, "*.html"))
 	if len(more) < 3 {
 		t.Fatalf("-o DIR wrote %v, want a page per session and index.html", more)
@@ -137,7 +140,7 @@ func checkPage(t *testing.T, bctx context.Context, path string, shoot bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join("testdata", "screenshot.png"), png, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("formats", "transcript", "testdata", "screenshot.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
