@@ -252,8 +252,7 @@ func (cv *convertJob) newPipeline() error {
 // with --deterministic a fixed one.
 func (cv *convertJob) clock() func() time.Time {
 	if cv.c.Bool("deterministic") {
-		n := 0
-		return func() time.Time { n++; return formats.FixedEpoch.Add(time.Duration(n) * time.Millisecond) }
+		return DeterministicClock()
 	}
 	if cv.sys.Clock != nil {
 		return cv.sys.Clock

@@ -86,6 +86,29 @@ func NewPipeline(w formats.Writer, to formats.Dialect, opts Options) *Pipeline {
 	return p
 }
 
+// ConvertOne converts one input into out, in dialect to: the writer, the
+// pipeline, its close, and the report's summary of what the target could
+// not carry, as the command line converts its standard input (its flags
+// are opts and wo). It is the simplest use of the library.
+func ConvertOne(ctx context.Context, in Input, to formats.Dialect, out io.Writer, wo formats.WriteOptions, opts Options) (Result, error) {
+	p := New(to, out, wo, opts)
+	err := p.Convert(ctx, in)
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	if opts.Report != nil {
+		opts.Report.Summary(to.Name)
+	}
+	return p.Result(), err
+}
+
+// DeterministicClock is --deterministic's clock for events whose source
+// has none: FixedEpoch, then a millisecond more at each call.
+func DeterministicClock() func() time.Time {
+	n := 0
+	return func() time.Time { n++; return formats.FixedEpoch.Add(time.Duration(n) * time.Millisecond) }
+}
+
 // Result returns what the conversion did so far.
 func (p *Pipeline) Result() Result { return p.res }
 
