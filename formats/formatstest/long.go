@@ -23,15 +23,24 @@ func Long(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a long test: -short leaves it out")
 	}
+	if !IsLong(t) {
+		d, _ := t.Deadline()
+		t.Skipf("a long test: go test's deadline is in %v; the README's test command (go test -timeout 45m ./...) runs it, as -run NAME does",
+			time.Until(d).Round(time.Minute))
+	}
+}
+
+// IsLong reports whether long tests run (see Long): a test that checks a
+// matrix checks all of it then, and a sample of it in the quick loop.
+func IsLong(t *testing.T) bool {
+	if testing.Short() {
+		return false
+	}
 	if f := flag.Lookup("test.run"); f != nil && f.Value.String() != "" {
-		return
+		return true
 	}
 	d, ok := t.Deadline()
-	if !ok || time.Until(d) >= LongDeadline {
-		return
-	}
-	t.Skipf("a long test: go test's deadline is in %v; the README's test command (go test -timeout 45m ./...) runs it, as -run NAME does",
-		time.Until(d).Round(time.Minute))
+	return !ok || time.Until(d) >= LongDeadline
 }
 
 // TestGC is the GOGC a test binary of many conversions sets in its
