@@ -127,6 +127,7 @@ func TestACPValidates(t *testing.T) {
 // TestACPSchemaRejects: the check can fail: a tool call without its
 // title, and a plan entry with a status ACP does not have.
 func TestACPSchemaRejects(t *testing.T) {
+	t.Parallel()
 	f := filepath.Join(t.TempDir(), "bad.jsonl")
 	bad := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c"}}}
 {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"x","priority":"medium","status":"blocked"}]}}}

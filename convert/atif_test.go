@@ -112,6 +112,7 @@ func TestATIFValidates(t *testing.T) {
 // TestATIFValidatorRejects: the oracle can fail: a trajectory without a
 // schema version, or with a result for a call of another step, is rejected.
 func TestATIFValidatorRejects(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := map[string]string{
 		"no-version.json":   `{"session_id":"s","agent":{"name":"a","version":""},"steps":[{"step_id":1,"source":"user","message":"hi"}]}`,

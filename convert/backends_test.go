@@ -147,6 +147,7 @@ type phoenixSpan struct {
 // span has a kind; the root shows the run's prompt and answer where the
 // source gives them; every span of a run with a session is in it.
 func TestPhoenixTotals(t *testing.T) {
+	t.Parallel()
 	dir := phoenixConverter(t)
 	node, err := exec.LookPath("node")
 	if dir == "" || err != nil {

@@ -286,6 +286,7 @@ func records(t *testing.T, b []byte) []any {
 // claude-session → claude-session gives back every record, as JSON, in
 // order, and says nothing is lost; subagents' files go inline to a stream.
 func TestSessionSameDialect(t *testing.T) {
+	t.Parallel()
 	for _, f := range sessionFiles(t) {
 		in, _ := os.ReadFile(f)
 		code, out, stderr := converttest.Run("", "--to", "claude-session", f)

@@ -19,6 +19,7 @@ var countRE = regexp.MustCompile(`("(?:[A-Za-z_]*[Tt]okens?(?:[A-Z_][A-Za-z_]*)?
 // reader: the record it is in is read as before, and
 // the run ends as it did (it made runs "failed (cut short)", exit 1).
 func TestOddTokenCounts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("long")
 	}

@@ -13,6 +13,7 @@ import (
 // byte for byte, with --from atif and detected; every file passes the ATIF
 // validator.
 func TestDirectoryRoundTrip(t *testing.T) {
+	t.Parallel()
 	first := t.TempDir()
 	cut := filepath.Join("..", "testdata", "adal", "cut-stream.ndjson")
 	if code, _, stderr := runCLI("", "--to", "atif", "-o", first, multiRun, seedStream, cut, cut); code != 0 {

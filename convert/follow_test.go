@@ -228,6 +228,7 @@ func equalRuns(a, b [][]string) bool {
 // the middle of a session and a restart: each run is written once, whole,
 // and the output is what a conversion of the finished files gives.
 func TestFollowFiles(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	watched := filepath.Join(home, "sessions")
 	out := filepath.Join(home, "out")
@@ -436,6 +437,7 @@ func has(got map[string]int, want []string) bool {
 // and comes back, across a restart: delivered + spooled = read, each span
 // once.
 func TestFollowOTLP(t *testing.T) {
+	t.Parallel()
 	formatstest.Long(t)
 	home := t.TempDir()
 	watched := filepath.Join(home, "sessions")
@@ -532,6 +534,7 @@ func idSet(t *testing.T, name string) map[string]int {
 // network file system), new directories, new sessions and deleted ones
 // are found by polling.
 func TestFollowPoll(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	watched := filepath.Join(home, "sessions")
 	out := filepath.Join(home, "out")
@@ -573,6 +576,7 @@ func TestFollowPoll(t *testing.T) {
 // gone); if the file goes on after all, the run goes again, whole, in
 // place of the cut one.
 func TestFollowAbandoned(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	watched := filepath.Join(home, "sessions")
 	out := filepath.Join(home, "out")

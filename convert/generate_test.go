@@ -14,6 +14,7 @@ import (
 // Every profile gives the same stream for the same seed, and another for
 // another seed.
 func TestGenerateProfilesAreDeterministic(t *testing.T) {
+	t.Parallel()
 	d, _ := Lookup("adal-stream")
 	for _, p := range ProfileNames() {
 		var a, b, c bytes.Buffer
@@ -46,6 +47,7 @@ func TestGenerateProfilesAreDeterministic(t *testing.T) {
 // The dense profiles have 8 to 40 calls a run, and escapes and non-ASCII
 // text in every text, argument, output and error.
 func TestGenerateDenseProfiles(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{"dense", "big-outputs"} {
 		g := NewGenerator(3)
 		g.Profile = p

@@ -78,6 +78,7 @@ func TestHostileInput(t *testing.T) {
 // TestCRLFBOMAndBlankLines: a fixture with CRLF line ends, a BOM and blank
 // lines between events converts exactly as the plain fixture does.
 func TestCRLFBOMAndBlankLines(t *testing.T) {
+	t.Parallel()
 	for _, in := range fixtures(t) {
 		b, err := os.ReadFile(in)
 		if err != nil {

@@ -86,6 +86,7 @@ func manyTree(t *testing.T) string {
 // inputs keeps the streaming path); the files no dialect reads are skipped
 // and counted.
 func TestManyFilesSameOutput(t *testing.T) {
+	t.Parallel()
 	withDialects(t, streamsReadDirs)
 	dir := manyTree(t)
 	files, err := dirInputs(dir, formats.Dialect{}, nil)

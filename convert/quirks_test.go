@@ -105,6 +105,7 @@ func exprString(e ast.Expr) string {
 // writers declare, at every place in its code, whether a fixture reaches
 // it or not; and every quirk is declared with a literal phrase.
 func TestPackagesReportTheirRowsQuirks(t *testing.T) {
+	t.Parallel()
 	declared := map[string]formats.Quirk{} // by package path + "." + identifier
 	shared, _ := quirkRefs(t, filepath.Join("..", "formats"))
 	for id, phrase := range shared {

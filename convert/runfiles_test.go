@@ -54,6 +54,7 @@ func documents(t *testing.T, s string) []string {
 // DIR/<session id>/trajectory.json, the same document as on standard
 // output, and each passes the ATIF validator.
 func TestOutputDirOneFilePerRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI("", "--to", "atif", "-o", dir, multiRun)
 	if code != 0 || stdout != "" {
