@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
-	"github.com/agentconv/agentconv/formats/adal"
 	"github.com/agentconv/agentconv/formats/formatstest"
 )
 
@@ -257,69 +256,6 @@ var compared = []formats.Kind{formats.RunStart, formats.RunEnd, formats.AgentSta
 	formats.TextDelta, formats.ThinkingDelta, formats.ToolCall, formats.ToolResult, formats.Answer, formats.UserMessage,
 	formats.Todos, formats.Compaction}
 
-// claude-stream → AdaL → claude-stream: what AdaL carries survives (calls,
-// results, refusals, the answer, the outcome); the rest is reported lost.
-func TestRoundTripThroughAdaL(t *testing.T) {
-	for _, via := range []formats.Dialect{adal.Stream, adal.JSON} {
-		for _, f := range []string{"takopi-session.jsonl", "failures-stream.jsonl", "subagent-stream.jsonl"} {
-			t.Run(via.Name+"/"+f, func(t *testing.T) {
-				evs := formatstest.Read(t, Stream, formatstest.Fixture(t, "claude", f))
-				mid, err := formatstest.WriteAll(via, evs, true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				out, err := formatstest.WriteAll(Stream, formatstest.Read(t, via, mid), true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				back := formatstest.Read(t, Stream, out)
-				want, got := survivors(evs), survivors(back)
-				if via.Name == adal.Stream.Name {
-					// adal-stream writes a refusal as a failed result (and
-					// exit code 2 for the one a run stopped at).
-					for _, m := range []map[string]string{want.Calls, got.Calls} {
-						for id, c := range m {
-							m[id] = strings.Replace(c, " denied", " failed", 1)
-						}
-					}
-				}
-				if !reflect.DeepEqual(want, got) {
-					t.Errorf("calls and answers changed:\nwant %+v\ngot  %+v\nvia:\n%s\nback:\n%s", want, got, mid, out)
-				}
-				we, ge := formatstest.OfKind(evs, formats.RunEnd), formatstest.OfKind(back, formats.RunEnd)
-				if len(we) != len(ge) {
-					t.Fatalf("runs: %d → %d", len(we), len(ge))
-				}
-				for i := range we {
-					if we[i].Status != ge[i].Status || we[i].Run.SessionID != ge[i].Run.SessionID {
-						t.Errorf("run %d: %v %q → %v %q", i, we[i].Status, we[i].Run.SessionID, ge[i].Status, ge[i].Run.SessionID)
-					}
-				}
-			})
-		}
-	}
-}
-
-// survivors is what AdaL carries: each call's name and final status, and
-// the answers. AdaL has no subagents, and adal-json no order of calls.
-func survivors(evs []*formats.Event) (out struct {
-	Calls   map[string]string
-	Answers []string
-}) {
-	out.Calls = map[string]string{}
-	for _, e := range evs {
-		switch e.Kind {
-		case formats.ToolCall:
-			out.Calls[e.Call.ID] = e.Call.Name
-		case formats.ToolResult:
-			out.Calls[e.Call.ID] = e.Call.Name + " " + e.Call.Status.String()
-		case formats.Answer:
-			out.Answers = append(out.Answers, e.Text)
-		}
-	}
-	return out
-}
-
 func FuzzStreamReader(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "claude", "*.jsonl"))
 	for _, p := range files {
@@ -369,35 +305,6 @@ func TestSessionChangeStartsRun(t *testing.T) {
 	}
 	if evs[0].Run.SessionID != "s1" || evs[2].Run.SessionID != "s2" || evs[1].Text != "one" {
 		t.Errorf("runs: %+v %+v", evs[0].Run, evs[2].Run)
-	}
-}
-
-// AdaL → claude-stream reads back with the same calls, refusals, answers
-// and outcomes.
-func TestFromAdaLReadsBack(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "adal", "*.ndjson"))
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			data, _ := os.ReadFile(f)
-			evs := formatstest.Read(t, adal.Stream, data)
-			out, err := formatstest.WriteAll(Stream, evs, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			back := formatstest.Read(t, Stream, out)
-			if w, g := survivors(evs), survivors(back); !reflect.DeepEqual(w, g) {
-				t.Errorf("changed:\nwant %+v\ngot  %+v\n%s", w, g, out)
-			}
-			we, ge := formatstest.OfKind(evs, formats.RunEnd), formatstest.OfKind(back, formats.RunEnd)
-			if len(we) != len(ge) {
-				t.Fatalf("runs %d → %d\n%s", len(we), len(ge), out)
-			}
-			for i := range we {
-				if we[i].Status.OK() != ge[i].Status.OK() {
-					t.Errorf("run %d: %v → %v", i, we[i].Status, ge[i].Status)
-				}
-			}
-		})
 	}
 }
 
