@@ -137,6 +137,24 @@ func (v *ValueReader) value() ([]byte, error) {
 		}
 		chunk, _ := v.br.Peek(min(v.br.Buffered(), room))
 		for i := 0; i < len(chunk); i++ {
+			if inStr && !esc {
+				// Inside a string, jump to its closing quote: most of a
+				// record is strings.
+				rest := chunk[i:]
+				q := closingQuote(rest)
+				if q < 0 {
+					v.line += bytes.Count(rest, newline)
+					esc = trailingBackslashes(rest)%2 == 1
+					break
+				}
+				v.line += bytes.Count(rest[:q], newline)
+				inStr = false
+				i += q
+				if depth == 0 {
+					return v.take(chunk, i+1, i+1), nil
+				}
+				continue
+			}
 			c := chunk[i]
 			if inStr {
 				if c == '\n' {
@@ -186,6 +204,35 @@ func (v *ValueReader) value() ([]byte, error) {
 		v.buf = append(v.buf, chunk...)
 		v.br.Discard(len(chunk))
 	}
+}
+
+var newline = []byte{'\n'}
+
+// closingQuote is the index in b of the quote that closes a string that b
+// is the rest of (no escape pending at its start): the first quote not
+// escaped by an odd run of backslashes; -1 if b has none.
+func closingQuote(b []byte) int {
+	from := 0
+	for {
+		q := bytes.IndexByte(b[from:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += from
+		if trailingBackslashes(b[:q])%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
+}
+
+// trailingBackslashes counts the backslashes that end b.
+func trailingBackslashes(b []byte) int {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == '\\' {
+		n++
+	}
+	return n
 }
 
 // take ends a value in chunk, the buffer's: its first n bytes are the
