@@ -285,3 +285,22 @@ func BenchmarkSmallInput(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDetect detects the dialect of the head of each fixture under
+// testdata/ (its first DetectSize bytes), as a conversion of many small
+// files does at each.
+func BenchmarkDetect(b *testing.B) {
+	var heads [][]byte
+	for _, p := range fixtures(b) {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		heads = append(heads, data[:min(len(data), formats.DetectSize)])
+	}
+	for b.Loop() {
+		for _, h := range heads {
+			Detect(h)
+		}
+	}
+}
