@@ -370,3 +370,34 @@ func TestEventsRecycledOnlyWhenTheWriterKeepsNone(t *testing.T) {
 		}
 	}
 }
+
+// ConvertOne ends the open run as cancelled when its context is
+// cancelled, as the command line does at a signal, not as cut.
+func TestConvertOneCancelled(t *testing.T) {
+	from, _ := Lookup("adal-stream")
+	to, _ := Lookup("malac")
+	var in bytes.Buffer
+	if err := GenerateProfile(&in, from, 200<<10, 1, 0, "dense"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	events := 0
+	clock := func() time.Time {
+		events++
+		if events == 30 {
+			cancel()
+		}
+		return formats.FixedEpoch
+	}
+	var out bytes.Buffer
+	rep := formats.NewReport(io.Discard)
+	_, err := ConvertOne(ctx, Input{Name: "in", R: bytes.NewReader(in.Bytes())}, to, &out, formats.WriteOptions{Stderr: io.Discard},
+		Options{From: from, Report: rep, Clock: clock})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("ConvertOne = %v, want ErrInterrupted", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if !strings.HasSuffix(lines[len(lines)-1], `"exit_code":130}`) {
+		t.Errorf("the output ends with %s, want the run closed as cancelled", lines[len(lines)-1])
+	}
+}
