@@ -52,24 +52,34 @@ func TestMayBlock(t *testing.T) {
 // A signal stops the conversion of a file between events: the run is
 // closed as cancelled, and what was read is written: the events of what
 // the pipeline had taken from the file (its buffer), and no more.
-func TestSignalStopsAFileBetweenEvents(t *testing.T) {
-	from, _ := Lookup("adal-stream")
-	to, _ := Lookup("malac")
-	var in bytes.Buffer
-	if err := GenerateProfile(&in, from, 200<<10, 1, 0, "dense"); err != nil {
+// cancelledMidway is a dense adal-stream of 200 KB, to malac, and a
+// context that the clock cancels at the 30th event read: a signal in the
+// middle of an input.
+func cancelledMidway(t *testing.T) (from, to formats.Dialect, in *bytes.Buffer, ctx context.Context, clock func() time.Time) {
+	t.Helper()
+	from, _ = Lookup("adal-stream")
+	to, _ = Lookup("malac")
+	in = &bytes.Buffer{}
+	if err := GenerateProfile(in, from, 200<<10, 1, 0, "dense"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
-	rep := formats.NewReport(io.Discard)
+	t.Cleanup(cancel)
 	events := 0
-	clock := func() time.Time {
+	clock = func() time.Time {
 		events++
 		if events == 30 {
 			cancel()
 		}
 		return formats.FixedEpoch
 	}
+	return from, to, in, ctx, clock
+}
+
+func TestSignalStopsAFileBetweenEvents(t *testing.T) {
+	from, to, in, ctx, clock := cancelledMidway(t)
+	var out bytes.Buffer
+	rep := formats.NewReport(io.Discard)
 	p := New(to, &out, formats.WriteOptions{Stderr: io.Discard}, Options{From: from, Report: rep, Clock: clock})
 	r := bytes.NewReader(in.Bytes())
 	err := p.Convert(ctx, Input{Name: "in", R: r})
@@ -374,21 +384,7 @@ func TestEventsRecycledOnlyWhenTheWriterKeepsNone(t *testing.T) {
 // ConvertOne ends the open run as cancelled when its context is
 // cancelled, as the command line does at a signal, not as cut.
 func TestConvertOneCancelled(t *testing.T) {
-	from, _ := Lookup("adal-stream")
-	to, _ := Lookup("malac")
-	var in bytes.Buffer
-	if err := GenerateProfile(&in, from, 200<<10, 1, 0, "dense"); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	events := 0
-	clock := func() time.Time {
-		events++
-		if events == 30 {
-			cancel()
-		}
-		return formats.FixedEpoch
-	}
+	from, to, in, ctx, clock := cancelledMidway(t)
 	var out bytes.Buffer
 	rep := formats.NewReport(io.Discard)
 	_, err := ConvertOne(ctx, Input{Name: "in", R: bytes.NewReader(in.Bytes())}, to, &out, formats.WriteOptions{Stderr: io.Discard},
