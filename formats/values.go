@@ -157,20 +157,12 @@ func (v *ValueReader) value() ([]byte, error) {
 			}
 			c := chunk[i]
 			if inStr {
+				// The character a backslash at the end of the last chunk
+				// escapes.
 				if c == '\n' {
 					v.line++
 				}
-				switch {
-				case esc:
-					esc = false
-				case c == '\\':
-					esc = true
-				case c == '"':
-					inStr = false
-					if depth == 0 {
-						return v.take(chunk, i+1, i+1), nil
-					}
-				}
+				esc = false
 				continue
 			}
 			switch c {
