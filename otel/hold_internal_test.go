@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentconv/agentconv/formats"
-	"github.com/agentconv/agentconv/formats/claude"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -128,43 +127,45 @@ func TestSpillErrorIsReported(t *testing.T) {
 	w.Close()
 }
 
-// streamRun generates claude-stream: one run of n model requests, each
-// with its usage and a tool call, the cost given for the whole run by the
-// final result line; before that line, at, if set, is called.
+// streamRun gives the events of one run of n model requests, each with its
+// usage and a tool call, the cost given for the whole run by its end, as
+// the claude-stream reader reads them; before that end, at, if set, is
+// called. The events are made as they are asked for, so that the input
+// holds none of them.
 type streamRun struct {
 	n, i int
-	buf  []byte
 	at   func()
 }
 
-func (r *streamRun) Read(p []byte) (int, error) {
-	const s = `"session_id":"5e55a001-0000-4000-8000-000000000001"`
-	for len(r.buf) == 0 {
-		switch {
-		case r.i == -1:
-			return 0, io.EOF
-		case r.i == 0:
-			r.buf = fmt.Appendf(r.buf, `{"type":"system","subtype":"init","cwd":"/w",%s,"tools":["Bash"],"model":"claude-sonnet-4-5"}`+"\n"+
-				`{"type":"user","message":{"role":"user","content":"go"},"parent_tool_use_id":null,%s}`+"\n", s, s)
-		case r.i <= r.n:
-			k := r.i - 1
-			r.buf = fmt.Appendf(r.buf, `{"type":"assistant","message":{"id":"msg_%d","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"ls"}}],"stop_reason":"tool_use","usage":{"input_tokens":%d,"output_tokens":20}},"parent_tool_use_id":null,%s}`+"\n"+
-				`{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_%d","type":"tool_result","content":"out"}]},"parent_tool_use_id":null,%s}`+"\n", k, k, 100+k%50, s, k, s)
-		default:
-			if r.at != nil {
-				r.at()
-			}
-			r.buf = fmt.Appendf(r.buf, `{"type":"result","subtype":"success","is_error":false,"result":"done",%s,"total_cost_usd":12.345}`+"\n", s)
-			r.i = -2
+func (r *streamRun) Next() (*formats.Event, error) {
+	const session = "5e55a001-0000-4000-8000-000000000001"
+	r.i++
+	switch r.i {
+	case 1:
+		return &formats.Event{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session, Model: "claude-sonnet-4-5", Cwd: "/w", Provider: "anthropic", AgentName: "claude-code"}}, nil
+	case 2:
+		return &formats.Event{Kind: formats.UserMessage, Text: "go"}, nil
+	}
+	k, step := (r.i-3)/3, (r.i-3)%3
+	id := fmt.Sprintf("toolu_%d", k)
+	switch {
+	case k < r.n && step == 0:
+		return &formats.Event{Kind: formats.Usage, Usage: formats.UsageInfo{InputTokens: formats.Some(int64(100 + k%50)), OutputTokens: formats.Some[int64](20)},
+			Response: formats.Response{ID: fmt.Sprintf("msg_%d", k), Model: "claude-sonnet-4-5", StopReason: "tool_use"}}, nil
+	case k < r.n && step == 1:
+		return &formats.Event{Kind: formats.ToolCall, Call: formats.Call{ID: id, Name: "Bash", Args: []byte(`{"command":"ls"}`)}}, nil
+	case k < r.n:
+		return &formats.Event{Kind: formats.ToolResult, Call: formats.Call{ID: id, Name: "Bash", Status: formats.Completed, Output: formats.TextOutput("out")}}, nil
+	case k == r.n && step == 0:
+		if r.at != nil {
+			r.at()
 		}
-		r.i++
+		return &formats.Event{Kind: formats.Answer, Text: "done"}, nil
+	case k == r.n && step == 1:
+		return &formats.Event{Kind: formats.RunEnd, Status: formats.Completed, Run: formats.RunInfo{SessionID: session, Model: "claude-sonnet-4-5", ExitCode: formats.Some(0)},
+			Usage: formats.UsageInfo{CostUSD: formats.Some(12.345)}}, nil
 	}
-	n := copy(p, r.buf)
-	r.buf = r.buf[n:]
-	if len(r.buf) == 0 {
-		r.buf = r.buf[:0:0]
-	}
-	return n, nil
+	return nil, io.EOF
 }
 
 // liveHeap is the heap in use after a collection.
@@ -182,15 +183,14 @@ type keepNothing struct{}
 func (keepNothing) Write(*formats.Event, *formats.RunView) error { return nil }
 func (keepNothing) Close() error                                 { return nil }
 
-// retained converts a claude-stream run of n calls through w and returns
-// the live heap, over what it was before, when the input is all read but
-// its final line (the run's cost).
+// retained writes a run of n calls through w and returns the live heap,
+// over what it was before, when the input is all read but its end (the
+// run's cost).
 func retained(t *testing.T, n int, w formats.Writer) int64 {
 	t.Helper()
 	base := liveHeap()
 	var live int64 = -1
-	in := &streamRun{n: n, at: func() { live = liveHeap() - base }}
-	r := claude.Stream.NewReader(in, formats.ReadOptions{Dialect: claude.Stream.Name, Report: formats.NewReport(io.Discard)})
+	r := &streamRun{n: n, at: func() { live = liveHeap() - base }}
 	sw := formats.Standalone(w)
 	for {
 		e, err := r.Next()
@@ -208,18 +208,18 @@ func retained(t *testing.T, n int, w formats.Writer) int64 {
 		t.Fatal(err)
 	}
 	if live < 0 {
-		t.Fatal("the input's last line was never read")
+		t.Fatal("the run's end was never reached")
 	}
 	return live
 }
 
 // TestHeldMemoryIsBounded: what the spans of one run keep in memory does
 // not grow with its model requests and calls, to otlp-json and to a
-// collector: the live heap when all but its last line is read grows from
+// collector: the live heap when all but its end is read grows from
 // a run of n calls to one of 4n by about what it grows through a writer
 // that keeps nothing (the run view's own record of the calls), within a
 // small constant. Each request's span waits for its share of the run's
-// cost, which the last line gives (it held some 3 KB a call).
+// cost, which the end gives (it held some 3 KB a call).
 func TestHeldMemoryIsBounded(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector's shadow memory is not the heap's")

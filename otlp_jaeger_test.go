@@ -1,4 +1,4 @@
-package otel_test
+package main
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentconv/agentconv/convert"
 	"github.com/agentconv/agentconv/formats"
+	"github.com/agentconv/agentconv/formats/formatstest"
 	"github.com/agentconv/agentconv/otel"
 	"github.com/goccy/go-json"
 )
@@ -141,7 +142,7 @@ func TestJaegerSpanTree(t *testing.T) {
 			w := otel.OTLP.NewWriter(nil, formats.WriteOptions{Dialect: "otlp", Report: rep, Stderr: os.Stderr,
 				Getenv: func(k string) string { return env[k] }})
 			p := convert.NewPipeline(w, otel.OTLP, convert.Options{Report: rep})
-			for i, e := range subagentRun(service) { // a session of its own: a trace of its own
+			for i, e := range formatstest.SubagentRun(service) { // a session of its own: a trace of its own
 				e.Arrived = time.Now()
 				e.Source.LineNo = i + 1
 				if err := p.Write(e); err != nil {
@@ -193,9 +194,9 @@ func TestJaegerSpanTree(t *testing.T) {
 				s              jaegerSpan
 				startMs, durMs int64
 			}{{root, 0, 9000}, {turn, 100, 7900}, {task, 1000, 3600}, {sub, 1050, 3450}, {bash, 1100, 2800}, {edit, 5000, 500}} {
-				if c.s.StartTime != at(int(c.startMs)).UnixMicro() || c.s.Duration != c.durMs*1000 {
+				if c.s.StartTime != formatstest.SampleStart.Add(time.Duration(c.startMs)*time.Millisecond).UnixMicro() || c.s.Duration != c.durMs*1000 {
 					t.Errorf("%s: start %d µs, duration %d µs; want %d, %d", c.s.OperationName, c.s.StartTime, c.s.Duration,
-						at(int(c.startMs)).UnixMicro(), c.durMs*1000)
+						formatstest.SampleStart.Add(time.Duration(c.startMs)*time.Millisecond).UnixMicro(), c.durMs*1000)
 				}
 			}
 		})
@@ -403,7 +404,7 @@ func TestJaegerChatSpans(t *testing.T) {
 // that spawned it.
 func TestJaegerClaudeSession(t *testing.T) {
 	needJaeger(t)
-	session := filepath.Join("..", "formats", "claude", "testdata", "sessions", "55550000-0000-4000-8000-000000000001.jsonl")
+	session := filepath.Join("formats", "claude", "testdata", "sessions", "55550000-0000-4000-8000-000000000001.jsonl")
 	subagents, _ := filepath.Glob(filepath.Join(strings.TrimSuffix(session, ".jsonl"), "subagents", "agent-*.jsonl"))
 	if len(subagents) == 0 {
 		t.Fatalf("the fixture %s has no subagent files beside it", session)

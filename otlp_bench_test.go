@@ -1,4 +1,4 @@
-package otel_test
+package main
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 // BenchmarkJSONWriter measures the otlp-json writer alone on an
 // event-dense generated stream (as `generate --max-output 100` makes):
-// go test ./otel -run XXX -bench JSONWriter -benchmem
+// go test . -run XXX -bench JSONWriter -benchmem
 func BenchmarkJSONWriter(b *testing.B) {
 	g := convert.NewGenerator(1)
 	g.MaxOutput = 100
@@ -48,7 +48,7 @@ func BenchmarkJSONWriter(b *testing.B) {
 
 // BenchmarkDeliverySlowCollector measures delivery to a collector that
 // takes 100 ms to answer each request, in-process on 127.0.0.1:
-// go test ./otel -run XXX -bench DeliverySlowCollector
+// go test . -run XXX -bench DeliverySlowCollector
 var benchDelay = 100 * time.Millisecond
 
 func BenchmarkDeliverySlowCollector(b *testing.B) {

@@ -1,4 +1,4 @@
-package otel_test
+package main
 
 import (
 	"bytes"
@@ -371,7 +371,7 @@ func TestNothingMadeUpForARunReadFromOTLPJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := strings.SplitAfter(string(line), "\n")[0]
-	evs := readAllEvents(t, first)
+	evs := formatstest.Read(t, otel.OTLPJSON, first)
 	if len(evs) < 6 {
 		t.Fatalf("%d events", len(evs))
 	}
@@ -397,22 +397,6 @@ func TestNothingMadeUpForARunReadFromOTLPJSON(t *testing.T) {
 		delivered[id]++
 	}
 	checkAccounts(t, read, delivered, nil)
-}
-
-func readAllEvents(t *testing.T, data string) []*formats.Event {
-	t.Helper()
-	r := otel.OTLPJSON.NewReader(strings.NewReader(data), formats.ReadOptions{Dialect: otel.OTLPJSON.Name, Report: discardReport()})
-	var evs []*formats.Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return evs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
 }
 
 // TestStuckCollector: a collector that takes requests and never answers
