@@ -620,3 +620,39 @@ func TestSessionResultWithoutCall(t *testing.T) {
 		t.Errorf("the Task's result is read: %s", formatstest.Kinds(evs))
 	}
 }
+
+// TestMessageThatIsAString: 2.1's system/permission_denied line has a
+// message that is a string, where every other record's is an object. The
+// stream reader gives it as the refusal's reason; neither reader calls the
+// line one of unexpected types, and the fields after the message are read
+// (the session's second pass reads the line as the first did).
+func TestMessageThatIsAString(t *testing.T) {
+	const sid = `"session_id":"5e55a001-0000-4000-8000-000000000002"`
+	stream := `{"type":"system","subtype":"init","cwd":"/w",` + sid + `,"tools":["Bash"],"model":"claude-sonnet-4-5"}
+{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"touch x"}}],"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":2}},"parent_tool_use_id":null,` + sid + `}
+{"type":"system","subtype":"permission_denied","tool_name":"Bash","message":"touch x needs approval","tool_use_id":"toolu_1",` + sid + `}
+{"type":"result","subtype":"success","is_error":false,"result":"done",` + sid + `}
+`
+	evs, warnings := formatstest.ReadWarnings(t, Stream, stream)
+	a := formatstest.OfKind(evs, formats.PermissionAnswer)
+	if len(a) != 1 || a[0].Permission.Reason != "touch x needs approval" || a[0].Call.ID != "toolu_1" {
+		t.Errorf("the refusal: %+v (%s)", a, formatstest.Kinds(evs))
+	}
+	if warnings != "" {
+		t.Errorf("warnings: %s", warnings)
+	}
+
+	const s = `"sessionId":"5e55a001-0000-4000-8000-000000000003","cwd":"/w","version":"2.1.332"`
+	session := `{"parentUuid":null,"isSidechain":false,` + s + `,"type":"user","message":{"role":"user","content":"go"},"uuid":"u1","timestamp":"2026-03-02T09:14:00.000Z"}
+{"parentUuid":"u1","isSidechain":false,` + s + `,"message":{"model":"claude-sonnet-4-5","id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":2}},"type":"assistant","uuid":"a1","timestamp":"2026-03-02T09:14:01.000Z"}
+{"parentUuid":"a1","isSidechain":false,` + s + `,"type":"system","subtype":"permission_denied","message":"touch x needs approval","uuid":"s1","timestamp":"2026-03-02T09:14:05.000Z"}
+`
+	evs, warnings = formatstest.ReadWarnings(t, Session, session)
+	if warnings != "" {
+		t.Errorf("session warnings: %s", warnings)
+	}
+	last := evs[len(evs)-1]
+	if last.Kind != formats.RunEnd || !last.Time.Equal(time.Date(2026, 3, 2, 9, 14, 5, 0, time.UTC)) {
+		t.Errorf("the run ends %s at %v, want at the last line's time (%s)", last.Kind, last.Time, formatstest.Kinds(evs))
+	}
+}

@@ -100,6 +100,10 @@ func (m modelUsage) info() formats.UsageInfo {
 	return u.info()
 }
 
+// apiMessage is a record's message. It has no UnmarshalJSON of its own, so
+// that it is decoded in place: with one, the decoder first skips over the
+// whole message (most of a record) to find its end, then decodes it. A
+// system line's message that is a string is read by decodeRecord.
 type apiMessage struct {
 	ID         string          `json:"id"`
 	Model      string          `json:"model"`
@@ -111,13 +115,30 @@ type apiMessage struct {
 	Text string `json:"-"`
 }
 
-// UnmarshalJSON reads a message object, or a system line's message text.
-func (m *apiMessage) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &m.Text)
+// textRecord is a record whose message is a string.
+type textRecord struct {
+	record
+	Message string `json:"message"`
+}
+
+// textMessage: a line that failed to decode may have a message that is a
+// string (2.1's system/permission_denied).
+func textMessage(data []byte) bool { return bytes.Contains(data, []byte(`"message":"`)) }
+
+// decodeRecord decodes a line into r, with a message that is a string as
+// the message's Text.
+func decodeRecord(rep *formats.Report, line int, data []byte, r *record) *formats.LineError {
+	err := rep.Unmarshal(line, data, r)
+	if err == nil || !textMessage(data) {
+		return err
 	}
-	type plain apiMessage
-	return json.Unmarshal(b, (*plain)(m))
+	var t textRecord
+	if rep.Unmarshal(line, data, &t) != nil {
+		return err
+	}
+	*r = t.record
+	r.Message = &apiMessage{Text: t.Message}
+	return nil
 }
 
 // resultMeta is an entry of 2.1's tool_result_meta on a user line: how
@@ -556,7 +577,7 @@ func (d *decoder) push(ev *formats.Event) {
 func (d *decoder) decode(data, carrier []byte, line int) *formats.LineError {
 	d.src.Begin(carrier, line)
 	var r record
-	if err := d.opts.Report.Unmarshal(line, data, &r); err != nil {
+	if err := decodeRecord(d.opts.Report, line, data, &r); err != nil {
 		if !json.Valid(data) {
 			return err
 		}

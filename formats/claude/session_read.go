@@ -56,6 +56,28 @@ type sessRecord struct {
 	} `json:"origin"`
 }
 
+// textSessRecord is a record whose message is a string.
+type textSessRecord struct {
+	sessRecord
+	Message string `json:"message"`
+}
+
+// decodeSessRecord decodes a line into r, with a message that is a string
+// as the message's Text (see decodeRecord).
+func decodeSessRecord(rep *formats.Report, line int, data []byte, r *sessRecord) *formats.LineError {
+	err := rep.Unmarshal(line, data, r)
+	if err == nil || !textMessage(data) {
+		return err
+	}
+	var t textSessRecord
+	if rep.Unmarshal(line, data, &t) != nil {
+		return err
+	}
+	*r = t.sessRecord
+	r.Message = &apiMessage{Text: t.Message}
+	return nil
+}
+
 // refused: a user record says that its call's permission was refused
 // (2.1).
 func (r *sessRecord) refused() bool {
@@ -524,7 +546,7 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFi
 			rec.setErr(le)
 		} else {
 			src.dec = &sessRecord{}
-			if e := rep.Unmarshal(rec.line(), b, src.dec); e != nil {
+			if e := decodeSessRecord(rep, rec.line(), b, src.dec); e != nil {
 				if !json.Valid(b) {
 					rec.setErr(e)
 					rec.flags |= fBroken
@@ -611,9 +633,12 @@ type sessCall struct {
 type sessBuild struct {
 	opts formats.ReadOptions
 	rep  *formats.Report
-	main *recList // b.src.recs
-	src  *recFile // where the main records are read again
-	out  []sessItem
+	// quiet takes the warnings of the second pass's decoding (the first
+	// pass gave them).
+	quiet *formats.Report
+	main  *recList // b.src.recs
+	src   *recFile // where the main records are read again
+	out   []sessItem
 	// next is the main record whose events step gives next; over: the
 	// events after the last record are given too.
 	next int
@@ -1423,12 +1448,17 @@ func (b *sessBuild) process(r *sessRec) {
 		return
 	}
 	was := r.src.dec
-	r.src.dec = &sessRecord{raw: raw}
+	r.src.dec = &sessRecord{}
 	if r.is(fOdd) {
 		r.src.dec.Type = formats.TypeOf(raw)
 	} else {
-		json.Unmarshal(raw, r.src.dec)
+		// Read as the first pass read it; its warnings were given then.
+		if b.quiet == nil {
+			b.quiet = formats.NewReport(io.Discard)
+		}
+		decodeSessRecord(b.quiet, r.line(), raw, r.src.dec)
 	}
+	r.src.dec.raw = raw
 	b.record(r)
 	r.src.dec = was
 }
