@@ -77,6 +77,41 @@ type recFile struct {
 	cur *os.File
 	br  *bufio.Reader
 	at  int64
+	// held are the records of the file's start as the first pass decoded
+	// them, by their place (nil once given), kept for the second pass,
+	// which then need not read and decode them again. budget is the bytes
+	// of lines that a session's files may still hold: memory is bounded
+	// by it, not by the files.
+	held   []*sessRecord
+	budget *int
+}
+
+// heldBudget is the bytes of lines a session reader holds decoded between
+// its passes. Most session files are smaller, and are decoded once; of a
+// larger one, its start.
+const heldBudget = 4 << 20
+
+// hold keeps the record just decoded (dec) for the second pass, while the
+// budget lasts and every record before it was kept.
+func (s *recFile) hold(rec *sessRec, line []byte) {
+	if s.budget == nil || *s.budget < len(line) || int(rec.idx) != len(s.held) {
+		return
+	}
+	*s.budget -= len(line)
+	s.dec.raw = bytes.Clone(line)
+	s.held = append(s.held, s.dec)
+}
+
+// take gives a record the first pass kept, and forgets it; nil if it was
+// not kept.
+func (s *recFile) take(rec *sessRec) *sessRecord {
+	i := int(rec.idx)
+	if i >= len(s.held) {
+		return nil
+	}
+	d := s.held[i]
+	s.held[i] = nil
+	return d
 }
 
 var lineSeed = maphash.MakeSeed()
@@ -190,6 +225,10 @@ func (l *recList) all() iter.Seq[*sessRec] {
 // dropLast takes the file's last record back.
 func (s *recFile) dropLast() {
 	i := int32(s.recs.n - 1)
+	if int(i) < len(s.held) {
+		*s.budget += len(s.held[i].raw)
+		s.held = s.held[:i]
+	}
 	delete(s.errs, i)
 	delete(s.times, i)
 	delete(s.agents, i)

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,10 +14,18 @@ import (
 )
 
 // readEvents reads a session with the session reader: in is the stream it
-// gets, path the file it is told it comes from ("": none).
+// gets, path the file it is told it comes from ("": none). It holds no
+// record between its passes, so that the second reads each again.
 func readEvents(t *testing.T, in []byte, path string) ([]*formats.Event, error) {
 	t.Helper()
-	r := newSessionReader(bytes.NewReader(in), formats.ReadOptions{Dialect: Session.Name, Report: formats.NewReport(io.Discard), Path: path})
+	return readEventsHolding(t, in, path, 0)
+}
+
+// readEventsHolding is readEvents holding held bytes of lines decoded
+// between the passes.
+func readEventsHolding(t *testing.T, in []byte, path string, held int) ([]*formats.Event, error) {
+	t.Helper()
+	r := &sessionReader{in: bytes.NewReader(in), opts: formats.ReadOptions{Dialect: Session.Name, Report: formats.NewReport(io.Discard), Path: path}, held: held}
 	var evs []*formats.Event
 	for {
 		ev, err := r.Next()
@@ -45,9 +54,10 @@ func sameEvents(t *testing.T, what string, got, want []*formats.Event) {
 }
 
 // TestSessionReadAgain: the second pass gives the same events whether it
-// reads the records again from the file (the reader has its path) or
-// from its temporary copy (standard input), on sessions with branches,
-// compactions, sidechains and subagents' files.
+// reads the records again from the file (the reader has its path), from
+// its temporary copy (standard input), or takes them as the first pass
+// decoded them (all of them, or the first few), on sessions with
+// branches, compactions, sidechains and subagents' files.
 func TestSessionReadAgain(t *testing.T) {
 	names, _ := filepath.Glob("testdata/sessions/*.jsonl")
 	if len(names) < 3 {
@@ -73,6 +83,17 @@ func TestSessionReadAgain(t *testing.T) {
 			t.Fatalf("%s from a stream: %v", name, err)
 		}
 		sameEvents(t, name, fromFile, spooled)
+		// Held decoded from the first pass: all of it, or its first
+		// records (4 KiB of lines), the rest read again.
+		for _, held := range []int{heldBudget, 4 << 10} {
+			for _, path := range []string{p, ""} {
+				got, err := readEventsHolding(t, in, path, held)
+				if err != nil {
+					t.Fatalf("%s holding %d bytes (path %q): %v", name, held, path, err)
+				}
+				sameEvents(t, fmt.Sprintf("%s holding %d bytes (path %q)", name, held, path), got, fromFile)
+			}
+		}
 	}
 }
 
@@ -132,6 +153,11 @@ func TestSessionRepairedLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameEvents(t, "repaired", got, want)
+	held, err := readEventsHolding(t, stream, p, heldBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvents(t, "repaired, held", held, want)
 	if !bytes.Contains(bytes.Join(func() [][]byte {
 		var ls [][]byte
 		for _, e := range got {

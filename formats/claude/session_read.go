@@ -473,6 +473,9 @@ type sessionReader struct {
 	loaded bool
 	b      *sessBuild
 	pos    int
+	// held: the bytes of lines it holds decoded between its passes
+	// (heldBudget; tests set others).
+	held int
 }
 
 type sessItem struct {
@@ -481,7 +484,7 @@ type sessItem struct {
 }
 
 func newSessionReader(r io.Reader, o formats.ReadOptions) formats.Reader {
-	return &sessionReader{in: r, opts: o}
+	return &sessionReader{in: r, opts: o, held: heldBudget}
 }
 
 func (s *sessionReader) Next() (*formats.Event, error) {
@@ -570,6 +573,7 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFi
 			rec.setTime(t)
 			if rec.lineErr() == nil {
 				src.keep(rec, lines.Offset(), b)
+				src.hold(rec, b)
 				if each != nil {
 					each(rec)
 				}
@@ -603,7 +607,8 @@ func (s *sessionReader) load() error {
 	if name == "" {
 		name = "the session"
 	}
-	b.src = &recFile{name: name, try: s.opts.Path, repaired: true}
+	b.budget = s.held
+	b.src = &recFile{name: name, try: s.opts.Path, repaired: true, budget: &b.budget}
 	cut, err := readRecords(s.in, rep, "", b.src, b.scanner())
 	if err != nil {
 		b.src.close()
@@ -636,9 +641,12 @@ type sessBuild struct {
 	// quiet takes the warnings of the second pass's decoding (the first
 	// pass gave them).
 	quiet *formats.Report
-	main  *recList // b.src.recs
-	src   *recFile // where the main records are read again
-	out   []sessItem
+	// budget: the bytes of lines the files may still hold decoded between
+	// the passes (recFile.held).
+	budget int
+	main   *recList // b.src.recs
+	src    *recFile // where the main records are read again
+	out    []sessItem
 	// next is the main record whose events step gives next; over: the
 	// events after the last record are given too.
 	next int
@@ -971,7 +979,7 @@ func (b *sessBuild) agentFiles(p string) {
 			b.rep.Warn(0, "cannot read the subagent's file %s (%v); its events are left out", name, err)
 			continue
 		}
-		src := &recFile{name: name, path: name, direct: true}
+		src := &recFile{name: name, path: name, direct: true, budget: &b.budget}
 		_, err = readRecords(f, b.rep, name+": ", src, b.scanner())
 		f.Close()
 		if err != nil {
@@ -1442,12 +1450,18 @@ func (b *sessBuild) process(r *sessRec) {
 	if b.over {
 		return
 	}
+	was := r.src.dec
+	if held := r.src.take(r); held != nil {
+		r.src.dec = held
+		b.record(r)
+		r.src.dec = was
+		return
+	}
 	raw, err := r.src.read(r)
 	if err != nil {
 		b.stop(err)
 		return
 	}
-	was := r.src.dec
 	r.src.dec = &sessRecord{}
 	if r.is(fOdd) {
 		r.src.dec.Type = formats.TypeOf(raw)
