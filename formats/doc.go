@@ -49,7 +49,9 @@
 //     modes, malac), where the next run begins or the input ends, if the
 //     source showed the run finished (its last turn ended, its agent
 //     ended, an error ended it). Such a reader ends its last run with
-//     EndAtEOF. A run the source cut is left open: the pipeline closes it,
+//     EndAtEOF (the conformance check fails on a fixture whose last run
+//     has no end, unless the test names it formatstest.Cut). A run the
+//     source cut is left open: the pipeline closes it,
 //     with a warning, by ending its open calls (Cancelled) and subagents and
 //     giving a Cut RunEnd; a RunStart while a run is open closes that run
 //     the same way. A RunEnd may leave Status and Run.ExitCode unknown: the

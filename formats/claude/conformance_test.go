@@ -12,7 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Run(claude.Stream.Name, func(t *testing.T) {
 		formatstest.Conformance(t, claude.Stream,
-			"claude/agent-stream-fmt-stream.jsonl",
+			formatstest.Cut("claude/agent-stream-fmt-stream.jsonl"),
 			"claude/failures-stream.jsonl",
 			"claude/gleam-basic-query.ndjson",
 			"claude/orchestrator-task-tool-output.jsonl",
@@ -42,9 +42,9 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run(claude.Session.Name, func(t *testing.T) {
 		formatstest.Conformance(t, claude.Session,
-			"claude/sessions/agentcmd-claude-session-2.0.14.jsonl",
+			formatstest.Cut("claude/sessions/agentcmd-claude-session-2.0.14.jsonl"),
 			"claude/sessions/claude-code-log-showcase-55550000-0000-4000-8000-000000000001.jsonl",
-			"claude/sessions/claude-code-log-sidechain-integrated.jsonl",
+			formatstest.Cut("claude/sessions/claude-code-log-sidechain-integrated.jsonl"),
 			"claude/sessions/trajectory-subagent-input.jsonl",
 			"agents/claude-code/1.0.128/api-error/json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128jsonapi-error374827422-002-work/a8c1208b-e646-43b2-9364-a728ceed93b5.jsonl",
 			"agents/claude-code/1.0.128/api-error/stream-json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128stream-jsonapi-error3878078660-002-work/a4ab8c8d-3148-4138-bd1f-83428f4d343a.jsonl",

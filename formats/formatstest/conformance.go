@@ -35,6 +35,14 @@ func Conformance(t *testing.T, d formats.Dialect, fixtures ...string) {
 	ConformanceOpen(t, d, nil, fixtures...)
 }
 
+// Cut names a fixture whose stream is cut short: its last run has no end,
+// and the reader rightly leaves it open (the pipeline closes it as a cut
+// run). Every other fixture ends its last run: a reader of a dialect that
+// prints no run end ends a finished run at EOF (formats.EndAtEOF).
+func Cut(fixture string) string { return cutPrefix + fixture }
+
+const cutPrefix = "cut:"
+
 // Open is a rule of the contract that a dialect is known to break, and
 // why: a named, open failure. ConformanceOpen logs its breaches instead
 // of failing, and fails once the rule holds, so that the entry goes when
@@ -84,6 +92,7 @@ func ConformanceOpen(t *testing.T, d formats.Dialect, open []Open, fixtures ...s
 	streams := map[string][]*formats.Event{}
 	var names []string
 	for _, f := range fixtures {
+		f, cut := strings.CutPrefix(f, cutPrefix)
 		where := "fixture " + f
 		data, err := os.ReadFile(filepath.Join(root, "testdata", filepath.FromSlash(f)))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -109,6 +118,13 @@ func ConformanceOpen(t *testing.T, d formats.Dialect, open []Open, fixtures ...s
 		}
 		for _, p := range CheckReader(d, evs) {
 			report(where, p)
+		}
+		switch at := lastRunOpen(evs); {
+		case at >= 0 && !cut:
+			report(where, Problem{Index: at, Kind: evs[at].Kind, Line: evs[at].Source.LineNo, Rule: "eof",
+				Msg: "the fixture's last run, from this event on, has no RunEnd: a reader ends a run that its source showed finished (its last turn or its agent ended, or an error ended it) with formats.EndAtEOF; if the fixture's stream is cut short, pass it as formatstest.Cut(\"" + f + "\")"})
+		case at < 0 && cut:
+			report(where, Problem{Index: -1, Rule: "eof", Msg: "it is passed as formatstest.Cut, but its last run ends: pass it plainly"})
 		}
 		streams[f] = evs
 		names = append(names, f)
@@ -687,4 +703,24 @@ func openAtEnd(evs []*formats.Event) int {
 		}
 	}
 	return open
+}
+
+// lastRunOpen is the index of the event that opens the main agent's last
+// run, if that run has no RunEnd; -1 if it ends (or there is none). A run
+// opens at a RunStart, or at an event other than Raw outside a run (the
+// pipeline opens one there).
+func lastRunOpen(evs []*formats.Event) int {
+	at := -1
+	for i, e := range evs {
+		switch {
+		case e.Agent != "":
+		case e.Kind == formats.RunStart:
+			at = i
+		case e.Kind == formats.RunEnd:
+			at = -1
+		case e.Kind != formats.Raw && at < 0:
+			at = i
+		}
+	}
+	return at
 }

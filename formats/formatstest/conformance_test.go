@@ -156,3 +156,28 @@ func (b badReader) Next() (*formats.Event, error) {
 	}
 	return nil, formats.Errorf(1, "not a record")
 }
+
+// TestLastRunOpen: the "eof" rule's view of a stream's end. A run opens at
+// a RunStart, or at any event but Raw outside a run (the pipeline opens
+// one there), and a subagent's events neither open nor end one.
+func TestLastRunOpen(t *testing.T) {
+	ev := func(k formats.Kind, agent string) *formats.Event { return &formats.Event{Kind: k, Agent: agent} }
+	for _, c := range []struct {
+		name string
+		evs  []*formats.Event
+		want int
+	}{
+		{"none", nil, -1},
+		{"ended", []*formats.Event{ev(formats.RunStart, ""), ev(formats.Message, ""), ev(formats.RunEnd, "")}, -1},
+		{"not ended", []*formats.Event{ev(formats.RunStart, ""), ev(formats.Message, "")}, 0},
+		{"second not ended", []*formats.Event{ev(formats.RunStart, ""), ev(formats.RunEnd, ""), ev(formats.RunStart, ""), ev(formats.ToolCall, "")}, 2},
+		{"raw after the end", []*formats.Event{ev(formats.RunStart, ""), ev(formats.RunEnd, ""), ev(formats.Raw, "")}, -1},
+		{"no RunStart", []*formats.Event{ev(formats.Raw, ""), ev(formats.ToolCall, ""), ev(formats.ToolResult, "")}, 1},
+		{"after the end, no RunStart", []*formats.Event{ev(formats.RunStart, ""), ev(formats.RunEnd, ""), ev(formats.Message, "")}, 2},
+		{"a subagent's end", []*formats.Event{ev(formats.RunStart, ""), ev(formats.AgentStart, "a1"), ev(formats.RunEnd, "a1")}, 0},
+	} {
+		if got := lastRunOpen(c.evs); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}

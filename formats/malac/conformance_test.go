@@ -12,7 +12,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Run(malac.Dialect.Name, func(t *testing.T) {
 		formatstest.Conformance(t, malac.Dialect,
-			"malac/cut.jsonl",
+			formatstest.Cut("malac/cut.jsonl"),
 			"malac/denied.jsonl",
 			"malac/failed-turn.jsonl",
 			"malac/refused-then-failed.jsonl",
