@@ -63,7 +63,8 @@ func TestEveryRowHasConformance(t *testing.T) {
 			checked[dir] = conformanceCalls(t, dir, pkg)
 		}
 		if !checked[dir][row.Sel.Name] {
-			t.Errorf("the row %s.%s (%s) has no conformance test: add to a test of %s\n\tformatstest.Conformance(t, %s.%s, \"<dir under testdata>/<fixture>\", ...)",
+			t.Errorf("the row %s.%s (%s) has no conformance test: add to a test of %s\n\tformatstest.Conformance(t, %s.%s, \"<dir>/<fixture>\", ...)\n"+
+				"with its fixtures under the repository's testdata/<dir>/, where the goldens (go test ./convert -run TestGolden -update writes them) and the detection matrix take them too",
 				pkg, row.Sel.Name, Dialects[i].Name, dir, pkg, row.Sel.Name)
 		}
 	}
