@@ -720,7 +720,7 @@ func (p *Pipeline) convertFile(in Input, r *sessionReader, walked bool) error {
 	}
 	src.detected(false)
 	unmark := formats.MarkValidUTF8(br)
-	rd := d.NewReader(br, formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path})
+	rd := d.NewReader(br, formats.ReadOptions{Dialect: d.Name, Report: rep, Path: in.Path, Figures: true})
 	unmark()
 	return p.convertInline(context.Background(), in, rd, br, nil)
 }

@@ -266,6 +266,12 @@ type ReadOptions struct {
 	// whose dialect keeps parts of one session in other files (subagents)
 	// finds them beside it.
 	Path string
+	// Figures: the events are read for a run's figures alone (its runs,
+	// prompts, calls and their statuses, times, models and counts, as
+	// agentconv sessions lists them), not written: a reader may leave out
+	// what it would decode only to give it: a successful call's output,
+	// and a subagent's report taken from it.
+	Figures bool
 }
 
 // WriteOptions are given to every writer.

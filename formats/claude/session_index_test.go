@@ -216,3 +216,52 @@ func TestRecordPlaces(t *testing.T) {
 		t.Fatalf("a record taken back and added again: place %d", r.idx)
 	}
 }
+
+// TestSessionFigures: read for its figures alone (ReadOptions.Figures, as
+// agentconv sessions reads), a session gives the same events, with the
+// same kinds, calls, statuses, times and counts; a successful call's
+// output is left out, a failed one's error kept (it tells a refusal).
+func TestSessionFigures(t *testing.T) {
+	names, _ := filepath.Glob("testdata/sessions/*.jsonl")
+	for _, name := range names {
+		in, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := func(figures bool) []*formats.Event {
+			r := newSessionReader(bytes.NewReader(in), formats.ReadOptions{Dialect: Session.Name, Report: formats.NewReport(io.Discard), Path: name, Figures: figures})
+			var evs []*formats.Event
+			for {
+				ev, err := r.Next()
+				if err == io.EOF {
+					return evs
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				evs = append(evs, ev)
+			}
+		}
+		all, figures := read(false), read(true)
+		if len(all) != len(figures) {
+			t.Fatalf("%s: %d events for its figures, %d read whole", name, len(figures), len(all))
+		}
+		left := 0
+		for i, f := range figures {
+			a := all[i]
+			if f.Kind != a.Kind || f.Agent != a.Agent || f.Call.ID != a.Call.ID || f.Call.Status != a.Call.Status || f.Call.Error != a.Call.Error ||
+				f.Status != a.Status || !f.Time.Equal(a.Time) || f.Usage != a.Usage || f.Response != a.Response ||
+				f.Text != a.Text && f.Kind != formats.AgentEnd { // a subagent's report is its call's output
+				t.Fatalf("%s: event %d for its figures is %v %s %s %q %q, read whole %v %s %s %q %q", name, i,
+					f.Kind, f.Status, f.Call.Status, f.Call.Error, f.Text, a.Kind, a.Status, a.Call.Status, a.Call.Error, a.Text)
+			}
+			if f.Kind == formats.ToolResult && f.Call.Status == formats.Completed && a.Call.Output.Text() != "" {
+				if f.Call.Output.Text() != "" {
+					t.Errorf("%s: event %d: a successful call's output is given for the figures", name, i)
+				}
+				left++
+			}
+		}
+		t.Logf("%s: %d events, %d outputs left out", name, len(all), left)
+	}
+}

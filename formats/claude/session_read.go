@@ -1782,12 +1782,17 @@ func (b *sessBuild) callEvents(agent string, bl block) []*formats.Event {
 }
 
 func (b *sessBuild) resultEvent(agent string, bl block) *formats.Event {
-	out := contentText(bl.Content)
-	if c := bytes.TrimSpace(bl.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
-		out = strings.ToValidUTF8(string(c), "\uFFFD")
+	failed := bl.IsError != nil && *bl.IsError
+	out := ""
+	if !b.opts.Figures || failed {
+		// A failed call's text says whether it was refused.
+		out = contentText(bl.Content)
+		if c := bytes.TrimSpace(bl.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
+			out = strings.ToValidUTF8(string(c), "\uFFFD")
+		}
 	}
 	res := formats.Call{ID: bl.ToolUseID, Status: formats.Completed, Output: formats.TextOutput(out)}
-	if bl.IsError != nil && *bl.IsError {
+	if failed {
 		res.Status, res.Output, res.Error = formats.Failed, formats.TextOutput(""), out
 		if isRefusal(out) {
 			res.Status = formats.Denied
