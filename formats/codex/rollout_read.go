@@ -429,12 +429,27 @@ func (r *rolloutReader) inPreface() bool {
 	return r.run.prompted || len(r.preface) > 0 || r.run.started && r.run.completed
 }
 
+// wholeLine is a rollout line decoded at once, its payload with it: most
+// lines are, and the payload (most of a line) is then scanned once, not
+// skipped over as raw bytes and decoded again.
+type wholeLine struct {
+	Timestamp string   `json:"timestamp"`
+	Type      string   `json:"type"`
+	Payload   *payload `json:"payload"`
+}
+
 func (r *rolloutReader) record(b []byte, n int) error {
 	var l rolloutLine
+	var p payload
+	if w := (wholeLine{}); len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &w) == nil && w.Payload != nil {
+		l.Timestamp, l.Type, p = w.Timestamp, w.Type, *w.Payload
+		return r.decoded(b, n, &l, &p)
+	}
+	// The rest (odd numbers to repair, a payload that is no object, a
+	// malformed line) as the envelope, then the payload.
 	if err := r.opts.Report.UnmarshalObject(n, b, &l); err != nil {
 		return err
 	}
-	var p payload
 	if len(l.Payload) > 0 && l.Payload[0] == '{' {
 		if err := r.opts.Report.Unmarshal(n, l.Payload, &p); err != nil {
 			if !json.Valid(l.Payload) {
@@ -448,6 +463,12 @@ func (r *rolloutReader) record(b []byte, n int) error {
 		r.opts.Report.Warn(n, "a Codex %s line without a payload object; kept as an unknown event", l.Type)
 		l.Type = "unexpected " + l.Type
 	}
+	return r.decoded(b, n, &l, &p)
+}
+
+// decoded gives the events of a line decoded into its envelope l and its
+// payload p.
+func (r *rolloutReader) decoded(b []byte, n int, l *rolloutLine, p *payload) error {
 	r.src.Begin(append([]byte(nil), b...), n)
 	r.src.Type = l.Type
 	if p.Type != "" {
@@ -456,18 +477,18 @@ func (r *rolloutReader) record(b []byte, n int) error {
 	if t, err := time.Parse(time.RFC3339Nano, l.Timestamp); err == nil {
 		r.src.Time = t
 	}
-	if preface := r.isPreface(l.Type, &p); !preface && len(r.preface) > 0 {
+	if preface := r.isPreface(l.Type, p); !preface && len(r.preface) > 0 {
 		r.resolve()
 	}
 	switch l.Type {
 	case "session_meta":
-		r.sessionMeta(&p)
+		r.sessionMeta(p)
 	case "turn_context":
-		r.turnContext(&p)
+		r.turnContext(p)
 	case "response_item":
-		r.responseItem(&p, n)
+		r.responseItem(p, n)
 	case "event_msg":
-		r.eventMsg(&p, n)
+		r.eventMsg(p, n)
 	case "token_usage_record":
 		// Codex 0.171 records a request's usage when the response ends,
 		// before its calls' outputs; the token_count it prints after them

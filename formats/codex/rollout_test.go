@@ -35,3 +35,32 @@ func TestRolloutUsageRecord(t *testing.T) {
 		t.Errorf("%d usage events, want the two requests' counts once each", len(us))
 	}
 }
+
+// TestRolloutOddLines: a line is decoded whole, its payload with it, and
+// one that cannot be (a count written as 100.0, a payload that is no
+// object, a field of another type) is read as before, envelope then
+// payload: the count repaired, the others kept as unknown events with a
+// warning each.
+func TestRolloutOddLines(t *testing.T) {
+	const ts = `"timestamp":"2026-02-23T19:34:39.388Z"`
+	in := `{` + ts + `,"type":"session_meta","payload":{"id":"019c8a70-dda7-7f33-98ea-f30553347322","cwd":"/w","cli_version":"0.104.0"}}
+{` + ts + `,"type":"event_msg","payload":{"type":"user_message","message":"hi"}}
+{` + ts + `,"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":100.0,"cached_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":0,"total_tokens":105},"last_token_usage":{"input_tokens":100.0,"cached_input_tokens":0,"output_tokens":5,"reasoning_output_tokens":0,"total_tokens":105}}}}
+{` + ts + `,"type":"event_msg","payload":"a string"}
+{` + ts + `,"type":"turn_context","payload":{"cwd":true}}
+{` + ts + `,"type":"event_msg","payload":{"type":"agent_message","message":"done"}}
+`
+	evs, warnings := formatstest.ReadWarnings(t, Rollout, in)
+	us := formatstest.OfKind(evs, formats.Usage)
+	if len(us) != 1 || us[0].Usage.InputTokens != formats.Some[int64](100) || us[0].Usage.OutputTokens != formats.Some[int64](5) {
+		t.Errorf("usage: %+v (%s)", us, formatstest.Kinds(evs))
+	}
+	for _, w := range []string{"line 4: a Codex event_msg line without a payload object", "line 5: a Codex turn_context with fields of unexpected types"} {
+		if !strings.Contains(warnings, w) {
+			t.Errorf("no warning %q in:\n%s", w, warnings)
+		}
+	}
+	if len(formatstest.OfKind(evs, formats.Raw)) != 2 || len(formatstest.OfKind(evs, formats.UserMessage)) != 1 {
+		t.Errorf("events: %s", formatstest.Kinds(evs))
+	}
+}
