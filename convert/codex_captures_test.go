@@ -2,13 +2,14 @@ package convert_test
 
 import (
 	"encoding/json"
-	"github.com/agentconv/agentconv/convert/converttest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentconv/agentconv/convert/converttest"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/agentconv/agentconv/formats/codex"

@@ -10,7 +10,9 @@
 //   - output.go, runfiles.go, dirfiles.go: the -o file or directory
 //   - cli.go, flags.go, convertcmd.go, errors.go: the command line, its
 //     flags, the main command, the exit statuses
-//   - sessions.go, follow.go, generate.go, docs.go: the other commands
+//   - sessions.go (sessions_files.go, sessions_stats.go, sessions_print.go),
+//     follow.go (follow_watch.go, follow_deliver.go, follow_state.go),
+//     generate.go, docs.go: the other commands
 //   - progress.go, gc.go: the progress bar, the collector's tuning
 package convert
 
