@@ -48,7 +48,9 @@
 //     prints no run end (Codex's exec --json, OpenCode's and pi's JSON
 //     modes, malac), where the next run begins or the input ends, if the
 //     source showed the run finished (its last turn ended, its agent
-//     ended, an error ended it). Such a reader ends its last run with
+//     ended, an error ended it; a dialect whose records say none of these
+//     says in its reader which record shows it, as malac's turn_finished
+//     does). Such a reader ends its last run with
 //     EndAtEOF (the conformance check fails on a fixture whose last run
 //     has no end, unless the test names it formatstest.Cut). A run the
 //     source cut is left open: the pipeline closes it,
