@@ -630,7 +630,7 @@ func TestMessageThatIsAString(t *testing.T) {
 	const sid = `"session_id":"5e55a001-0000-4000-8000-000000000002"`
 	stream := `{"type":"system","subtype":"init","cwd":"/w",` + sid + `,"tools":["Bash"],"model":"claude-sonnet-4-5"}
 {"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"touch x"}}],"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":2}},"parent_tool_use_id":null,` + sid + `}
-{"type":"system","subtype":"permission_denied","tool_name":"Bash","message":"touch x needs approval","tool_use_id":"toolu_1",` + sid + `}
+{"type":"system","subtype":"permission_denied","tool_name":"Bash","message": "touch x needs approval","tool_use_id":"toolu_1",` + sid + `}
 {"type":"result","subtype":"success","is_error":false,"result":"done",` + sid + `}
 `
 	evs, warnings := formatstest.ReadWarnings(t, Stream, stream)

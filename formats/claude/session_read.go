@@ -66,7 +66,7 @@ type textSessRecord struct {
 // as the message's Text (see decodeRecord).
 func decodeSessRecord(rep *formats.Report, line int, data []byte, r *sessRecord) *formats.LineError {
 	err := rep.Unmarshal(line, data, r)
-	if err == nil || !textMessage(data) {
+	if err == nil {
 		return err
 	}
 	var t textSessRecord
