@@ -113,6 +113,19 @@ type apiMessage struct {
 	// Text is a system line's message, which is a string (2.1's
 	// system/permission_denied).
 	Text string `json:"-"`
+	// bs are Content's blocks once decoded (decoded): by the first call
+	// of blocks, or by a decode of the record that read its content as
+	// blocks at once (the session reader's), which leaves Content nil.
+	bs      []block
+	decoded bool
+}
+
+// blocks are the message's content blocks, decoded once.
+func (m *apiMessage) blocks() []block {
+	if !m.decoded {
+		m.bs, m.decoded = blocks(m.Content), true
+	}
+	return m.bs
 }
 
 // textRecord is a record whose message is a string.
@@ -881,12 +894,12 @@ func (d *decoder) assistant(r *record) {
 		// whatever usage it carries.
 		m.Usage = nil
 	}
-	if !saysSomething(blocks(m.Content), apiError) {
+	if !saysSomething(m.blocks(), apiError) {
 		// Nothing said: no message, and no subagent started by it. Its
 		// usage, if any, counts for an agent already known, else the run.
 		if apiError {
 			d.flushMsg()
-			for _, b := range blocks(m.Content) {
+			for _, b := range m.blocks() {
 				if b.Type == "text" && b.Text != "" {
 					d.emit(&formats.Event{Kind: formats.Notice, Agent: d.knownAgent(r), Severity: formats.Error, Text: b.Text, Code: code(b.Text)})
 				}
@@ -928,7 +941,7 @@ func (d *decoder) assistant(r *record) {
 		}
 		d.model = m.Model
 	}
-	for _, b := range blocks(m.Content) {
+	for _, b := range m.blocks() {
 		switch b.Type {
 		case "text":
 			if apiError {
@@ -1046,7 +1059,7 @@ func (d *decoder) user(r *record) {
 		d.emitRaw()
 		return
 	}
-	bs := blocks(r.Message.Content)
+	bs := r.Message.blocks()
 	agent := ""
 	for _, b := range bs {
 		// Only a record that gives an event opens its subagent: the writer
@@ -1355,7 +1368,7 @@ func syntheticError(m *apiMessage) bool {
 	if m.Model != "<synthetic>" {
 		return false
 	}
-	for _, b := range blocks(m.Content) {
+	for _, b := range m.blocks() {
 		if b.Type == "text" && strings.HasPrefix(b.Text, "API Error") {
 			return true
 		}

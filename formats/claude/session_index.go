@@ -94,12 +94,17 @@ const heldBudget = 4 << 20
 // hold keeps the record just decoded (dec) for the second pass, while the
 // budget lasts and every record before it was kept.
 func (s *recFile) hold(rec *sessRec, line []byte) {
-	if s.budget == nil || *s.budget < len(line) || int(rec.idx) != len(s.held) {
+	if !s.holds(rec, line) {
 		return
 	}
 	*s.budget -= len(line)
 	s.dec.raw = bytes.Clone(line)
 	s.held = append(s.held, s.dec)
+}
+
+// holds says whether hold will keep the record of line.
+func (s *recFile) holds(rec *sessRec, line []byte) bool {
+	return s.budget != nil && *s.budget >= len(line) && int(rec.idx) == len(s.held)
 }
 
 // take gives a record the first pass kept, and forgets it; nil if it was

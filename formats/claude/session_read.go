@@ -62,6 +62,55 @@ type textSessRecord struct {
 	Message string `json:"message"`
 }
 
+// blockMessage is an apiMessage whose content is read as blocks of type B
+// (block, or the first pass's lightBlock) in the record's one decode,
+// rather than kept as bytes and decoded again.
+type blockMessage[B any] struct {
+	ID         string    `json:"id"`
+	Model      string    `json:"model"`
+	StopReason string    `json:"stop_reason"`
+	Content    []B       `json:"content"`
+	Usage      *apiUsage `json:"usage"`
+}
+
+type blockSessRecord[B any] struct {
+	sessRecord
+	Message *blockMessage[B] `json:"message"`
+}
+
+// decodeSessBlocks decodes a line into r with its message's content as
+// blocks, all at once (full), or as the first pass reads them (lightBlocks)
+// for a record it does not keep. A line that is not decoded that way (a
+// content that is a string, a block with a field of another type, a
+// number to repair) goes the way of decodeSessRecord, the same.
+func decodeSessBlocks(rep *formats.Report, line int, data []byte, r *sessRecord, full bool) *formats.LineError {
+	var m *apiMessage
+	if full {
+		var x blockSessRecord[block]
+		if json.Unmarshal(data, &x) != nil {
+			return decodeSessRecord(rep, line, data, r)
+		}
+		*r = x.sessRecord
+		if x.Message != nil {
+			m = &apiMessage{ID: x.Message.ID, Model: x.Message.Model, StopReason: x.Message.StopReason, Usage: x.Message.Usage, bs: x.Message.Content}
+		}
+	} else {
+		var x blockSessRecord[lightBlock]
+		if json.Unmarshal(data, &x) != nil {
+			return decodeSessRecord(rep, line, data, r)
+		}
+		*r = x.sessRecord
+		if x.Message != nil {
+			m = &apiMessage{ID: x.Message.ID, Model: x.Message.Model, StopReason: x.Message.StopReason, Usage: x.Message.Usage, bs: fromLight(x.Message.Content)}
+		}
+	}
+	if m != nil {
+		m.decoded = true
+	}
+	r.Message = m
+	return nil
+}
+
 // decodeSessRecord decodes a line into r, with a message that is a string
 // as the message's Text (see decodeRecord).
 func decodeSessRecord(rep *formats.Report, line int, data []byte, r *sessRecord) *formats.LineError {
@@ -353,6 +402,15 @@ func (p *imageProbe) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// light are the message's blocks as the first pass reads them: those
+// decoded with the record, else lightBlocks.
+func (m *apiMessage) light() []block {
+	if m.decoded {
+		return m.bs
+	}
+	return lightBlocks(m.Content)
+}
+
 // lightBlocks is blocks for the first pass: the same blocks, with what
 // lightBlock reads of each.
 func lightBlocks(raw json.RawMessage) []block {
@@ -363,6 +421,14 @@ func lightBlocks(raw json.RawMessage) []block {
 	var ls []lightBlock
 	if json.Unmarshal(raw, &ls) != nil {
 		return blocks(raw)
+	}
+	return fromLight(ls)
+}
+
+// fromLight gives light blocks as blocks, with what they read.
+func fromLight(ls []lightBlock) []block {
+	if ls == nil {
+		return nil
 	}
 	bs := make([]block, len(ls))
 	for i, l := range ls {
@@ -391,7 +457,7 @@ func lighten(rec *sessRec) {
 		switch x.Type {
 		case "assistant":
 			in.ids = append(in.ids, idSum(m.ID))
-			for _, bl := range lightBlocks(m.Content) {
+			for _, bl := range m.light() {
 				if bl.Type != "tool_use" {
 					continue
 				}
@@ -409,7 +475,7 @@ func lighten(rec *sessRec) {
 				}
 			}
 		case "user":
-			bs := lightBlocks(m.Content)
+			bs := m.light()
 			rec.set(fPrompt, promptRecord(rec, bs))
 			only := len(bs) > 0
 			images := 0
@@ -549,7 +615,9 @@ func readRecords(r io.Reader, rep *formats.Report, warnPrefix string, src *recFi
 			rec.setErr(le)
 		} else {
 			src.dec = &sessRecord{}
-			if e := decodeSessRecord(rep, rec.line(), b, src.dec); e != nil {
+			// A record kept for the second pass is decoded whole, once;
+			// another only as far as the first pass looks.
+			if e := decodeSessBlocks(rep, rec.line(), b, src.dec, src.holds(rec, b)); e != nil {
 				if !json.Valid(b) {
 					rec.setErr(e)
 					rec.flags |= fBroken
@@ -890,11 +958,11 @@ func (b *sessBuild) scanner() func(*sessRec) {
 			boundary[r.src.dec.UUID] = true
 		}
 		if r.src.dec.Type == "user" && flag(r.src.dec.IsCompactSummary) && boundary[r.src.dec.parent()] && r.src.dec.Message != nil {
-			b.summaries[r.src.dec.parent()] = userText(r.src.dec.Message.Content)
+			b.summaries[r.src.dec.parent()] = textOf(r.src.dec.Message.blocks())
 			b.summaryOf[r.src.dec.UUID] = true
 		}
 		if id := r.src.dec.ToolUseResult.AgentID; r.src.dec.Type == "user" && r.src.dec.Message != nil && id != "" {
-			for _, bl := range blocks(r.src.dec.Message.Content) {
+			for _, bl := range r.src.dec.Message.blocks() {
 				if bl.Type == "tool_result" && bl.ToolUseID != "" {
 					b.agentCall[id] = bl.ToolUseID
 					break
@@ -1096,9 +1164,6 @@ func (b *sessBuild) link() {
 		b.rep.Warn(0, "the session names %d subagent(s) whose records are missing: %s; their calls' results are kept", named, where)
 	}
 }
-
-// userText is the text of user content: a string, or its text blocks.
-func userText(raw json.RawMessage) string { return textOf(blocks(raw)) }
 
 // textOf is the text of blocks: their text blocks' texts, one a line.
 func textOf(bs []block) string {
@@ -1470,7 +1535,7 @@ func (b *sessBuild) process(r *sessRec) {
 		if b.quiet == nil {
 			b.quiet = formats.NewReport(io.Discard)
 		}
-		decodeSessRecord(b.quiet, r.line(), raw, r.src.dec)
+		decodeSessBlocks(b.quiet, r.line(), raw, r.src.dec, true)
 	}
 	r.src.dec.raw = raw
 	b.record(r)
@@ -1654,7 +1719,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		b.turnEnded = false
 		b.failed, b.failCode = "", ""
 		if apiError {
-			b.failed = strings.TrimSpace(userText(m.Content))
+			b.failed = strings.TrimSpace(textOf(m.blocks()))
 			if b.failed == "" {
 				b.failed = "the API request failed"
 			}
@@ -1701,7 +1766,7 @@ func (b *sessBuild) assistant(r *sessRec, agent string, carried *bool) {
 		}
 		b.model = m.Model
 	}
-	for _, bl := range blocks(m.Content) {
+	for _, bl := range m.blocks() {
 		switch {
 		case bl.Type == "text" && apiError:
 			evs = append(evs, &formats.Event{Kind: formats.Notice, Agent: agent, Severity: formats.Error, Text: bl.Text, Code: code(bl.Text)})
@@ -1817,14 +1882,14 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 		b.lastWasAsst, b.ended, b.failed, b.turnEnded, b.localDone = false, false, "", false, false
 	}
 	if flag(r.src.dec.IsCompactSummary) {
-		b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: userText(m.Content)}, carried)
+		b.carry(r, &formats.Event{Kind: formats.Compaction, Agent: agent, Text: textOf(m.blocks())}, carried)
 		return
 	}
 	if flag(r.src.dec.IsMeta) {
 		b.carry(r, &formats.Event{Kind: formats.Raw, Agent: agent, Source: formats.Source{Type: "user/isMeta"}}, carried)
 		return
 	}
-	bs := blocks(m.Content)
+	bs := m.blocks()
 	text := strings.TrimSpace(textOf(bs))
 	switch {
 	case agent == "" && interruption(text):
