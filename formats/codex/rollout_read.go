@@ -916,19 +916,20 @@ func outputResult(raw json.RawMessage) (c formats.Call, d time.Duration) {
 
 // wrapped reads an output that is the wrapper object, and nothing else.
 func wrapped(s string) (outputWrapper, bool) {
-	var w outputWrapper
 	t := strings.TrimSpace(s)
 	if !strings.HasPrefix(t, `{"output"`) {
-		return w, false
+		return outputWrapper{}, false
 	}
+	if w, ok, sure := scanWrapper([]byte(t)); sure {
+		return w, ok
+	}
+	var w outputWrapper
 	var keys map[string]json.RawMessage
 	if json.Unmarshal([]byte(t), &keys) != nil {
 		return w, false
 	}
 	for k := range keys {
-		switch k {
-		case "output", "metadata", "success", "error":
-		default:
+		if wrapperKey(k) < 0 {
 			return w, false
 		}
 	}
@@ -936,6 +937,87 @@ func wrapped(s string) (outputWrapper, bool) {
 		return w, false
 	}
 	return w, true
+}
+
+// wrapperKey is k's place among the wrapper's keys; -1 for another key.
+func wrapperKey(k string) int {
+	switch k {
+	case "output":
+		return 0
+	case "metadata":
+		return 1
+	case "success":
+		return 2
+	case "error":
+		return 3
+	}
+	return -1
+}
+
+// scanWrapper reads the wrapper object b in one scan, the output's text
+// taken from its bytes rather than decoded again (an output is most of
+// the object). sure is false where it leaves the answer to the decoder:
+// a key escaped or given twice, a value that does not decode, a text the
+// scanner does not unquote (formats.Unquote), or b not one valid value.
+func scanWrapper(b []byte) (w outputWrapper, ok, sure bool) {
+	s := formats.JSONScanner{B: b}
+	if !s.Expect('{') {
+		return w, false, false
+	}
+	var seen [4]bool
+	for {
+		k, escaped, _, ok := s.String()
+		if !ok || escaped || !s.Expect(':') {
+			return w, false, false
+		}
+		i := wrapperKey(string(k))
+		if i < 0 {
+			return w, false, true // another key: not the wrapper
+		}
+		if seen[i] {
+			return w, false, false
+		}
+		seen[i] = true
+		start := s.I
+		if i == 0 && s.Space() == '"' {
+			content, escaped, high, ok := s.String()
+			text, unquoted := formats.Unquote(content, escaped, high)
+			if !ok || !unquoted {
+				return w, false, false
+			}
+			w.Output = &text
+		} else {
+			if !s.Skip() {
+				return w, false, false
+			}
+			var err error
+			switch v := b[start:s.I]; i {
+			case 0:
+				err = json.Unmarshal(v, &w.Output)
+			case 1:
+				err = json.Unmarshal(v, &w.Metadata)
+			case 2:
+				err = json.Unmarshal(v, &w.Success)
+			case 3:
+				err = json.Unmarshal(v, &w.Error)
+			}
+			if err != nil {
+				return w, false, false
+			}
+		}
+		switch s.Space() {
+		case ',':
+			s.I++
+		case '}':
+			s.I++
+			if !s.End() {
+				return w, false, false
+			}
+			return w, w.Output != nil, true
+		default:
+			return w, false, false
+		}
+	}
 }
 
 func (r *rolloutReader) call(id string) *rolloutCall {
