@@ -97,6 +97,10 @@
 //   - Detection ("detect"). A dialect with a Detect gives its own inputs a
 //     score above 0 (after lines that are not JSON, which the pipeline
 //     skips before a stream).
+//   - Figures ("figures"). Read with ReadOptions.Figures (agentconv
+//     sessions), a reader gives the same events as read whole, but that it
+//     may leave out a successful call's output ("") and a subagent's
+//     report taken from it: figures never depend on what a reader skips.
 //
 // Optional: whatever the source does not say. TurnStart and TurnEnd (a
 // source may give TurnEnd alone), deltas or whole Messages or both (a

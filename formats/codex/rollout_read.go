@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -781,7 +782,7 @@ func (r *rolloutReader) responseItem(p *payload, n int) {
 		r.startCall(c, false)
 	case "function_call_output", "custom_tool_call_output":
 		r.output()
-		res, d := outputResult(p.Output)
+		res, d := outputResult(p.Output, r.opts.Figures)
 		res.ID = p.CallID
 		r.endCall(res, d, false)
 	case "web_search_call":
@@ -865,30 +866,50 @@ type outputWrapper struct {
 	} `json:"metadata"`
 	Success *bool   `json:"success"`
 	Error   *string `json:"error"`
+	// text is the output's string as scanWrapper found it, not yet
+	// unquoted (content, escaped, high: formats.JSONScanner.String).
+	text          []byte
+	escaped, high bool
+}
+
+// exitCode is the command's exit code, when the wrapper gives one.
+func (w *outputWrapper) exitCode() *int {
+	if w.Metadata == nil {
+		return nil
+	}
+	return w.Metadata.ExitCode
+}
+
+// failed: the wrapper says that the call failed, by its exit code or by
+// success false.
+func (w *outputWrapper) failed() bool {
+	c := w.exitCode()
+	return c != nil && *c != 0 || w.Success != nil && !*w.Success
 }
 
 // outputResult reads a function call's output: a string (plain, or the
 // wrapper above), a list of content items, or {content, success}.
-func outputResult(raw json.RawMessage) (c formats.Call, d time.Duration) {
+//
+// figures: the call's output is read for its figures alone (see
+// formats.ReadOptions): a successful call's text is not given.
+func outputResult(raw json.RawMessage, figures bool) (c formats.Call, d time.Duration) {
 	c.Status = formats.Completed
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 	case raw[0] == '"':
 		s := rawString(raw)
-		if w, ok := wrapped(s); ok {
+		if w, ok := wrapped(s, figures); ok {
 			c.Output = formats.TextOutput(*w.Output)
-			if w.Metadata != nil {
-				if w.Metadata.Duration != nil && *w.Metadata.Duration > 0 {
-					d = time.Duration(*w.Metadata.Duration * float64(time.Second))
-				}
-				c.ExitCode = formats.OptFrom(w.Metadata.ExitCode)
-				if w.Metadata.ExitCode != nil && *w.Metadata.ExitCode != 0 {
-					c.Status, c.Error = formats.Failed, "exit code "+strconv.Itoa(*w.Metadata.ExitCode)
-				}
+			if w.Metadata != nil && w.Metadata.Duration != nil && *w.Metadata.Duration > 0 {
+				d = time.Duration(*w.Metadata.Duration * float64(time.Second))
 			}
-			if w.Success != nil && !*w.Success {
+			c.ExitCode = formats.OptFrom(w.exitCode())
+			if w.failed() {
 				c.Status = formats.Failed
+				if e := w.exitCode(); e != nil && *e != 0 {
+					c.Error = "exit code " + strconv.Itoa(*e)
+				}
 			}
 			if w.Error != nil {
 				c.Error = *w.Error
@@ -915,13 +936,26 @@ func outputResult(raw json.RawMessage) (c formats.Call, d time.Duration) {
 }
 
 // wrapped reads an output that is the wrapper object, and nothing else.
-func wrapped(s string) (outputWrapper, bool) {
+// With figures, a successful call's output is "".
+func wrapped(s string, figures bool) (outputWrapper, bool) {
 	t := strings.TrimSpace(s)
 	if !strings.HasPrefix(t, `{"output"`) {
 		return outputWrapper{}, false
 	}
 	if w, ok, sure := scanWrapper([]byte(t)); sure {
-		return w, ok
+		if !ok || w.Output != nil {
+			return w, ok
+		}
+		text := ""
+		if figures && !w.failed() {
+			w.Output = &text
+			return w, true
+		}
+		if text, ok = formats.Unquote(w.text, w.escaped, w.high); ok {
+			w.Output = &text
+			return w, true
+		}
+		// A text the scanner does not unquote: the decoder's.
 	}
 	var w outputWrapper
 	var keys map[string]json.RawMessage
@@ -954,11 +988,11 @@ func wrapperKey(k string) int {
 	return -1
 }
 
-// scanWrapper reads the wrapper object b in one scan, the output's text
-// taken from its bytes rather than decoded again (an output is most of
-// the object). sure is false where it leaves the answer to the decoder:
-// a key escaped or given twice, a value that does not decode, a text the
-// scanner does not unquote (formats.Unquote), or b not one valid value.
+// scanWrapper reads the wrapper object b in one scan. An output that is a
+// string is left in w.text, and Output nil, for the caller to unquote
+// (formats.Unquote) if it needs it: an output is most of the object. sure
+// is false where it leaves the answer to the decoder: a key escaped or
+// given twice, a value that does not decode, or b not one valid value.
 func scanWrapper(b []byte) (w outputWrapper, ok, sure bool) {
 	s := formats.JSONScanner{B: b}
 	if !s.Expect('{') {
@@ -981,11 +1015,10 @@ func scanWrapper(b []byte) (w outputWrapper, ok, sure bool) {
 		start := s.I
 		if i == 0 && s.Space() == '"' {
 			content, escaped, high, ok := s.String()
-			text, unquoted := formats.Unquote(content, escaped, high)
-			if !ok || !unquoted {
+			if !ok || high && !utf8.Valid(content) {
 				return w, false, false
 			}
-			w.Output = &text
+			w.text, w.escaped, w.high = content, escaped, high
 		} else {
 			if !s.Skip() {
 				return w, false, false
@@ -1013,7 +1046,7 @@ func scanWrapper(b []byte) (w outputWrapper, ok, sure bool) {
 			if !s.End() {
 				return w, false, false
 			}
-			return w, w.Output != nil, true
+			return w, w.Output != nil || w.text != nil, true
 		default:
 			return w, false, false
 		}

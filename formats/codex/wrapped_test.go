@@ -47,10 +47,20 @@ func FuzzWrapped(f *testing.F) {
 		if len(s) < 9 || s[:9] != `{"output"` {
 			s = `{"output"` + s
 		}
-		got, gok := wrapped(s)
 		want, wok := wrappedByMap(s)
+		got, gok := wrapped(s, false)
+		got.text, got.escaped, got.high = nil, false, false
 		if gok != wok || gok && !reflect.DeepEqual(got, want) {
 			t.Fatalf("wrapped(%q) = %+v, %v; by a map: %+v, %v", s, got, gok, want, wok)
+		}
+		// For the figures, the same but for a successful call's text.
+		fig, fok := wrapped(s, true)
+		fig.text, fig.escaped, fig.high = nil, false, false
+		if fok && !want.failed() && fig.Output != nil && *fig.Output == "" {
+			fig.Output = want.Output
+		}
+		if fok != wok || fok && !reflect.DeepEqual(fig, want) {
+			t.Fatalf("wrapped(%q) for the figures = %+v, %v; by a map: %+v, %v", s, fig, fok, want, wok)
 		}
 	})
 }

@@ -126,6 +126,13 @@ func ConformanceOpen(t *testing.T, d formats.Dialect, open []Open, fixtures ...s
 		case at < 0 && cut:
 			report(where, Problem{Index: -1, Rule: "eof", Msg: "it is passed as formatstest.Cut, but its last run ends: pass it plainly"})
 		}
+		if fig, _, err := ReadFigures(d, data); err != nil {
+			report(where, Problem{Index: -1, Rule: "figures", Msg: "read with ReadOptions.Figures: " + err.Error()})
+		} else {
+			for _, p := range CheckFigures(evs, fig) {
+				report(where, p)
+			}
+		}
 		streams[f] = evs
 		names = append(names, f)
 	}
@@ -144,6 +151,34 @@ func ConformanceOpen(t *testing.T, d formats.Dialect, open []Open, fixtures ...s
 			report("writing the events of "+name, p)
 		}
 	}
+}
+
+// CheckFigures checks the events read for their figures
+// (ReadOptions.Figures) against those read whole: the same events, with
+// the same kinds, agents, statuses, calls' ids, statuses, errors and exit
+// codes, times, texts, usage and responses. What a reader may leave out
+// for the figures, it may: a successful call's output, and the report of
+// a subagent (AgentEnd's text), which is taken from it.
+func CheckFigures(all, figures []*formats.Event) []Problem {
+	var ps problems
+	if len(all) != len(figures) {
+		return []Problem{{Index: -1, Rule: "figures", Msg: fmt.Sprintf("%d events read for the figures, %d read whole: ReadOptions.Figures leaves out only what a successful call's output says, never an event", len(figures), len(all))}}
+	}
+	for i, f := range figures {
+		a := all[i]
+		same := f.Kind == a.Kind && f.Agent == a.Agent && f.Status == a.Status && f.Time.Equal(a.Time) &&
+			f.Call.ID == a.Call.ID && f.Call.Status == a.Call.Status && f.Call.Error == a.Call.Error && f.Call.ExitCode == a.Call.ExitCode &&
+			f.Usage == a.Usage && f.Response == a.Response && (f.Text == a.Text || f.Kind == formats.AgentEnd)
+		if !same {
+			ps.add(i, a, "figures", "read for the figures it is %v %s (call %q %s %q), read whole %v %s (call %q %s %q): ReadOptions.Figures may leave out a successful call's output, and nothing else",
+				f.Kind, f.Status, f.Call.ID, f.Call.Status, f.Call.Error, a.Kind, a.Status, a.Call.ID, a.Call.Status, a.Call.Error)
+			continue
+		}
+		if fo, ao := f.Call.Output.Text(), a.Call.Output.Text(); fo != ao && (fo != "" || a.Kind != formats.ToolResult || a.Call.Status != formats.Completed) {
+			ps.add(i, a, "figures", "read for the figures the call's output is %q, read whole %q: ReadOptions.Figures may leave out a successful call's output (\"\"), not change it", fo, ao)
+		}
+	}
+	return ps.done()
 }
 
 // detectHead is the head of data that detection sees: the pipeline skips

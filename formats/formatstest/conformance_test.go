@@ -181,3 +181,35 @@ func TestLastRunOpen(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckFiguresFindsBreaches(t *testing.T) {
+	whole := []*formats.Event{
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "a", Status: formats.Completed, Output: formats.TextOutput("listing")}},
+		{Kind: formats.ToolResult, Call: formats.Call{ID: "b", Status: formats.Failed, Output: formats.TextOutput("denied")}},
+	}
+	figures := func(change func([]*formats.Event)) []*formats.Event {
+		var out []*formats.Event
+		for _, e := range whole {
+			c := *e
+			out = append(out, &c)
+		}
+		change(out)
+		return out
+	}
+	if ps := CheckFigures(whole, figures(func(evs []*formats.Event) { evs[0].Call.Output = formats.TextOutput("") })); len(ps) != 0 {
+		t.Errorf("a successful call's output left out: %v", ps)
+	}
+	for name, change := range map[string]func([]*formats.Event){
+		"a failed call's output left out":    func(evs []*formats.Event) { evs[1].Call.Output = formats.TextOutput("") },
+		"a successful call's output changed": func(evs []*formats.Event) { evs[0].Call.Output = formats.TextOutput("other") },
+		"a status changed":                   func(evs []*formats.Event) { evs[1].Call.Status = formats.Completed },
+		"an exit code lost":                  func(evs []*formats.Event) { evs[1].Call.ExitCode = formats.Some(1) },
+	} {
+		if ps := CheckFigures(whole, figures(change)); rules(ps) != "figures" {
+			t.Errorf("%s: got %v, want a breach of rule figures", name, ps)
+		}
+	}
+	if ps := CheckFigures(whole, whole[:1]); rules(ps) != "figures" {
+		t.Errorf("an event left out: got %v", ps)
+	}
+}

@@ -26,7 +26,17 @@ const MaxEvents = 100000
 // ReadAll reads every event of data with the dialect's reader. Malformed
 // records are skipped, as --lenient does, and returned as errors.
 func ReadAll(d formats.Dialect, data []byte) (evs []*formats.Event, bad []error, err error) {
-	r := d.NewReader(bytes.NewReader(data), formats.ReadOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard)})
+	return readAll(d, data, false)
+}
+
+// ReadFigures is ReadAll with ReadOptions.Figures: the events read for
+// their figures alone.
+func ReadFigures(d formats.Dialect, data []byte) (evs []*formats.Event, bad []error, err error) {
+	return readAll(d, data, true)
+}
+
+func readAll(d formats.Dialect, data []byte, figures bool) (evs []*formats.Event, bad []error, err error) {
+	r := d.NewReader(bytes.NewReader(data), formats.ReadOptions{Dialect: d.Name, Report: formats.NewReport(io.Discard), Figures: figures})
 	for n := 0; ; n++ {
 		if n > MaxEvents {
 			return evs, bad, fmt.Errorf("more than %d events from %d bytes: the reader does not end", MaxEvents, len(data))
