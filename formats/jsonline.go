@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"math/bits"
@@ -495,3 +496,73 @@ func AppendCompact(dst, v []byte) ([]byte, bool) {
 	}
 	return append(dst, v[start:]...), true
 }
+
+// AppendIndent appends the JSON value v indented as json.Indent does (each
+// element on a line of its own, prefix "", indent per level, a space after
+// a colon, "{}" and "[]" for empty ones), stepping over strings a chunk at
+// a time: json.Indent reads a byte at a time. v is valid JSON, as an
+// encoder made it; white space between its tokens is dropped.
+func AppendIndent(dst, v []byte, indent string) []byte {
+	depth := 0
+	newline := func() {
+		dst = append(dst, '\n')
+		for range depth {
+			dst = append(dst, indent...)
+		}
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '"':
+			// The closing quote: the next one not escaped, that is, not
+			// after an odd run of backslashes.
+			j := i + 1
+			for {
+				k := bytes.IndexByte(v[j:], '"')
+				if k < 0 {
+					j = len(v)
+					break
+				}
+				j += k
+				n := 0
+				for n < j-i-1 && v[j-1-n] == '\\' {
+					n++
+				}
+				j++
+				if n%2 == 0 {
+					break
+				}
+			}
+			dst = append(dst, v[i:j]...)
+			i = j - 1
+		case '{', '[':
+			dst = append(dst, c)
+			// An empty one stays on its line.
+			k := i + 1
+			for k < len(v) && isSpace(v[k]) {
+				k++
+			}
+			if k < len(v) && (v[k] == '}' || v[k] == ']') {
+				dst = append(dst, v[k])
+				i = k
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, c, ' ')
+		case ' ', '\t', '\n', '\r':
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }

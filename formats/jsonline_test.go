@@ -195,3 +195,29 @@ func TestOutputEncodings(t *testing.T) {
 		}
 	}
 }
+
+// FuzzAppendIndent holds AppendIndent to json.Indent on valid JSON.
+func FuzzAppendIndent(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,2,{"b":"c\"d\\"}],"e":{},"f":[],"g":"x:y,z{}"}`,
+		`[ {"a" : [ ] } , "\\\\" , null , true , -1.5e3 ]`,
+		`"just a string"`,
+		`{"steps":[{"tool_calls":[{"arguments":{"cmd":"ls -la"}}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		if !stdjson.Valid(v) {
+			return
+		}
+		var want bytes.Buffer
+		if err := stdjson.Indent(&want, bytes.TrimLeft(v, " \t\r\n"), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		// json.Indent keeps white space after the value; AppendIndent drops it.
+		w := bytes.TrimRight(want.Bytes(), " \t\r\n")
+		if got := AppendIndent(nil, v, "  "); !bytes.Equal(got, w) {
+			t.Fatalf("AppendIndent(%q) =\n%s\njson.Indent gives\n%s", v, got, w)
+		}
+	})
+}

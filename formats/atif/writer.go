@@ -23,6 +23,8 @@ type writer struct {
 	// spawned are the subagents by the call that spawned them, for a
 	// result that comes after them.
 	spawned map[string][]string
+	// buf holds a trajectory's indented JSON, kept from run to run.
+	buf []byte
 }
 
 // agentTraj is the trajectory of one agent being built.
@@ -314,13 +316,15 @@ func (w *writer) end(e *formats.Event, v *formats.RunView) error {
 	if fm := totals(v.Usage, len(t.Steps)); fm != nil {
 		t.FinalMetrics = fm
 	}
-	b, err := json.MarshalIndentWithOption(t, "", "  ", json.DisableHTMLEscape())
+	// Marshalled compact, then indented in one pass: the encoder's own
+	// indentation scans each raw value (a call's arguments) again.
+	b, err := formats.Marshal(t)
 	w.root, w.agents = nil, nil
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	_, err = w.w.Write(b)
+	w.buf = append(formats.AppendIndent(w.buf[:0], b, "  "), '\n')
+	_, err = w.w.Write(w.buf)
 	return err
 }
 
