@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -40,6 +42,15 @@ const (
 // costs one timeout, never one per span. Closing waits at most the timeout
 // for what is left; what is not delivered then is spooled, and so is
 // everything at a second SIGINT or SIGTERM.
+//
+// Batches go to the spool in the order they were made, whichever sender
+// gives up on one first: a run's spans come children first and its root
+// last, and a reader of the spool holds a trace's spans until its root, so
+// a batch spooled after a later one would split its runs. Each batch has a
+// number (seq); one settled (delivered or spooled) before an earlier one
+// waits for it, among the few the senders hold, and once the collector is
+// down no batch is spooled while an earlier one is still out: the later
+// ones wait in the queue (pending, then the overflow file on disk).
 type exportSink struct {
 	up     uploader
 	cfg    *config
@@ -47,13 +58,18 @@ type exportSink struct {
 	stderr io.Writer
 	rep    *formats.Report
 
-	mu        sync.Mutex
-	cond      *sync.Cond
-	cur       []item // the batch being filled
+	mu      sync.Mutex
+	cond    *sync.Cond
+	cur     []item // the batch being filled
+	seq     int64  // the number the next batch gets
+	spooled int64  // every batch numbered below it is settled, in order
+	// settled holds what is to be spooled of batches settled before an
+	// earlier one (nil: delivered), by number, at most one a sender.
+	settled   map[int64][]item
 	curBytes  int
 	curGroups map[groupKey]bool
 	curSince  time.Time
-	pending   [][]item  // full batches waiting for a sender
+	pending   []batch   // full batches waiting for a sender
 	over      *overflow // batches past maxPending, on disk
 	inflight  int
 	maxHeld   int  // the most batches held in memory at once (pending and in flight)
@@ -115,6 +131,13 @@ func (s *exportSink) watch() {
 	}
 }
 
+// batch is a batch of spans and its number, in the order batches are
+// made.
+type batch struct {
+	seq   int64
+	items []item
+}
+
 func (s *exportSink) span(d *spanData) error {
 	s.add(d.snapshot())
 	return nil
@@ -166,16 +189,18 @@ func (s *exportSink) add(sp sdktrace.ReadOnlySpan) {
 
 // pushLocked hands the current batch on: to the senders, to the overflow
 // file when they have enough waiting, to the spool once the collector is
-// down or delivery has stopped.
+// down or delivery has stopped (in its turn: after the batches before it).
 func (s *exportSink) pushLocked() {
-	b := s.cur
+	items := s.cur
 	s.cur, s.curBytes = nil, 0
 	clear(s.curGroups)
-	if len(b) == 0 {
+	if len(items) == 0 {
 		return
 	}
+	b := batch{seq: s.seq, items: items}
+	s.seq++
 	if s.down != nil || s.stopped {
-		s.spool.write(b)
+		s.spoolLocked(b)
 		return
 	}
 	if s.over.empty() && len(s.pending) < maxPending {
@@ -196,11 +221,104 @@ func (s *exportSink) pushLocked() {
 		s.cond.Wait()
 	}
 	if s.down != nil || s.stopped {
-		s.spool.write(b)
+		s.spoolLocked(b)
 		return
 	}
 	s.pending = append(s.pending, b)
 	s.cond.Broadcast()
+}
+
+// spoolLocked spools a batch once the collector is down or delivery has
+// stopped: at once, after what waits before it, if no earlier batch is
+// out with a sender; else it waits behind them in the queue.
+func (s *exportSink) spoolLocked(b batch) {
+	if s.inflight == 0 {
+		s.drainLocked()
+		s.settleLocked(b.seq, b.items)
+		return
+	}
+	if s.over.empty() && len(s.pending) < maxPending {
+		s.pending = append(s.pending, b)
+		return
+	}
+	if s.over == nil {
+		s.over = &overflow{}
+	}
+	if s.over.write(b) != nil {
+		// No room on disk: it waits in memory.
+		s.pending = append(s.pending, b)
+	}
+}
+
+// drainLocked spools the batches waiting in the queue, in order; no batch
+// is out with a sender.
+func (s *exportSink) drainLocked() {
+	for _, b := range s.pending {
+		s.settleLocked(b.seq, b.items)
+	}
+	s.pending = nil
+	for !s.over.empty() {
+		line, n, seq, err := s.over.read()
+		if err != nil {
+			s.spool.lost(err, n)
+			s.settleLocked(seq, nil)
+			s.dropOverLocked(err)
+			return
+		}
+		s.settleRawLocked(seq, line, n)
+	}
+}
+
+// dropOverLocked gives up on the batches of the overflow file, which
+// could not be read back: their spans are lost.
+func (s *exportSink) dropOverLocked(err error) {
+	n, seqs := s.over.drop()
+	s.spool.lost(err, n)
+	for _, q := range seqs {
+		s.settleLocked(q, nil)
+	}
+}
+
+// settleLocked settles batch seq: rest is what of it goes to the spool
+// (nil: all of it was delivered). It is spooled when every earlier batch
+// is settled, and the later ones that waited for it after it.
+func (s *exportSink) settleLocked(seq int64, rest []item) {
+	if seq != s.spooled {
+		if s.settled == nil {
+			s.settled = map[int64][]item{}
+		}
+		s.settled[seq] = rest
+		return
+	}
+	s.spool.write(rest)
+	s.spooled++
+	s.settleNextLocked()
+}
+
+// settleRawLocked is settleLocked for a batch read back from the overflow
+// file as its line of n spans, which is spooled as it is.
+func (s *exportSink) settleRawLocked(seq int64, line []byte, n int) {
+	if seq != s.spooled {
+		s.settleLocked(seq, s.decode(line))
+		return
+	}
+	s.spool.writeRaw(line, n)
+	s.spooled++
+	s.settleNextLocked()
+}
+
+// settleNextLocked spools the batches that waited for the ones before
+// them.
+func (s *exportSink) settleNextLocked() {
+	for {
+		rest, ok := s.settled[s.spooled]
+		if !ok {
+			return
+		}
+		delete(s.settled, s.spooled)
+		s.spool.write(rest)
+		s.spooled++
+	}
 }
 
 // timer sends a batch batchDelay after its first span, if it did not fill.
@@ -222,12 +340,25 @@ func (s *exportSink) timer() {
 }
 
 // next waits for a batch to send; ok is false when there is none to come.
-func (s *exportSink) next() (b []item, ok bool) {
+// Once the collector is down, the batches waiting go to the spool, in
+// order, when no earlier one is out with a sender (drainLocked), not
+// through the senders.
+func (s *exportSink) next() (b batch, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
 		if s.stopped {
-			return nil, false
+			return b, false
+		}
+		if s.down != nil {
+			if s.inflight == 0 {
+				s.drainLocked()
+			}
+			if s.closing {
+				return b, false
+			}
+			s.cond.Wait()
+			continue
 		}
 		if len(s.pending) > 0 {
 			b = s.pending[0]
@@ -235,21 +366,23 @@ func (s *exportSink) next() (b []item, ok bool) {
 			break
 		}
 		if !s.over.empty() {
-			line, _, err := s.over.read()
+			line, n, seq, err := s.over.read()
 			if err != nil {
-				s.spool.lost(err, s.over.drop())
+				s.spool.lost(err, n)
+				s.settleLocked(seq, nil)
+				s.dropOverLocked(err)
 				continue
 			}
 			// Decoding is slow: let the reader go on meanwhile.
 			s.inflight++
 			s.mu.Unlock()
-			b = s.decode(line)
+			b = batch{seq: seq, items: s.decode(line)}
 			s.mu.Lock()
 			s.inflight--
 			break
 		}
 		if s.closing {
-			return nil, false
+			return b, false
 		}
 		s.cond.Wait()
 	}
@@ -274,10 +407,11 @@ func (s *exportSink) decode(line []byte) []item {
 func (s *exportSink) send() {
 	defer s.wg.Done()
 	for {
-		b, ok := s.next()
+		bt, ok := s.next()
 		if !ok {
 			return
 		}
+		b := bt.items
 		s.mu.Lock()
 		down := s.down != nil || s.stopped
 		s.mu.Unlock()
@@ -318,7 +452,11 @@ func (s *exportSink) send() {
 		if msg != "" && len(s.messages) < 5 {
 			s.messages = append(s.messages, msg)
 		}
-		s.spool.write(b[sent:])
+		if sent == len(b) {
+			s.settleLocked(bt.seq, nil)
+		} else {
+			s.settleLocked(bt.seq, b[sent:])
+		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
 	}
@@ -370,21 +508,15 @@ func (s *exportSink) close() error {
 		signal.Stop(s.sigs)
 	}
 	close(s.ended)
-	// What no sender took.
+	// What no sender took, in order; then, should a batch never have
+	// been settled, those that waited for it.
 	s.mu.Lock()
-	for _, b := range s.pending {
-		s.spool.write(b)
+	s.drainLocked()
+	for len(s.settled) > 0 {
+		s.spooled = slices.Min(slices.Collect(maps.Keys(s.settled)))
+		s.settleNextLocked()
 	}
-	s.pending = nil
 	if s.over != nil {
-		for !s.over.empty() {
-			line, n, err := s.over.read()
-			if err != nil {
-				s.spool.lost(err, s.over.drop())
-				break
-			}
-			s.spool.writeRaw(line, n)
-		}
 		s.over.close()
 	}
 	if s.down == nil && s.stopWhy != nil && s.spool.spans() > 0 {
@@ -571,12 +703,14 @@ type overflow struct {
 	enc    requestEncoder
 	buf    bytes.Buffer
 	off    int64
-	counts []int // the spans of each line not yet read
+	counts []int   // the spans of each line not yet read
+	seqs   []int64 // and its batch's number
 }
 
 func (o *overflow) empty() bool { return o == nil || len(o.counts) == 0 }
 
-func (o *overflow) write(b []item) error {
+func (o *overflow) write(bt batch) error {
+	b := bt.items
 	if o.w == nil {
 		f, err := os.CreateTemp("", "agentconv-overflow-*.otlp.jsonl")
 		if err != nil {
@@ -609,27 +743,31 @@ func (o *overflow) write(b []item) error {
 	}
 	o.off += int64(k)
 	o.counts = append(o.counts, len(b))
+	o.seqs = append(o.seqs, bt.seq)
 	return nil
 }
 
-func (o *overflow) read() ([]byte, int, error) {
+// read gives the next line, its count of spans and its batch's number.
+func (o *overflow) read() ([]byte, int, int64, error) {
 	line, err := o.r.ReadBytes('\n')
-	n := o.counts[0]
-	o.counts = o.counts[1:]
+	n, seq := o.counts[0], o.seqs[0]
+	o.counts, o.seqs = o.counts[1:], o.seqs[1:]
 	if err != nil {
-		return nil, n, err
+		return nil, n, seq, err
 	}
-	return line, n, nil
+	return line, n, seq, nil
 }
 
-// drop gives up on what is left, returning its count of spans.
-func (o *overflow) drop() int {
+// drop gives up on what is left, returning its count of spans and the
+// numbers of its batches.
+func (o *overflow) drop() (int, []int64) {
 	n := 0
 	for _, c := range o.counts {
 		n += c
 	}
-	o.counts = nil
-	return n
+	seqs := o.seqs
+	o.counts, o.seqs = nil, nil
+	return n, seqs
 }
 
 func (o *overflow) close() {

@@ -199,3 +199,68 @@ func TestSpoolDefaultsToTheStateDirectory(t *testing.T) {
 		t.Errorf("the spool's mode is %v, want 0600", st.Mode().Perm())
 	}
 }
+
+// orderUploader fails every batch, the first only after the second has
+// failed: the senders give up on them out of order.
+type orderUploader struct {
+	second chan struct{}
+	once   sync.Once
+}
+
+func (o *orderUploader) upload(ctx context.Context, items []item) (int64, string, error) {
+	first := false
+	for _, kv := range items[0].span.Attributes() {
+		if kv.Key == keyTurn && kv.Value.AsInt64() < batchSpans {
+			first = true
+		}
+	}
+	if first {
+		select {
+		case <-o.second:
+		case <-ctx.Done():
+		}
+		return 0, "", fmt.Errorf("refused")
+	}
+	o.once.Do(func() { close(o.second) })
+	return 0, "", fmt.Errorf("refused")
+}
+func (o *orderUploader) shutdown(context.Context) error { return nil }
+
+// TestSpoolKeepsTheBatchesOrder: the spool holds the spans in the order
+// they were given, though the first batch failed after the second: a
+// reader of the spool holds a trace until its root, which comes last, so
+// a batch spooled after a later one would split its runs.
+func TestSpoolKeepsTheBatchesOrder(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "spool.jsonl")
+	up := &orderUploader{second: make(chan struct{})}
+	s := newExportSink(up, &config{timeout: time.Minute, spool: name}, formats.WriteOptions{Report: formats.NewReport(io.Discard), Stderr: io.Discard}, "test", false)
+	const n = 6 * batchSpans
+	for i := range n {
+		s.span(testSpan(i))
+	}
+	if err := s.close(); err == nil {
+		t.Fatal("no error for spans that were not delivered")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 0
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(data), "\n"), "\n") {
+		spans, err := decodeLine([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sp := range spans {
+			for _, kv := range sp.Attributes() {
+				if kv.Key == keyTurn && int(kv.Value.AsInt64()) != next {
+					t.Fatalf("span %d of the spool is span %d of the input", next, kv.Value.AsInt64())
+				}
+			}
+			next++
+		}
+	}
+	if next != n {
+		t.Errorf("%d spans spooled, want %d", next, n)
+	}
+}
