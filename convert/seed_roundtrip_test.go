@@ -31,7 +31,7 @@ func facts(t *testing.T, d formats.Dialect, data string) map[string]string {
 			order = append(order, e.Call.ID)
 			names = append(names, id+e.Call.Name)
 			statuses = append(statuses, id+e.Call.Status.String())
-			outputs = append(outputs, id+strings.Trim(e.Call.Output.Text()+"\n"+e.Call.Error, "\n"))
+			outputs = append(outputs, id+strings.Trim(e.Call.Output.Decoded()+"\n"+e.Call.Error, "\n"))
 			errs = append(errs, id+e.Call.Error)
 			owners = append(owners, id+e.Agent)
 		case formats.AgentStart:

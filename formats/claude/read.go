@@ -1086,12 +1086,33 @@ func (d *decoder) user(r *record) {
 	}
 }
 
-func (d *decoder) toolResult(agent string, b *block) {
-	out := contentText(b.Content)
-	if c := bytes.TrimSpace(b.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
-		// Results without text blocks (search results, …) keep their JSON.
+// resultText is a tool result's content as text: its text blocks' texts,
+// or the JSON of results without text blocks (search results, …).
+func resultText(content json.RawMessage) string {
+	out := contentText(content)
+	if c := bytes.TrimSpace(content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
 		out = strings.ToValidUTF8(string(c), "\uFFFD")
 	}
+	return out
+}
+
+// resultOutput is a tool result's content as a call's output: a string
+// left undecoded (formats.JSONOutput), for the pipeline to decode only
+// for a writer that needs its text; else resultText.
+func resultOutput(content json.RawMessage) formats.Output {
+	c := bytes.TrimSpace(content)
+	if len(c) > 0 && c[0] == '"' {
+		// Only a literal the scanner checks: what it passes decodes to
+		// the text contentText gives.
+		if sc := (formats.JSONScanner{B: c}); sc.Skip() && sc.End() {
+			return formats.JSONOutput(c)
+		}
+	}
+	return formats.TextOutput(resultText(content))
+}
+
+func (d *decoder) toolResult(agent string, b *block) {
+	out := resultText(b.Content)
 	c := d.call(b.ToolUseID)
 	res := formats.Call{ID: b.ToolUseID, Status: formats.Completed, Output: formats.TextOutput(out)}
 	if b.IsError != nil && *b.IsError {

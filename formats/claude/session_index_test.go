@@ -46,7 +46,7 @@ func sameEvents(t *testing.T, what string, got, want []*formats.Event) {
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if g.Kind != w.Kind || g.Text != w.Text || g.Call.ID != w.Call.ID || g.Call.Output.Text() != w.Call.Output.Text() ||
+		if g.Kind != w.Kind || g.Text != w.Text || g.Call.ID != w.Call.ID || g.Call.Output.Decoded() != w.Call.Output.Decoded() ||
 			g.Source.LineNo != w.Source.LineNo || !bytes.Equal(g.Source.Line, w.Source.Line) {
 			t.Fatalf("%s: event %d is %v %q (line %d), want %v %q (line %d)", what, i, g.Kind, g.Text, g.Source.LineNo, w.Kind, w.Text, w.Source.LineNo)
 		}
@@ -255,8 +255,8 @@ func TestSessionFigures(t *testing.T) {
 				t.Fatalf("%s: event %d for its figures is %v %s %s %q %q, read whole %v %s %s %q %q", name, i,
 					f.Kind, f.Status, f.Call.Status, f.Call.Error, f.Text, a.Kind, a.Status, a.Call.Status, a.Call.Error, a.Text)
 			}
-			if f.Kind == formats.ToolResult && f.Call.Status == formats.Completed && a.Call.Output.Text() != "" {
-				if f.Call.Output.Text() != "" {
+			if f.Kind == formats.ToolResult && f.Call.Status == formats.Completed && a.Call.Output.Decoded() != "" {
+				if f.Call.Output.Decoded() != "" {
 					t.Errorf("%s: event %d: a successful call's output is given for the figures", name, i)
 				}
 				left++

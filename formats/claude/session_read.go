@@ -1849,14 +1849,15 @@ func (b *sessBuild) callEvents(agent string, bl block) []*formats.Event {
 func (b *sessBuild) resultEvent(agent string, bl block) *formats.Event {
 	failed := bl.IsError != nil && *bl.IsError
 	out := ""
-	if !b.opts.Figures || failed {
+	res := formats.Call{ID: bl.ToolUseID, Status: formats.Completed}
+	switch {
+	case failed:
 		// A failed call's text says whether it was refused.
-		out = contentText(bl.Content)
-		if c := bytes.TrimSpace(bl.Content); out == "" && len(c) > 0 && c[0] == '[' && !bytes.Contains(c, []byte(`"text"`)) {
-			out = strings.ToValidUTF8(string(c), "\uFFFD")
-		}
+		out = resultText(bl.Content)
+	case b.opts.Figures:
+	default:
+		res.Output = resultOutput(bl.Content)
 	}
-	res := formats.Call{ID: bl.ToolUseID, Status: formats.Completed, Output: formats.TextOutput(out)}
 	if failed {
 		res.Status, res.Output, res.Error = formats.Failed, formats.TextOutput(""), out
 		if isRefusal(out) {
@@ -1936,7 +1937,7 @@ func (b *sessBuild) user(r *sessRec, agent string, carried *bool) {
 				if !a.inline {
 					b.agentEvents(a)
 				}
-				report := ev.Call.Output.Text()
+				report := ev.Call.Output.Decoded()
 				if ev.Call.Status != formats.Completed {
 					report = ev.Call.Error
 				}

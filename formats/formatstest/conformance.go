@@ -174,7 +174,7 @@ func CheckFigures(all, figures []*formats.Event) []Problem {
 				f.Kind, f.Status, f.Call.ID, f.Call.Status, f.Call.Error, a.Kind, a.Status, a.Call.ID, a.Call.Status, a.Call.Error)
 			continue
 		}
-		if fo, ao := f.Call.Output.Text(), a.Call.Output.Text(); fo != ao && (fo != "" || a.Kind != formats.ToolResult || a.Call.Status != formats.Completed) {
+		if fo, ao := f.Call.Output.Decoded(), a.Call.Output.Decoded(); fo != ao && (fo != "" || a.Kind != formats.ToolResult || a.Call.Status != formats.Completed) {
 			ps.add(i, a, "figures", "read for the figures the call's output is %q, read whole %q: ReadOptions.Figures may leave out a successful call's output (\"\"), not change it", fo, ao)
 		}
 	}
