@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -942,7 +943,8 @@ func wrapped(s string, figures bool) (outputWrapper, bool) {
 	if !strings.HasPrefix(t, `{"output"`) {
 		return outputWrapper{}, false
 	}
-	if w, ok, sure := scanWrapper([]byte(t)); sure {
+	// The scanner only reads: t's bytes need no copy.
+	if w, ok, sure := scanWrapper(unsafe.Slice(unsafe.StringData(t), len(t))); sure {
 		if !ok || w.Output != nil {
 			return w, ok
 		}
