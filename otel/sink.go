@@ -258,25 +258,29 @@ func (s *exportSink) drainLocked() {
 	}
 	s.pending = nil
 	for !s.over.empty() {
-		line, n, seq, err := s.over.read()
-		if err != nil {
-			s.spool.lost(err, n)
-			s.settleLocked(seq, nil)
-			s.dropOverLocked(err)
+		line, n, seq, ok := s.readOverLocked()
+		if !ok {
 			return
 		}
 		s.settleRawLocked(seq, line, n)
 	}
 }
 
-// dropOverLocked gives up on the batches of the overflow file, which
-// could not be read back: their spans are lost.
-func (s *exportSink) dropOverLocked(err error) {
-	n, seqs := s.over.drop()
-	s.spool.lost(err, n)
+// readOverLocked reads the next batch of the overflow file: its line, its
+// count of spans and its number. ok is false when it cannot be read back:
+// then it and the file's other batches are given up, their spans lost.
+func (s *exportSink) readOverLocked() (line []byte, n int, seq int64, ok bool) {
+	line, n, seq, err := s.over.read()
+	if err == nil {
+		return line, n, seq, true
+	}
+	rest, seqs := s.over.drop()
+	s.spool.lost(err, n+rest)
+	s.settleLocked(seq, nil)
 	for _, q := range seqs {
 		s.settleLocked(q, nil)
 	}
+	return nil, 0, 0, false
 }
 
 // settleLocked settles batch seq: rest is what of it goes to the spool
@@ -366,11 +370,8 @@ func (s *exportSink) next() (b batch, ok bool) {
 			break
 		}
 		if !s.over.empty() {
-			line, n, seq, err := s.over.read()
-			if err != nil {
-				s.spool.lost(err, n)
-				s.settleLocked(seq, nil)
-				s.dropOverLocked(err)
+			line, _, seq, ok := s.readOverLocked()
+			if !ok {
 				continue
 			}
 			// Decoding is slow: let the reader go on meanwhile.
