@@ -58,14 +58,9 @@ type exportSink struct {
 	stderr io.Writer
 	rep    *formats.Report
 
-	mu      sync.Mutex
-	cond    *sync.Cond
-	cur     []item // the batch being filled
-	seq     int64  // the number the next batch gets
-	spooled int64  // every batch numbered below it is settled, in order
-	// settled holds what is to be spooled of batches settled before an
-	// earlier one (nil: delivered), by number, at most one a sender.
-	settled   map[int64][]item
+	mu        sync.Mutex
+	cond      *sync.Cond
+	cur       []item // the batch being filled
 	curBytes  int
 	curGroups map[groupKey]bool
 	curSince  time.Time
@@ -82,6 +77,11 @@ type exportSink struct {
 	messages  []string
 	cut       int
 	spool     spoolFile
+	seq       int64 // the number the next batch gets
+	spooled   int64 // every batch numbered below it is settled, in order
+	// settled holds what is to be spooled of batches settled before an
+	// earlier one (nil: delivered), by number, at most one a sender.
+	settled map[int64][]item
 
 	ctx     context.Context // cancelled to abort the requests in flight
 	cancel  context.CancelFunc
