@@ -50,6 +50,9 @@ func TestConformance(t *testing.T) {
 			"agents/claude-code/1.0.128/api-error/stream-json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128stream-jsonapi-error3878078660-002-work/a4ab8c8d-3148-4138-bd1f-83428f4d343a.jsonl",
 			"agents/claude-code/1.0.128/parallel/json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128jsonparallel2549045506-002-work/35d0f89a-d53c-4cd9-8913-78e24bcd80bb.jsonl",
 			"agents/claude-code/1.0.128/parallel/stream-json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128stream-jsonparallel3540006413-002-work/6371d093-72d4-4e92-91be-b97c0e3cbd7b.jsonl",
+			// Refused calls: their failed results' texts (rule "figures").
+			"agents/claude-code/1.0.128/refused/json/home/.claude/projects/-tmp-TestAgentsclaude-code-1-0-128jsonrefused1599376618-002-work/c71d2a76-d0e6-4fe1-8707-ad61dbea9213.jsonl",
+			"agents/claude-code/2.1.332/refused/json/home/.claude/projects/-tmp-TestAgentsclaude-code-2-1-332jsonrefused3672407994-002-work/4f5235d4-0c20-45d7-b899-64999d65eb01.jsonl",
 		)
 	})
 	t.Run(claude.Amp.Name, func(t *testing.T) {
