@@ -2,14 +2,16 @@ package codex
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/goccy/go-json"
 )
 
 // wrappedByMap is wrapped as it was: the object's keys decoded as a map,
-// then the wrapper decoded.
+// then the wrapper decoded, white space around it trimmed.
 func wrappedByMap(s string) (outputWrapper, bool) {
+	s = strings.TrimSpace(s)
 	var w outputWrapper
 	var keys map[string]json.RawMessage
 	if json.Unmarshal([]byte(s), &keys) != nil {
