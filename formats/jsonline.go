@@ -1,7 +1,6 @@
 package formats
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"math/bits"
@@ -499,9 +498,10 @@ func AppendCompact(dst, v []byte) ([]byte, bool) {
 
 // AppendIndent appends the JSON value v indented as json.Indent does (each
 // element on a line of its own, prefix "", indent per level, a space after
-// a colon, "{}" and "[]" for empty ones), stepping over strings a chunk at
-// a time: json.Indent reads a byte at a time. v is valid JSON, as an
-// encoder made it; white space between its tokens is dropped.
+// a colon, "{}" and "[]" for empty ones), stepping over strings with the
+// scanner, eight bytes at a time: json.Indent reads a byte at a time. v is
+// valid JSON, as an encoder made it; white space between its tokens is
+// dropped.
 func AppendIndent(dst, v []byte, indent string) []byte {
 	depth := 0
 	newline := func() {
@@ -510,44 +510,29 @@ func AppendIndent(dst, v []byte, indent string) []byte {
 			dst = append(dst, indent...)
 		}
 	}
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
+	s := JSONScanner{B: v}
+	for s.I < len(v) {
+		c := v[s.I]
+		switch c {
 		case '"':
-			// The closing quote: the next one not escaped, that is, not
-			// after an odd run of backslashes.
-			j := i + 1
-			for {
-				k := bytes.IndexByte(v[j:], '"')
-				if k < 0 {
-					j = len(v)
-					break
-				}
-				j += k
-				n := 0
-				for n < j-i-1 && v[j-1-n] == '\\' {
-					n++
-				}
-				j++
-				if n%2 == 0 {
-					break
-				}
+			start := s.I
+			if _, _, _, ok := s.String(); !ok {
+				return append(dst, v[start:]...) // not JSON: the rest as it is
 			}
-			dst = append(dst, v[i:j]...)
-			i = j - 1
+			dst = append(dst, v[start:s.I]...)
+			continue
 		case '{', '[':
 			dst = append(dst, c)
+			s.I++
 			// An empty one stays on its line.
-			k := i + 1
-			for k < len(v) && isSpace(v[k]) {
-				k++
-			}
-			if k < len(v) && (v[k] == '}' || v[k] == ']') {
-				dst = append(dst, v[k])
-				i = k
+			if e := s.Space(); e == '}' || e == ']' {
+				dst = append(dst, e)
+				s.I++
 				continue
 			}
 			depth++
 			newline()
+			continue
 		case '}', ']':
 			depth--
 			newline()
@@ -561,8 +546,7 @@ func AppendIndent(dst, v []byte, indent string) []byte {
 		default:
 			dst = append(dst, c)
 		}
+		s.I++
 	}
 	return dst
 }
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
