@@ -84,31 +84,32 @@ type blockSessRecord[B any] struct {
 // content that is a string, a block with a field of another type, a
 // number to repair) goes the way of decodeSessRecord, the same.
 func decodeSessBlocks(rep *formats.Report, line int, data []byte, r *sessRecord, full bool) *formats.LineError {
-	var m *apiMessage
+	var ok bool
 	if full {
-		var x blockSessRecord[block]
-		if json.Unmarshal(data, &x) != nil {
-			return decodeSessRecord(rep, line, data, r)
-		}
-		*r = x.sessRecord
-		if x.Message != nil {
-			m = &apiMessage{ID: x.Message.ID, Model: x.Message.Model, StopReason: x.Message.StopReason, Usage: x.Message.Usage, bs: x.Message.Content}
-		}
+		ok = decodeWithBlocks(data, r, func(bs []block) []block { return bs })
 	} else {
-		var x blockSessRecord[lightBlock]
-		if json.Unmarshal(data, &x) != nil {
-			return decodeSessRecord(rep, line, data, r)
-		}
-		*r = x.sessRecord
-		if x.Message != nil {
-			m = &apiMessage{ID: x.Message.ID, Model: x.Message.Model, StopReason: x.Message.StopReason, Usage: x.Message.Usage, bs: fromLight(x.Message.Content)}
-		}
+		ok = decodeWithBlocks(data, r, fromLight)
 	}
-	if m != nil {
-		m.decoded = true
+	if !ok {
+		return decodeSessRecord(rep, line, data, r)
 	}
-	r.Message = m
 	return nil
+}
+
+// decodeWithBlocks decodes a line into r with its message's content read
+// as blocks of type B, given as blocks by conv; false if it does not decode
+// so.
+func decodeWithBlocks[B any](data []byte, r *sessRecord, conv func([]B) []block) bool {
+	var x blockSessRecord[B]
+	if json.Unmarshal(data, &x) != nil {
+		return false
+	}
+	*r = x.sessRecord
+	r.Message = nil
+	if m := x.Message; m != nil {
+		r.Message = &apiMessage{ID: m.ID, Model: m.Model, StopReason: m.StopReason, Usage: m.Usage, bs: conv(m.Content), decoded: true}
+	}
+	return true
 }
 
 // decodeSessRecord decodes a line into r, with a message that is a string
