@@ -959,6 +959,12 @@ func wrapped(s string, figures bool) (outputWrapper, bool) {
 		}
 		// A text the scanner does not unquote: the decoder's.
 	}
+	return decodeWrapper(t)
+}
+
+// decodeWrapper reads the wrapper with the decoder: its keys as a map,
+// then the wrapper.
+func decodeWrapper(t string) (outputWrapper, bool) {
 	var w outputWrapper
 	var keys map[string]json.RawMessage
 	if json.Unmarshal([]byte(t), &keys) != nil {
