@@ -203,16 +203,7 @@ func (s *exportSink) pushLocked() {
 		s.spoolLocked(b)
 		return
 	}
-	if s.over.empty() && len(s.pending) < maxPending {
-		s.pending = append(s.pending, b)
-		s.maxHeld = max(s.maxHeld, len(s.pending)+s.inflight)
-		s.cond.Broadcast()
-		return
-	}
-	if s.over == nil {
-		s.over = &overflow{}
-	}
-	if err := s.over.write(b); err == nil {
+	if s.queueLocked(b) {
 		s.cond.Broadcast()
 		return
 	}
@@ -237,17 +228,25 @@ func (s *exportSink) spoolLocked(b batch) {
 		s.settleLocked(b.seq, b.items)
 		return
 	}
+	if !s.queueLocked(b) {
+		// No room on disk: it waits in memory.
+		s.pending = append(s.pending, b)
+	}
+}
+
+// queueLocked puts a batch at the end of the queue: with those waiting in
+// memory while there are few and none on disk, else on disk; false when
+// the disk has no room for it.
+func (s *exportSink) queueLocked(b batch) bool {
 	if s.over.empty() && len(s.pending) < maxPending {
 		s.pending = append(s.pending, b)
-		return
+		s.maxHeld = max(s.maxHeld, len(s.pending)+s.inflight)
+		return true
 	}
 	if s.over == nil {
 		s.over = &overflow{}
 	}
-	if s.over.write(b) != nil {
-		// No room on disk: it waits in memory.
-		s.pending = append(s.pending, b)
-	}
+	return s.over.write(b) == nil
 }
 
 // drainLocked spools the batches waiting in the queue, in order; no batch
