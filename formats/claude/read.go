@@ -115,7 +115,9 @@ type apiMessage struct {
 	Text string `json:"-"`
 	// bs are Content's blocks once decoded (decoded): by the first call
 	// of blocks, or by a decode of the record that read its content as
-	// blocks at once (the session reader's), which leaves Content nil.
+	// blocks at once (the session reader's), which leaves Content nil. A
+	// record its first pass does not keep has light blocks (lightBlock),
+	// which is all that pass reads of it.
 	bs      []block
 	decoded bool
 }
