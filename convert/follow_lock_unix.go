@@ -5,22 +5,37 @@ package convert
 import (
 	"os"
 	"syscall"
+	"time"
 )
+
+// lockWait is how long lockState waits for a held lock before it gives
+// up. A follow that has just ended may not have let go yet: the lock
+// belongs to the open file, and a process started at that moment (by a
+// follow's parent, between its fork and its exec) holds a copy of it for
+// a while.
+const lockWait = 2 * time.Second
 
 // lockState takes the lock of a state file (FILE.lock, held while follow
 // runs): two follows on one state would each deliver every run. false: it
-// is held by another process.
+// is still held by another after lockWait.
 func lockState(path string) (release func(), ok bool, err error) {
 	f, err := os.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, false, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if err == syscall.EWOULDBLOCK {
-			return nil, false, nil
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, true, nil
 		}
-		return nil, false, err
+		if err != syscall.EWOULDBLOCK || time.Now().After(deadline) {
+			f.Close()
+			if err == syscall.EWOULDBLOCK {
+				return nil, false, nil
+			}
+			return nil, false, err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return func() { f.Close() }, true, nil
 }
