@@ -33,6 +33,8 @@ the reasoning among it), cost and size, and the totals. The cost is the
 files' own where they give one (COST FROM source), else an estimate from
 the price table kept with agentconv (COST FROM estimate). Without a DIR it
 looks in the agents' own places: %s.
+What each file gave is kept in a cache, and the next listing reads only
+the files changed since (--no-cache reads every file).
 
 Examples:
    agentconv sessions                          # every session found
@@ -64,6 +66,7 @@ func sessionsFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object per session (path, dialect and the fields), instead of the table"},
 		&cli.StringFlag{Name: "by", Usage: "sum the sessions by `KEY`: day, week or month (of their start), model or project, with the totals"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "show no progress bar (it shows on a terminal for a long listing)"},
+		&cli.BoolFlag{Name: "no-cache", Usage: "read every file, and neither read nor write the cache of what earlier listings read ($XDG_CACHE_HOME/agentconv/sessions.jsonl, else ~/.cache/agentconv/sessions.jsonl)"},
 		&cli.BoolFlag{Name: "paths", Usage: "print only the session files' paths, one a line, for agentconv --files-from -"},
 		&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile to `FILE`"},
 		&cli.StringFlag{Name: "memprofile", Hidden: true, Usage: "write an allocation profile to `FILE`"},
@@ -119,7 +122,10 @@ type SessionInfo struct {
 	// it must be detected.
 	from     string
 	modified time.Time
-	walked   bool // found under a directory
+	// ownedModified is the latest modification time of the files it
+	// owns, in nanoseconds since 1970; 0 when it owns none.
+	ownedModified int64
+	walked        bool // found under a directory
 	// malformed: lines of the file could not be read; its counts leave
 	// them out.
 	malformed bool
@@ -306,8 +312,15 @@ func sessionsCmd(c *cli.Context, sys Sys) int {
 		}
 		prog.start(len(files), srcs)
 	}
-	list, skipped, failed := readSessions(files, rep, prog.update)
+	var cache *sessionsCache
+	if !c.Bool("no-cache") {
+		cache = openSessionsCache(sessionsCacheFile(sys.getenv))
+	}
+	list, skipped, failed := readSessions(files, rep, prog.update, cache)
 	prog.finish()
+	if err := cache.save(); err != nil {
+		fmt.Fprintf(sys.Stderr, "agentconv sessions: cannot keep the cache of this listing (%v): the next one reads every file again; --no-cache stops trying\n", unwrapPath(err))
+	}
 	unread += failed
 	if skipped > 0 {
 		fmt.Fprintf(sys.Stderr, "agentconv sessions: skipped %d %s that no dialect reads\n", skipped, plural(skipped, "file", "files"))

@@ -102,7 +102,7 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 			add(Source{Path: n, Size: st.Size()}, "")
 		}
 	}
-	owned := map[string]int64{}
+	owned := map[string]ownedStat{}
 	for _, w := range walks {
 		known := map[string]string{}
 		srcs, err := dirInputsOwned(w.dir, w.from, unreadable, known)
@@ -117,22 +117,31 @@ func sessionFiles(names []string, getenv func(string) string, unreadable func(st
 		for _, s := range srcs {
 			add(s, w.from.Name)
 		}
-		for f, size := range ownedFiles(w.dir, w.from, known) {
-			owned[f] += size
+		for f, o := range ownedFiles(w.dir, w.from, known) {
+			t := owned[f]
+			t.size += o.size
+			t.modified = max(t.modified, o.modified)
+			owned[f] = t
 		}
 	}
 	for i := range out {
-		out[i].Bytes += owned[out[i].Path]
+		o := owned[out[i].Path]
+		out[i].Bytes += o.size
+		out[i].ownedModified = o.modified
 	}
 	return out, places, nil
 }
 
+// ownedStat is the size of the files an owner owns, and the latest of
+// their modification times (nanoseconds since 1970).
+type ownedStat struct{ size, modified int64 }
+
 // ownedFiles sums, by owner, the sizes of the files under dir that another
 // file reads (Dialect.Owner): a session's size includes its subagents'.
 // known holds the owners already asked for (dirInputsOwned), "" for none.
-func ownedFiles(dir string, from formats.Dialect, known map[string]string) map[string]int64 {
+func ownedFiles(dir string, from formats.Dialect, known map[string]string) map[string]ownedStat {
 	owners := ownerDialects(from)
-	out := map[string]int64{}
+	out := map[string]ownedStat{}
 	if len(owners) == 0 {
 		return out
 	}
@@ -146,7 +155,10 @@ func ownedFiles(dir string, from formats.Dialect, known map[string]string) map[s
 		}
 		if o != "" {
 			if info, err := e.Info(); err == nil {
-				out[o] += info.Size()
+				t := out[o]
+				t.size += info.Size()
+				t.modified = max(t.modified, info.ModTime().UnixNano())
+				out[o] = t
 			}
 		}
 		return nil
@@ -156,7 +168,9 @@ func ownedFiles(dir string, from formats.Dialect, known map[string]string) map[s
 
 // readSessions reads files at once on the machine's cores: the sessions,
 // how many files no dialect reads, and how many could not be read whole.
-func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyProgress)) (list []SessionInfo, skipped, failed int) {
+// A file whose entry in cache (nil for none) is of the file as it is now
+// is not read again.
+func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyProgress), cache *sessionsCache) (list []SessionInfo, skipped, failed int) {
 	ok := make([]bool, len(files))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -168,7 +182,12 @@ func readSessions(files []SessionInfo, rep *formats.Report, progress func(ManyPr
 			defer wg.Done()
 			r := newSessionReader()
 			for i := range work {
-				ok[i] = r.read(&files[i], rep)
+				var hit bool
+				if ok[i], hit = cache.lookup(&files[i]); !hit {
+					plain := files[i]
+					ok[i] = r.read(&files[i], rep)
+					cache.store(&plain, &files[i], ok[i])
+				}
 				mu.Lock()
 				done.Files++
 				done.Runs += files[i].Runs
