@@ -131,13 +131,7 @@ func TestSessionsCache(t *testing.T) {
 // the warning and the exit status come again; a cache that cannot be
 // written is said, and the listing is whole.
 func TestSessionsCacheWarnings(t *testing.T) {
-	lines := strings.SplitAfter(readFile(t, filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")), "\n")
-	dir := t.TempDir()
-	f := filepath.Join(dir, "s.jsonl")
-	bad := strings.Join(lines[:3], "") + "{\"type\":\"user\", broken\n" + strings.Join(lines[3:6], "")
-	if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, f := malformedSession(t)
 	cacheHome := t.TempDir()
 	getenv := func(k string) string {
 		if k == "XDG_CACHE_HOME" {

@@ -352,14 +352,22 @@ func TestNegativeTokenCounts(t *testing.T) {
 // TestSessionsMalformedLine: a session file with a malformed line is
 // listed with what could be read, with a warning naming the line, and the
 // exit status is 1.
-func TestSessionsMalformedLine(t *testing.T) {
+// malformedSession writes a Claude Code session whose fourth line is
+// malformed, alone in a directory.
+func malformedSession(t *testing.T) (dir, file string) {
+	t.Helper()
 	lines := strings.SplitAfter(readFile(t, filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")), "\n")
-	dir := t.TempDir()
-	f := filepath.Join(dir, "s.jsonl")
+	dir = t.TempDir()
+	file = filepath.Join(dir, "s.jsonl")
 	bad := strings.Join(lines[:3], "") + "{\"type\":\"user\", broken\n" + strings.Join(lines[3:6], "")
-	if err := os.WriteFile(f, []byte(bad), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return dir, file
+}
+
+func TestSessionsMalformedLine(t *testing.T) {
+	dir, f := malformedSession(t)
 	code, out, stderr := runSessions(func(string) string { return "" }, time.Time{}, "--json", dir)
 	if code != ExitInput || !strings.Contains(out, `"session_id":"06381696-0074-49f8-863e-6ad4fac507f9"`) || !strings.Contains(stderr, f+":4") {
 		t.Errorf("exit %d: %s\n%s", code, out, stderr)
