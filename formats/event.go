@@ -537,6 +537,9 @@ type Output struct {
 	text  string
 	lit   []byte
 	value json.RawMessage
+	// checked: lit was scanned and is valid UTF-8 (CheckedJSONOutput);
+	// escaped: it has an escape.
+	checked, escaped bool
 }
 
 // TextOutput is an output given as text.
@@ -547,6 +550,14 @@ func TextOutput(s string) Output { return Output{text: s} }
 // Reader), so whoever keeps the Output past the event's Write decodes it
 // first.
 func JSONOutput(lit []byte) Output { return Output{lit: lit} }
+
+// CheckedJSONOutput is JSONOutput for a literal that its reader scanned
+// whole (JSONScanner.String, nothing after it) and found valid UTF-8;
+// escaped is what the scan said. Decode unquotes it without scanning it
+// again.
+func CheckedJSONOutput(lit []byte, escaped bool) Output {
+	return Output{lit: lit, checked: true, escaped: escaped}
+}
 
 // ValueOutput is an output that is a JSON value other than a string, with
 // text its JSON text; a nil value makes a TextOutput.
@@ -585,6 +596,12 @@ func (o Output) IsEmpty() bool {
 func (o *Output) Decode() {
 	if len(o.lit) == 0 {
 		return
+	}
+	if o.text == "" && o.checked {
+		if out, ok := Unquote(o.lit[1:len(o.lit)-1], o.escaped, false); ok {
+			o.text, o.lit = out, nil
+			return
+		}
 	}
 	if o.text == "" {
 		// A string the scanner settles is unquoted without the decoder.

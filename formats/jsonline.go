@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"encoding/binary"
 	"io"
 	"math/bits"
@@ -311,15 +312,13 @@ func Unquote(content []byte, escaped, high bool) (string, bool) {
 	var out strings.Builder
 	out.Grow(len(content))
 	for i := 0; i < len(content); i++ {
-		start := i
-		for i < len(content) && content[i] != '\\' {
-			i++
-		}
-		out.Write(content[start:i])
-		if i == len(content) {
+		j := bytes.IndexByte(content[i:], '\\')
+		if j < 0 {
+			out.Write(content[i:])
 			break
 		}
-		i++
+		out.Write(content[i : i+j])
+		i += j + 1
 		switch content[i] {
 		case 'b':
 			out.WriteByte('\b')

@@ -119,6 +119,12 @@ func checkScan(t *testing.T, b []byte) {
 		if ok && got != want {
 			t.Fatalf("%q: unquoted to %q, the decoder to %q", b, got, want)
 		}
+		// A literal its reader checked decodes as the decoder does.
+		if !high || utf8.Valid(content) {
+			if got := CheckedJSONOutput(bytes.TrimSpace(b), esc).Decoded(); got != want {
+				t.Fatalf("%q: checked, decoded to %q, the decoder to %q", b, got, want)
+			}
+		}
 	}
 }
 

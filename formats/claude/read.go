@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentconv/agentconv/formats"
 	"github.com/goccy/go-json"
@@ -1106,8 +1107,9 @@ func resultOutput(content json.RawMessage) formats.Output {
 	if len(c) > 0 && c[0] == '"' {
 		// Only a literal the scanner checks: what it passes decodes to
 		// the text contentText gives.
-		if sc := (formats.JSONScanner{B: c}); sc.Skip() && sc.End() {
-			return formats.JSONOutput(c)
+		sc := formats.JSONScanner{B: c}
+		if text, escaped, high, ok := sc.String(); ok && sc.End() && (!high || utf8.Valid(text)) {
+			return formats.CheckedJSONOutput(c, escaped)
 		}
 	}
 	return formats.TextOutput(resultText(content))
