@@ -213,9 +213,14 @@ func (c *sessionsCache) lookup(s *SessionInfo) (ok, hit bool) {
 	return e.OK, true
 }
 
-// store keeps what was read of s, unless its reading warned.
+// store keeps what was read of s, unless its reading warned, or it is a
+// binary dialect's: a database, whose changes may be in other files than
+// the one listed (SQLite's write-ahead log).
 func (c *sessionsCache) store(plain, s *SessionInfo, ok bool) {
 	if c == nil || s.malformed || s.Dialect == "-" || s.modified.IsZero() {
+		return
+	}
+	if d, found := Lookup(s.Dialect); found && d.Binary {
 		return
 	}
 	e := &cacheEntry{Path: plain.Path, From: plain.from, Walked: plain.walked, Bytes: plain.Bytes,

@@ -161,3 +161,31 @@ func TestSessionsCacheWarnings(t *testing.T) {
 		t.Errorf("a cache that cannot be written: exit %d: %s\n%s", code, out, stderr)
 	}
 }
+
+// TestSessionsCacheDatabase: an OpenCode database is read at every
+// listing, never kept: what changed may be in its write-ahead log, beside
+// it, with the database file as it was.
+func TestSessionsCacheDatabase(t *testing.T) {
+	home := t.TempDir()
+	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
+	cp(t, filepath.Join("..", "testdata", "agents", "opencode", "1.18.33", "edit", "json", "home", ".local", "share", "opencode", "opencode.db"), db)
+	cacheHome := t.TempDir()
+	getenv := func(k string) string {
+		switch k {
+		case "HOME":
+			return home
+		case "XDG_CACHE_HOME":
+			return cacheHome
+		}
+		return ""
+	}
+	for i := range 2 {
+		code, out, stderr := runSessions(getenv, time.Time{}, "--json")
+		if code != 0 || !strings.Contains(out, db) {
+			t.Fatalf("listing %d: exit %d, the database is not listed:\n%s\n%s", i+1, code, out, stderr)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(cacheHome, "agentconv", "sessions.jsonl")); err == nil && strings.Contains(string(b), db) {
+		t.Errorf("the cache keeps the database:\n%s", b)
+	}
+}
