@@ -201,12 +201,13 @@ func (c *sessionsCache) lookup(s *SessionInfo) (ok, hit bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.old[s.Path]
+	key := cacheKey(s.Path)
+	e := c.old[key]
 	if e == nil || e.From != s.from || e.Walked != s.walked || e.Bytes != s.Bytes ||
 		e.MTime != s.modified.UnixNano() || e.OwnedMTime != s.ownedModified {
 		return false, false
 	}
-	c.new[s.Path] = e
+	c.new[key] = e
 	if e.Info != nil {
 		e.Info.fill(s)
 	}
@@ -223,7 +224,7 @@ func (c *sessionsCache) store(plain, s *SessionInfo, ok bool) {
 	if d, found := Lookup(s.Dialect); found && d.Binary {
 		return
 	}
-	e := &cacheEntry{Path: plain.Path, From: plain.from, Walked: plain.walked, Bytes: plain.Bytes,
+	e := &cacheEntry{Path: cacheKey(plain.Path), From: plain.from, Walked: plain.walked, Bytes: plain.Bytes,
 		MTime: plain.modified.UnixNano(), OwnedMTime: plain.ownedModified, OK: ok, Info: infoOf(s)}
 	c.mu.Lock()
 	c.new[e.Path] = e
@@ -277,6 +278,15 @@ func (c *sessionsCache) save() error {
 		return err
 	}
 	return os.Rename(tmp.Name(), c.file)
+}
+
+// cacheKey is a file's absolute path: a relative one names another file
+// from another directory.
+func cacheKey(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 func unixNano(t time.Time) *int64 {

@@ -189,3 +189,36 @@ func TestSessionsCacheDatabase(t *testing.T) {
 		t.Errorf("the cache keeps the database:\n%s", b)
 	}
 }
+
+// TestSessionsCacheRelative: a file named by a relative path is kept
+// under its absolute path, so that the same relative path from another
+// directory, a file of the same size and time, is not taken for it.
+func TestSessionsCacheRelative(t *testing.T) {
+	src := filepath.Join("..", "testdata", "claude", "sessions", "agentcmd-claude-session-2.0.14.jsonl")
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := t.TempDir(), t.TempDir()
+	when := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	for _, d := range []string{a, b} {
+		cp(t, abs, filepath.Join(d, "x", "s.jsonl"))
+		os.Chtimes(filepath.Join(d, "x", "s.jsonl"), when, when)
+	}
+	cacheHome := t.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_CACHE_HOME" {
+			return cacheHome
+		}
+		return ""
+	}
+	t.Chdir(a)
+	if code, _, stderr := runSessions(getenv, time.Time{}, "--json", "x"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	cacheRewrite(t, filepath.Join(cacheHome, "agentconv", "sessions.jsonl"), filepath.Join(a, "x", "s.jsonl"), `"runs":2`, `"runs":77`)
+	t.Chdir(b)
+	if _, out, _ := runSessions(getenv, time.Time{}, "--json", "x"); strings.Contains(out, `"runs":77`) || !strings.Contains(out, `"runs":2`) {
+		t.Errorf("another directory's x/s.jsonl was taken from the cache:\n%s", out)
+	}
+}
