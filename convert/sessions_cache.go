@@ -11,7 +11,8 @@ package convert
 // size and time are in the cache's stamp, so a new build (a new reader, a
 // new price table) reads every file again. A file whose reading warned
 // (malformed lines, unreadable) is not kept, so that its warning and the
-// exit status come again.
+// exit status come again, nor a binary dialect's (a database). Entries are
+// kept under the files' absolute paths.
 
 import (
 	"bufio"
@@ -30,8 +31,8 @@ import (
 // sessionsCacheVersion is raised when the entries' meaning changes.
 const sessionsCacheVersion = 1
 
-// sessionsCacheMax: a cache file larger than this is not read (about
-// 3 million sessions), nor kept.
+// sessionsCacheMax: a cache file larger than this (over a million
+// sessions) is not read, but written anew.
 const sessionsCacheMax = 1 << 30
 
 // sessionsCacheFile is where the cache is kept: under $XDG_CACHE_HOME,
@@ -153,13 +154,14 @@ func openSessionsCache(file string) *sessionsCache {
 		return nil
 	}
 	c := &sessionsCache{file: file, stamp: stamp, old: map[string]*cacheEntry{}, new: map[string]*cacheEntry{}}
-	f, err := os.Open(file)
+	// Only a regular file: a FIFO put in its place never blocks.
+	f, err := formats.OpenFound(file)
 	if err != nil {
 		c.changed = true
 		return c
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > sessionsCacheMax {
+	if st, err := f.Stat(); err != nil || st.Size() > sessionsCacheMax {
 		c.changed = true
 		return c
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -117,6 +118,24 @@ func TestSessionsCache(t *testing.T) {
 		if _, out, _ := runSessions(getenv, time.Time{}, "--json"); out != want {
 			t.Errorf("%s: the cache written anew gives:\n%s\nwant:\n%s", name, out, want)
 		}
+	}
+
+	// A FIFO in the cache's place: the listing does not wait on it.
+	os.Remove(cache)
+	if err := syscall.Mkfifo(cache, 0o600); err == nil {
+		done := make(chan string, 1)
+		go func() { _, out, _ := runSessions(getenv, time.Time{}, "--json", "--no-cache"); done <- out }()
+		wantNow := <-done
+		go func() { _, out, _ := runSessions(getenv, time.Time{}, "--json"); done <- out }()
+		select {
+		case out := <-done:
+			if out != wantNow {
+				t.Errorf("with a FIFO for a cache the listing differs:\n%s\nwant:\n%s", out, wantNow)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the listing waits on a FIFO in the cache's place")
+		}
+		os.Remove(cache)
 	}
 
 	// A file gone leaves the cache.
