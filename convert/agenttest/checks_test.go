@@ -478,9 +478,16 @@ func (k *checker) sessions() {
 	check := "store/sessions"
 	k.ran[check] = true
 	home := filepath.Join(k.c.Dir, "home")
-	code, out, errs := agentconvEnv(map[string]string{"HOME": home}, nil, "sessions", "--json")
+	// The listings' cache goes to a directory of the test's, never into
+	// the capture; the second listing is the cache's, the same.
+	env := map[string]string{"HOME": home, "XDG_CACHE_HOME": k.t.TempDir()}
+	code, out, errs := agentconvEnv(env, nil, "sessions", "--json")
 	if code != 0 {
 		k.fail(check, "exits %d: %s", code, firstLine(errs))
+		return
+	}
+	if code, again, errs := agentconvEnv(env, nil, "sessions", "--json"); code != 0 || again != out {
+		k.fail(check, "listed again, with the cache of the first listing: exit %d, %q, want %q; %s", code, again, out, firstLine(errs))
 		return
 	}
 	vals, err := jsonValues([]byte(out))
@@ -540,7 +547,7 @@ func (k *checker) sessionsElsewhere() {
 		env   map[string]string
 		args  []string
 	}{
-		{"store/sessions-in-project", map[string]string{"HOME": home}, []string{"--project", k.c.Meta.Work}},
+		{"store/sessions-in-project", map[string]string{"HOME": home, "XDG_CACHE_HOME": k.t.TempDir()}, []string{"--project", k.c.Meta.Work}},
 		{"store/sessions-home", nil, []string{home}},
 	} {
 		k.ran[c.check] = true
