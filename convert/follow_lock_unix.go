@@ -24,18 +24,18 @@ func lockState(path string) (release func(), ok bool, err error) {
 		return nil, false, err
 	}
 	deadline := time.Now().Add(lockWait)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, true, nil
-		}
-		if err != syscall.EWOULDBLOCK || time.Now().After(deadline) {
-			f.Close()
-			if err == syscall.EWOULDBLOCK {
-				return nil, false, nil
-			}
-			return nil, false, err
-		}
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	for err == syscall.EWOULDBLOCK && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	}
+	switch {
+	case err == nil:
+		return func() { f.Close() }, true, nil
+	case err == syscall.EWOULDBLOCK:
+		f.Close()
+		return nil, false, nil
+	}
+	f.Close()
+	return nil, false, err
 }

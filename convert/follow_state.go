@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -71,25 +71,10 @@ func (f *follower) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
-		return fmt.Errorf("cannot save the state in %s: %v", f.path, unwrapPath(err))
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), filepath.Base(f.path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("cannot save the state in %s: %v", f.path, unwrapPath(err))
-	}
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := replaceFile(f.path, true, func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	}); err != nil {
 		return fmt.Errorf("cannot save the state in %s: %v", f.path, unwrapPath(err))
 	}
 	f.dirty, f.saved = false, f.now()

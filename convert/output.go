@@ -95,6 +95,35 @@ func createTempIn(root *os.Root, rel string, perm os.FileMode) (*os.File, string
 	return nil, "", errors.New("cannot make a temporary file beside it")
 }
 
+// replaceFile writes a file of agentconv's own (follow's state, the
+// sessions' cache) whole: into a temporary file beside it, in a directory
+// made for it if need be (0700), then renamed over it, so that a reader
+// never sees it half written. durable: the file is synced before the
+// rename.
+func replaceFile(name string, durable bool, write func(w io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	err = write(tmp)
+	if err == nil && durable {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
 // followLinks resolves name through its symlinks, to the file they name,
 // which may not exist yet (a dangling link is written through).
 func followLinks(name string) (string, error) {

@@ -154,43 +154,41 @@ func openSessionsCache(file string) *sessionsCache {
 		return nil
 	}
 	c := &sessionsCache{file: file, stamp: stamp, old: map[string]*cacheEntry{}, new: map[string]*cacheEntry{}}
-	// Only a regular file: a FIFO put in its place never blocks.
-	f, err := formats.OpenFound(file)
-	if err != nil {
+	// anew: none of the file is used, and it is written again.
+	anew := func() *sessionsCache {
+		clear(c.old)
 		c.changed = true
 		return c
 	}
+	// Only a regular file: a FIFO put in its place never blocks.
+	f, err := formats.OpenFound(file)
+	if err != nil {
+		return anew()
+	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || st.Size() > sessionsCacheMax {
-		c.changed = true
-		return c
+		return anew()
 	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	var head cacheHead
 	line, err := br.ReadBytes('\n')
 	if err != nil || json.Unmarshal(line, &head) != nil || head.Version != sessionsCacheVersion || head.Stamp != stamp {
-		c.changed = true
-		return c
+		return anew()
 	}
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			e := &cacheEntry{}
 			if json.Unmarshal(line, e) != nil || e.Path == "" || (e.OK && e.Info == nil) {
-				// A damaged cache: read every file again.
-				clear(c.old)
-				c.changed = true
-				return c
+				return anew() // damaged: every file is read again
 			}
 			c.old[e.Path] = e
 		}
-		if err == io.EOF {
+		switch {
+		case err == io.EOF:
 			return c
-		}
-		if err != nil {
-			clear(c.old)
-			c.changed = true
-			return c
+		case err != nil:
+			return anew()
 		}
 	}
 }
@@ -253,33 +251,19 @@ func (c *sessionsCache) save() error {
 	if !c.changed {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(c.file), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(c.file), ".sessions-*.jsonl")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	head, _ := json.Marshal(cacheHead{Version: sessionsCacheVersion, Stamp: c.stamp})
-	bw.Write(append(head, '\n'))
-	for _, e := range c.new {
-		line, err := json.Marshal(e)
-		if err != nil {
-			tmp.Close()
-			return err
+	return replaceFile(c.file, false, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		head, _ := json.Marshal(cacheHead{Version: sessionsCacheVersion, Stamp: c.stamp})
+		bw.Write(append(head, '\n'))
+		for _, e := range c.new {
+			line, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			bw.Write(append(line, '\n'))
 		}
-		bw.Write(append(line, '\n'))
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), c.file)
+		return bw.Flush()
+	})
 }
 
 // cacheKey is a file's absolute path: a relative one names another file
