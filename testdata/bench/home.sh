@@ -26,7 +26,13 @@
 #     and against otlp-json on standard output;
 #   - one 100 MB and one 1 GB generated Claude Code session to otlp-json
 #     spans, beside a jq one-liner that reads every record
-#     (select(.type == "assistant") | .message.usage).
+#     (select(.type == "assistant") | .message.usage);
+#   - the floors, what any program that reads the input must spend:
+#     testdata/bench/floor (goccy's json.Valid over each line, on every
+#     core) over the home and over the 1 GB session, and, for atif, a copy
+#     of the tree that atif wrote (cp -r, then sync -f), which makes the
+#     same directories and files with the same bytes and makes them
+#     durable.
 # Needs node and npm (ccusage is installed into
 # ~/.cache/agentconv/ccusage-20.0.24), jq and GNU time (/usr/bin/time).
 set -euo pipefail
@@ -37,6 +43,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$root"
 
 go build -o "$work/agentconv" .
+go build -o "$work/floor" ./testdata/bench/floor
 ac="$work/agentconv"
 ccdir=${CCUSAGE_DIR:-$HOME/.cache/agentconv/ccusage-20.0.24}
 if [ ! -x "$ccdir/node_modules/.bin/ccusage" ]; then
@@ -100,6 +107,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 0.001
 # The cache of the listings (sessions_cache.go), made once: "cached" is a
 # listing of a home where no file changed since the last one.
 HOME="$home" XDG_CACHE_HOME="$work/cache" "$ac" sessions --json > /dev/null
+# copytree: the atif floor, a durable copy of the tree atif wrote in the
+# first round.
+printf '#!/bin/sh\ncp -r "$1" "$2" && sync -f "$2"\n' > "$work/copytree"
+chmod +x "$work/copytree"
 # each: a run of each measure, in turn
 declare -A s=() c=() k=()
 for i in $(seq 1 "$n"); do
@@ -118,7 +129,10 @@ for i in $(seq 1 "$n"); do
     if [ "$name" = ccusage ] && [ "$i" = 1 ]; then
       echo "ccusage session --json lists $(jq '.session | length' "$work/out" 2>/dev/null || echo '?') sessions"
     fi
-    rm -rf "$work/atif" "$work/otlp.json"
+    if [ "$name" = atif ] && [ ! -d "$work/atif.tree" ]; then
+      mv "$work/atif" "$work/atif.tree"
+    fi
+    rm -rf "$work/atif" "$work/otlp.json" "$work/atif.copy"
   done <<LIST
 sessions $ac sessions --json --no-cache
 cached env XDG_CACHE_HOME=$work/cache $ac sessions --json
@@ -126,19 +140,22 @@ ccusage $cc session --json --offline
 otlp $ac --to otlp-json ${places[*]}
 otlpfile $ac --to otlp-json -o $work/otlp.json ${places[*]}
 atif $ac --to atif -o $work/atif/ ${places[*]}
+atiffloor $work/copytree $work/atif.tree $work/atif.copy
+floorhome $work/floor ${places[*]}
 s100 $ac --from claude-session --to otlp-json $work/s100.jsonl
 jq100 jq -c select(.type=="assistant")|.message.usage $work/s100.jsonl
 s1g $ac --from claude-session --to otlp-json $work/s1g.jsonl
 jq1g jq -c select(.type=="assistant")|.message.usage $work/s1g.jsonl
+floor1g $work/floor $work/s1g.jsonl
 LIST
 done
-for name in sessions cached ccusage otlp otlpfile atif s100 jq100 s1g jq1g; do
+for name in sessions cached ccusage otlp otlpfile atif atiffloor floorhome s100 jq100 s1g jq1g floor1g; do
   # shellcheck disable=SC2086
   s[$name]=$(median ${s[$name]}) c[$name]=$(median ${c[$name]}) k[$name]=$(median ${k[$name]})
 done
 echo
 echo "medians of $n interleaved runs (wall s / CPU s / peak RSS MB):"
-for name in sessions cached ccusage otlp otlpfile atif s100 jq100 s1g jq1g; do
+for name in sessions cached ccusage otlp otlpfile atif atiffloor floorhome s100 jq100 s1g jq1g floor1g; do
   printf "  %-9s %7s s %7s CPU-s %7s MB\n" "$name" "${s[$name]}" "${c[$name]}" "$((${k[$name]} / 1024))"
 done
 echo
@@ -148,3 +165,9 @@ echo "  home to otlp-json vs ccusage's listing: $(ratio "${s[ccusage]}" "${s[otl
 echo "  1 GB session to spans vs jq: $(ratio "${s[jq1g]}" "${s[s1g]}")× (wall; CPU $(ratio "${c[jq1g]}" "${c[s1g]}")×); target 10×; peak RSS $((${k[s100]} / 1024)) MB at 100 MB, $((${k[s1g]} / 1024)) MB at 1 GB; target < 100 MB"
 echo "  --to atif -o DIR vs otlp-json -o FILE: $(ratio "${s[atif]}" "${s[otlpfile]}")× the time (wall; CPU $(ratio "${c[atif]}" "${c[otlpfile]}")×); target ≤ 2×"
 echo "    (both made durable before they are in place; against otlp-json on standard output, which is not: $(ratio "${s[atif]}" "${s[otlp]}")× wall, $(ratio "${c[atif]}" "${c[otlp]}")× CPU)"
+echo
+echo "floors (what the target asks, against the least any program that reads the input spends):"
+echo "  sessions 3× ccusage asks for $(ratio "${s[ccusage]}" 3) s; json.Valid over every line of the home, on every core: ${s[floorhome]} s ($(ratio "${c[floorhome]}" 1) CPU-s); agentconv is $(ratio "${s[sessions]}" "${s[floorhome]}")× the floor, $(ratio "${s[cached]}" "${s[floorhome]}")× from the cache"
+echo "  otlp-json ≥ ccusage asks for ${s[ccusage]} s; agentconv is $(ratio "${s[otlp]}" "${s[floorhome]}")× the floor"
+echo "  1 GB 10× jq asks for $(ratio "${s[jq1g]}" 10) s; json.Valid over its lines: ${s[floor1g]} s; agentconv is $(ratio "${s[s1g]}" "${s[floor1g]}")× the floor"
+echo "  atif: a durable copy of the tree atif wrote (cp -r, sync -f): ${s[atiffloor]} s; atif is $(ratio "${s[atif]}" "${s[atiffloor]}")× that, and 2× otlp-json -o FILE asks for $(ratio "${s[otlpfile]}" 0.5) s"
