@@ -16,7 +16,14 @@ import (
 func (p *Pipeline) Write(ev *formats.Event) error {
 	p.res.Events++
 	if !p.view.Open && ev.Kind != formats.RunStart {
-		start := &formats.Event{Kind: formats.RunStart, Time: ev.Time, Arrived: ev.Arrived, Synthetic: true,
+		// An event of the pipeline's own, made again for each run unless
+		// the writer keeps no event: a run of one answer is an event or
+		// two, and an Event is a kilobyte to zero.
+		start := &p.start
+		if !p.to.KeepsNoEvents {
+			start = new(formats.Event)
+		}
+		*start = formats.Event{Kind: formats.RunStart, Time: ev.Time, Arrived: ev.Arrived, Synthetic: true,
 			Source: formats.Source{Dialect: ev.Source.Dialect, LineNo: ev.Source.LineNo}}
 		if err := p.emit(start); err != nil {
 			return err

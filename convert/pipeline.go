@@ -26,6 +26,9 @@ type Pipeline struct {
 	target string
 	res    Result
 	view   *formats.RunView
+	// start is the run start that Write makes for a run that gives none,
+	// reused when the writer keeps no event.
+	start formats.Event
 	// counter counts losses by the things they name.
 	counter formats.LossCounter
 	// unknown holds the source event types already warned about, so that

@@ -102,7 +102,9 @@ type TrackedCall struct {
 func (t *CallTracker) Start(e *Event) *TrackedCall {
 	t.calls.Keep = !t.ForgetEnded
 	if len(t.slab) == cap(t.slab) {
-		t.slab = make([]TrackedCall, 0, 16)
+		// 4, 4, 8, 16, 16, …: most runs make a call or two, and a
+		// TrackedCall is a few hundred bytes to zero.
+		t.slab = make([]TrackedCall, 0, min(max(t.count, 4), 16))
 	}
 	t.slab = t.slab[:len(t.slab)+1]
 	c := &t.slab[len(t.slab)-1]
