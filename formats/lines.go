@@ -426,6 +426,14 @@ func WriteJSONLine(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
+	if bw, ok := w.(io.ByteWriter); ok {
+		// A buffered writer: the line break is written apart, where
+		// appending it would copy the line.
+		if _, err = w.Write(b); err == nil {
+			err = bw.WriteByte('\n')
+		}
+		return err
+	}
 	b = append(b, '\n')
 	_, err = w.Write(b)
 	return err
