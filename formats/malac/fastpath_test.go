@@ -56,3 +56,39 @@ func TestAtCacheIsTheLayout(t *testing.T) {
 		}
 	}
 }
+
+// The lines of every run built by hand (strs, agentStarted, agentFinished)
+// are the encoder's lines, whatever their strings hold: quotes, control
+// characters, HTML, U+2028, invalid UTF-8.
+func TestRunLinesAreTheEncodersLines(t *testing.T) {
+	env := envelope{"agent-\"1\"", 7, "2000-01-01T00:00:00.000Z", "turn_finished"}
+	for _, s := range []string{"", "plain", "a \"q\" \\ b\n\t\r\x00\x1f", "<&> ü 日本 \u2028\u2029", "bad \xff\xfe utf-8 \xe2\x82", "\U0001F600"} {
+		check := func(what string, fast func(m *writer) error, v any) {
+			t.Helper()
+			var fb, sb bytes.Buffer
+			if err := fast(&writer{w: &fb}); err != nil {
+				t.Fatal(err)
+			}
+			if err := formats.WriteJSONLine(&sb, v); err != nil {
+				t.Fatal(err)
+			}
+			if fb.String() != sb.String() {
+				t.Errorf("%s %q:\n by hand %s encoder %s", what, s, fb.String(), sb.String())
+			}
+		}
+		check("strs", func(m *writer) error { return m.strs(env, "status", s, "text", s) }, struct {
+			envelope
+			Status string `json:"status"`
+			Text   string `json:"text"`
+		}{env, s, s})
+		for _, p := range []*string{nil, &s} {
+			l := agentStartedLine{env, s, p, p, &s}
+			check("agent_started", func(m *writer) error { return m.agentStarted(l) }, l)
+		}
+		code := -3
+		for _, c := range []*int{nil, &code} {
+			l := agentFinishedLine{env, s, s, c}
+			check("agent_finished", func(m *writer) error { return m.agentFinished(l) }, l)
+		}
+	}
+}

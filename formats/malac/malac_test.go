@@ -404,3 +404,23 @@ func TestExitCodeOnMainAgentFinished(t *testing.T) {
 		t.Errorf("an implied exit code was written:\n%s", out)
 	}
 }
+
+// Each run's calls are its own: a second run that reuses the first's call
+// ids (a refused call, announced by the writer at its result) gets its
+// own tool_started and permission lines, though the writer reuses its
+// maps from run to run.
+func TestWriteRunsReuseCallIDs(t *testing.T) {
+	run := func(session string) []*formats.Event {
+		return []*formats.Event{
+			{Kind: formats.RunStart, Run: formats.RunInfo{SessionID: session, Model: "m-" + session}},
+			{Kind: formats.ToolResult, Call: formats.Call{ID: "c2", Name: "bash", Args: []byte(`{}`), Status: formats.Denied, Error: "no"}},
+			{Kind: formats.RunEnd, Status: formats.Denied, Run: formats.RunInfo{SessionID: session}},
+		}
+	}
+	out, _ := formatstest.WriteReport(t, Dialect, append(run("s1"), run("s2")...))
+	for _, want := range []string{`"type":"tool_started","call_id":"c2"`, `"type":"permission_requested","request_id":"perm-c2"`, `"type":"permission_resolved","request_id":"perm-c2"`} {
+		if n := strings.Count(out, want); n != 2 {
+			t.Errorf("%d lines of %s, want one a run:\n%s", n, want, out)
+		}
+	}
+}

@@ -27,16 +27,6 @@ type agentStartedLine struct {
 	Cwd    *string `json:"cwd"`
 }
 
-type textLine struct {
-	envelope
-	Text string `json:"text"`
-}
-
-type modelLine struct {
-	envelope
-	Model string `json:"model"`
-}
-
 type messageLine struct {
 	envelope
 	Message assistantMessage `json:"message"`
@@ -97,23 +87,6 @@ type usageLine struct {
 	ContextTokens *int64       `json:"context_tokens"`
 }
 
-type compactedLine struct {
-	envelope
-	Summary string `json:"summary"`
-}
-
-type noticeLine struct {
-	envelope
-	Level   string `json:"level"`
-	Message string `json:"message"`
-}
-
-type turnFinishedLine struct {
-	envelope
-	Status string `json:"status"`
-	Text   string `json:"text"`
-}
-
 type agentFinishedLine struct {
 	envelope
 	Status string `json:"status"`
@@ -136,6 +109,22 @@ type writer struct {
 	lastAt time.Time
 	runs   int
 	run    encoding
+	// spare holds the maps of the runs' encodings, cleared for each run.
+	spare encoding
+}
+
+// reset clears e's maps (made again when a run filled them past a few
+// hundred, which clear would go over for each run after) and gives an
+// encoding with them.
+func (e *encoding) reset() encoding {
+	if e.models == nil || len(e.announced)+len(e.perms) > 256 {
+		*e = encoding{models: map[string]string{}, announced: map[string]bool{}, perms: map[string]*permState{}, totals: map[string]formats.UsageInfo{}}
+	}
+	clear(e.models)
+	clear(e.announced)
+	clear(e.perms)
+	clear(e.totals)
+	return encoding{models: e.models, announced: e.announced, perms: e.perms, totals: e.totals}
 }
 
 // encoding is what the writer keeps of the lines it wrote for one run; the
@@ -197,8 +186,8 @@ func (m *writer) Observe(e *formats.Event, _ *formats.RunView) {
 
 func (m *writer) begin(e *formats.Event) {
 	m.runs++
-	m.run = encoding{main: e.Run.SessionID, models: map[string]string{"": e.Run.Model},
-		announced: map[string]bool{}, perms: map[string]*permState{}, totals: map[string]formats.UsageInfo{}}
+	m.run = m.spare.reset()
+	m.run.main, m.run.models[""] = e.Run.SessionID, e.Run.Model
 	if m.run.main == "" {
 		m.run.main = "agent-" + strconv.Itoa(m.runs)
 	}
@@ -221,22 +210,22 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 		if label == "" {
 			label = "main"
 		}
-		return m.line(agentStartedLine{m.env(e, "agent_started"), label, nil, formats.NilIfEmpty(e.Run.Model), formats.NilIfEmpty(e.Run.Cwd)})
+		return m.agentStarted(agentStartedLine{m.env(e, "agent_started"), label, nil, formats.NilIfEmpty(e.Run.Model), formats.NilIfEmpty(e.Run.Cwd)})
 	case formats.AgentStart:
 		parent := m.agentID(e.AgentInfo.Parent)
 		m.run.models[e.Agent] = e.AgentInfo.Model
-		return m.line(agentStartedLine{m.env(e, "agent_started"), e.AgentInfo.Label, &parent, formats.NilIfEmpty(e.AgentInfo.Model), formats.NilIfEmpty(e.AgentInfo.Cwd)})
+		return m.agentStarted(agentStartedLine{m.env(e, "agent_started"), e.AgentInfo.Label, &parent, formats.NilIfEmpty(e.AgentInfo.Model), formats.NilIfEmpty(e.AgentInfo.Cwd)})
 	case formats.AgentEnd:
-		return m.line(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Report(), nil})
+		return m.agentFinished(agentFinishedLine{m.env(e, "agent_finished"), statusWord(e.Status), e.Report(), nil})
 	case formats.ModelChange:
 		m.run.models[e.Agent] = e.Run.Model
-		return m.line(modelLine{m.env(e, "model_changed"), e.Run.Model})
+		return m.strs(m.env(e, "model_changed"), "model", e.Run.Model)
 	case formats.UserMessage:
-		return m.line(textLine{m.env(e, "user_message"), e.Prompt()})
+		return m.strs(m.env(e, "user_message"), "text", e.Prompt())
 	case formats.TextDelta:
-		return m.line(textLine{m.env(e, "text_delta"), e.Piece()})
+		return m.strs(m.env(e, "text_delta"), "text", e.Piece())
 	case formats.ThinkingDelta:
-		return m.line(textLine{m.env(e, "thinking_delta"), e.Piece()})
+		return m.strs(m.env(e, "thinking_delta"), "text", e.Piece())
 	case formats.Message:
 		var blocks []contentBlock
 		if e.Thinking != "" {
@@ -272,12 +261,12 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 	case formats.Usage:
 		return m.usage(e)
 	case formats.Compaction:
-		return m.line(compactedLine{m.env(e, "compacted"), e.Summary()})
+		return m.strs(m.env(e, "compacted"), "summary", e.Summary())
 	case formats.Notice:
 		if e.Severity == formats.Error {
 			m.run.lastError = e.NoticeText()
 		}
-		return m.line(noticeLine{m.env(e, "notice"), e.Severity.String(), e.NoticeText()})
+		return m.strs(m.env(e, "notice"), "level", e.Severity.String(), "message", e.NoticeText())
 	case formats.TurnEnd:
 		text := e.FinalText()
 		if e.Agent == "" {
@@ -289,7 +278,7 @@ func (m *writer) Write(e *formats.Event, v *formats.RunView) error {
 			m.run.active, m.run.turnSeen = false, true
 			m.run.turnStatus, m.run.turnText = statusWord(e.Status), text
 		}
-		return m.line(turnFinishedLine{m.env(e, "turn_finished"), statusWord(e.Status), text})
+		return m.strs(m.env(e, "turn_finished"), "status", statusWord(e.Status), "text", text)
 	case formats.RunEnd:
 		return m.end(e, v)
 	}
@@ -389,6 +378,49 @@ func (m *writer) agentID(agent string) string {
 
 func (m *writer) line(v any) error { return formats.WriteJSONLine(m.w, v) }
 
+// The lines of every run, built by hand as the encoder would write
+// them: a run of one answer is three or four lines, and the encoder's
+// work for each was most of the writer's.
+
+// strs writes a line of env and string fields, given as key, value, ….
+func (m *writer) strs(env envelope, kv ...string) error {
+	j := m.envelope(env)
+	for i := 0; i+1 < len(kv); i += 2 {
+		j.Str(kv[i], kv[i+1])
+	}
+	_, err := j.WriteTo(m.w)
+	return err
+}
+
+func (m *writer) agentStarted(l agentStartedLine) error {
+	j := m.envelope(l.envelope).Str("label", l.Label)
+	for _, f := range [...]struct {
+		k string
+		v *string
+	}{{"parent", l.Parent}, {"model", l.Model}, {"cwd", l.Cwd}} {
+		if f.v == nil {
+			j.Null(f.k)
+		} else {
+			j.Str(f.k, *f.v)
+		}
+	}
+	_, err := j.WriteTo(m.w)
+	return err
+}
+
+func (m *writer) agentFinished(l agentFinishedLine) error {
+	j := m.envelope(l.envelope).Str("status", l.Status).Str("report", l.Report)
+	if l.ExitCode != nil {
+		j.Int("exit_code", int64(*l.ExitCode))
+	}
+	_, err := j.WriteTo(m.w)
+	return err
+}
+
+func (m *writer) envelope(env envelope) *formats.JSONLine {
+	return m.buf.Begin().Str("agent", env.Agent).Int("seq", env.Seq).Str("at", env.At).Str("type", env.Type)
+}
+
 func (m *writer) perm(callID string) *permState {
 	p := m.run.perms[callID]
 	if p == nil {
@@ -482,7 +514,7 @@ func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 	defer func() { m.run = encoding{} }()
 	if e.Run.Model != "" && e.Run.Model != r.models[""] {
 		r.models[""] = e.Run.Model
-		if err := m.line(modelLine{m.env(e, "model_changed"), e.Run.Model}); err != nil {
+		if err := m.strs(m.env(e, "model_changed"), "model", e.Run.Model); err != nil {
 			return err
 		}
 	}
@@ -506,7 +538,7 @@ func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 		if status == formats.Cancelled {
 			level = "warning"
 		}
-		if err := m.line(noticeLine{m.env(e, "notice"), level, msg}); err != nil {
+		if err := m.strs(m.env(e, "notice"), "level", level, "message", msg); err != nil {
 			return err
 		}
 	}
@@ -523,12 +555,12 @@ func (m *writer) end(e *formats.Event, v *formats.RunView) error {
 	}
 	word := statusWord(status)
 	if !r.turnSeen || r.active || r.turnText != text || r.turnStatus != word {
-		if err := m.line(turnFinishedLine{m.env(e, "turn_finished"), word, text}); err != nil {
+		if err := m.strs(m.env(e, "turn_finished"), "status", word, "text", text); err != nil {
 			return err
 		}
 	}
 	if code := v.ExitCode; code != readExit(status, r.refusedLast) {
-		return m.line(agentFinishedLine{m.env(e, "agent_finished"), word, "", &code})
+		return m.agentFinished(agentFinishedLine{m.env(e, "agent_finished"), word, "", &code})
 	}
 	return nil
 }
