@@ -108,13 +108,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 0.001
 # listing of a home where no file changed since the last one.
 HOME="$home" XDG_CACHE_HOME="$work/cache" "$ac" sessions --json > /dev/null
 # copytree: the atif floor, a durable copy of the tree atif wrote in the
-# first round.
+# first round. Each round writes trees of its own, removed after the last
+# round, outside the measures.
 printf '#!/bin/sh\ncp -r "$1" "$2" && sync -f "$2"\n' > "$work/copytree"
 chmod +x "$work/copytree"
 # each: a run of each measure, in turn
 declare -A s=() c=() k=()
 for i in $(seq 1 "$n"); do
-  rm -rf "$work/atif"
   while read -r name cmd; do
     read -r ws cs kb < <(HOME="$home" measure $cmd)
     s[$name]+="$ws " c[$name]+="$cs " k[$name]+="$kb "
@@ -129,18 +129,15 @@ for i in $(seq 1 "$n"); do
     if [ "$name" = ccusage ] && [ "$i" = 1 ]; then
       echo "ccusage session --json lists $(jq '.session | length' "$work/out" 2>/dev/null || echo '?') sessions"
     fi
-    if [ "$name" = atif ] && [ ! -d "$work/atif.tree" ]; then
-      mv "$work/atif" "$work/atif.tree"
-    fi
-    rm -rf "$work/atif" "$work/otlp.json" "$work/atif.copy"
+    rm -rf "$work/otlp.json"
   done <<LIST
 sessions $ac sessions --json --no-cache
 cached env XDG_CACHE_HOME=$work/cache $ac sessions --json
 ccusage $cc session --json --offline
 otlp $ac --to otlp-json ${places[*]}
 otlpfile $ac --to otlp-json -o $work/otlp.json ${places[*]}
-atif $ac --to atif -o $work/atif/ ${places[*]}
-atiffloor $work/copytree $work/atif.tree $work/atif.copy
+atif $ac --to atif -q -o $work/atif.$i/ ${places[*]}
+atiffloor $work/copytree $work/atif.1 $work/atif.copy.$i
 floorhome $work/floor ${places[*]}
 s100 $ac --from claude-session --to otlp-json $work/s100.jsonl
 jq100 jq -c select(.type=="assistant")|.message.usage $work/s100.jsonl
@@ -149,6 +146,7 @@ jq1g jq -c select(.type=="assistant")|.message.usage $work/s1g.jsonl
 floor1g $work/floor $work/s1g.jsonl
 LIST
 done
+rm -rf "$work"/atif.*
 for name in sessions cached ccusage otlp otlpfile atif atiffloor floorhome s100 jq100 s1g jq1g floor1g; do
   # shellcheck disable=SC2086
   s[$name]=$(median ${s[$name]}) c[$name]=$(median ${c[$name]}) k[$name]=$(median ${k[$name]})
