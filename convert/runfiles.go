@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/agentconv/agentconv/formats"
 )
@@ -39,19 +40,66 @@ type runFiles struct {
 	// under it that leads out is an error, never followed.
 	root    *os.Root
 	rootErr error
-	cur     *os.File // the temporary file of the run being written
-	curTmp  string   // its path under root
-	bw      *bufio.Writer
+	// The run being written: its bytes in buf, or, once they pass spillAt,
+	// in its temporary file (spill, at spillTmp under root, through bw).
+	buf      []byte
+	spill    *os.File
+	spillTmp string
+	bw       *bufio.Writer
 	// ended: the run's end was seen; name is its file's name.
 	ended bool
 	name  string
 	used  map[string]bool // names given, lower-cased
 	next  map[string]int  // by name given, lower-cased: the suffix to try next
 	anon  int             // runs without a session id
-	err   error           // the first failure to write a file
+
+	// The placer, a goroutine started with the first run's end, puts the
+	// ended runs' files in place (jobs) while the conversion goes on.
+	// free gives its buffers back; done is closed when it has placed
+	// every job.
+	jobs chan placeJob
+	free chan []byte
+	done chan struct{}
+	mu   sync.Mutex
+	err  error // the first failure to write a file (mu)
 	// placed: files were put in place, to be made durable at the end
-	// (syncDir) rather than each with an fsync of its own.
+	// (syncDir) rather than each with an fsync of its own (the placer's,
+	// read once it is done).
 	placed bool
+}
+
+// placeJob is an ended run's file for the placer: its bytes, or its
+// temporary file, written whole.
+type placeJob struct {
+	name string
+	data []byte
+	f    *os.File
+	tmp  string
+}
+
+const (
+	// spillAt: a run's bytes are held until they pass spillAt, then
+	// written to its temporary file as they come.
+	spillAt = 1 << 20
+	// placeQueue: the ended runs that wait for the placer, at most; with
+	// spillAt, what the runs waiting hold is bounded by 8 MiB.
+	placeQueue = 8
+)
+
+// fail keeps the first failure and gives it; failed gives it.
+func (rf *runFiles) fail(err error) error {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	if rf.err == nil {
+		rf.err = err
+	}
+	return rf.err
+}
+
+func (rf *runFiles) failed() error {
+	rf.mu.Lock()
+	defer rf.mu.Unlock()
+	return rf.err
 }
 
 // outputDir tells whether -o names a directory that dialect to writes per
@@ -98,24 +146,31 @@ func newRunFilesPipeline(to formats.Dialect, dir string, wo formats.WriteOptions
 
 // Write is the output of the run being written.
 func (rf *runFiles) Write(p []byte) (int, error) {
-	if rf.err != nil {
-		return 0, rf.err
+	if err := rf.failed(); err != nil {
+		return 0, err
 	}
-	if rf.cur == nil {
-		err := rf.rootErr
-		var f *os.File
-		if err == nil {
-			f, rf.curTmp, err = createTempIn(rf.root, "run", 0o666)
+	if rf.rootErr != nil {
+		return 0, rf.fail(fmt.Errorf("cannot write in %s: %v", rf.dir, unwrapPath(rf.rootErr)))
+	}
+	if rf.spill == nil {
+		if len(rf.buf)+len(p) <= spillAt {
+			rf.buf = append(rf.buf, p...)
+			return len(p), nil
 		}
+		f, tmp, err := createTempIn(rf.root, "run", 0o666)
 		if err != nil {
-			rf.err = fmt.Errorf("cannot write in %s: %v", rf.dir, unwrapPath(err))
-			return 0, rf.err
+			return 0, rf.fail(fmt.Errorf("cannot write in %s: %v", rf.dir, unwrapPath(err)))
 		}
-		rf.cur, rf.bw = f, bufio.NewWriterSize(f, 64<<10)
+		rf.spill, rf.spillTmp, rf.bw = f, tmp, bufio.NewWriterSize(f, 64<<10)
+		_, err = rf.bw.Write(rf.buf)
+		rf.buf = rf.buf[:0]
+		if err != nil {
+			return 0, rf.fail(err)
+		}
 	}
 	n, err := rf.bw.Write(p)
 	if err != nil {
-		rf.err = err
+		rf.fail(err)
 	}
 	return n, err
 }
@@ -181,71 +236,152 @@ func safeName(id string) string {
 	return strings.TrimLeft(b.String(), ".")
 }
 
-// finish puts the ended run's file in place.
+// finish hands the ended run's file to the placer.
 func (rf *runFiles) finish() {
 	rf.ended = false
-	f := rf.cur
-	if f == nil || rf.err != nil {
+	if rf.failed() != nil {
+		rf.discard()
+		return
+	}
+	if rf.spill == nil && len(rf.buf) == 0 {
 		return // the run wrote nothing
 	}
-	rf.cur = nil
-	err := rf.bw.Flush()
+	j := placeJob{name: rf.name, data: rf.buf}
+	if rf.spill != nil {
+		j.data, j.f, j.tmp = nil, rf.spill, rf.spillTmp
+		rf.spill = nil
+		if err := rf.bw.Flush(); err != nil {
+			j.f.Close()
+			rf.root.Remove(j.tmp)
+			rf.fail(fmt.Errorf("cannot write %s: %v", filepath.Join(rf.dir, j.name, rf.file), unwrapPath(err)))
+			return
+		}
+	}
+	if rf.jobs == nil {
+		rf.jobs, rf.free, rf.done = make(chan placeJob, placeQueue), make(chan []byte, placeQueue+1), make(chan struct{})
+		go rf.placer()
+	}
+	rf.jobs <- j
+	rf.buf = nil
+	if j.data != nil {
+		select {
+		case b := <-rf.free:
+			rf.buf = b[:0]
+		default:
+		}
+	}
+}
+
+// placer puts each ended run's file in place, in the order the runs
+// ended; after a failure it only removes what the runs left.
+func (rf *runFiles) placer() {
+	defer close(rf.done)
+	for j := range rf.jobs {
+		if rf.failed() != nil {
+			if j.f != nil {
+				j.f.Close()
+				rf.root.Remove(j.tmp)
+			}
+			continue
+		}
+		if err := rf.place(j); err != nil {
+			rf.fail(fmt.Errorf("cannot write %s: %v", filepath.Join(rf.dir, j.name, rf.file), unwrapPath(err)))
+			continue
+		}
+		rf.placed = true
+		if j.data != nil {
+			select {
+			case rf.free <- j.data:
+			default:
+			}
+		}
+	}
+}
+
+// place writes a run's file under a temporary name (its bytes, or the
+// temporary file it spilled to) and renames it into place; on a failure
+// nothing is left.
+func (rf *runFiles) place(j placeJob) error {
+	f, tmp := j.f, j.tmp
+	var err error
+	if f == nil {
+		if f, tmp, err = createTempIn(rf.root, "run", 0o666); err != nil {
+			return err
+		}
+		_, err = f.Write(j.data)
+	}
 	if err == nil && !syncsDir {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	target := filepath.Join(rf.dir, rf.name, rf.file)
 	if err == nil {
 		// One directory a run, named once (nameFor): a mkdir, not the
 		// walk of MkdirAll.
-		if err = rf.root.Mkdir(rf.name, 0o777); errors.Is(err, fs.ErrExist) {
+		if err = rf.root.Mkdir(j.name, 0o777); errors.Is(err, fs.ErrExist) {
 			err = nil
 		}
 	}
 	if err == nil {
-		err = rf.root.Rename(rf.curTmp, path.Join(rf.name, rf.file))
+		err = rf.root.Rename(tmp, path.Join(j.name, rf.file))
 	}
 	if err != nil {
-		rf.root.Remove(rf.curTmp)
-		rf.err = fmt.Errorf("cannot write %s: %v", target, unwrapPath(err))
-		return
+		rf.root.Remove(tmp)
 	}
-	rf.placed = true
+	return err
 }
 
-// Close closes the writer and puts the last run's file in place.
+// wait lets the placer place every run handed to it, and end.
+func (rf *runFiles) wait() {
+	if rf.jobs != nil {
+		close(rf.jobs)
+		<-rf.done
+		rf.jobs = nil
+	}
+}
+
+// Close closes the writer, puts the last run's file in place, waits for
+// the placer and makes the files durable.
 func (rf *runFiles) Close() error {
 	err := rf.w.Close()
 	if rf.ended {
 		rf.finish()
 	}
-	if rf.cur != nil && rf.err == nil {
-		rf.err = errors.New("the writer wrote after the last run ended")
+	if rf.spill != nil || len(rf.buf) > 0 {
+		rf.fail(errors.New("the writer wrote after the last run ended"))
 	}
-	if rf.placed && rf.err == nil {
+	rf.wait()
+	if rf.placed && rf.failed() == nil {
 		if serr := syncDir(rf.dir); serr != nil {
-			rf.err = fmt.Errorf("cannot make the files written in %s durable: %v", rf.dir, serr)
+			rf.fail(fmt.Errorf("cannot make the files written in %s durable: %v", rf.dir, serr))
 		}
 	}
 	if err == nil {
-		err = rf.err
+		err = rf.failed()
 	}
 	return err
 }
 
-// abort removes the file of a run not put in place, and lets the
-// directory go: it is the conversion's end.
+// abort lets the placer place the runs handed to it, removes the file of
+// a run not put in place, and lets the directory go: it is the
+// conversion's end.
 func (rf *runFiles) abort() {
-	if rf.cur != nil {
-		rf.cur.Close()
-		rf.root.Remove(rf.curTmp)
-		rf.cur = nil
-	}
+	rf.wait()
+	rf.discard()
 	if rf.root != nil {
 		rf.root.Close()
 	}
+}
+
+// discard drops the run being written: its bytes, or its temporary file.
+func (rf *runFiles) discard() {
+	if rf.spill != nil {
+		rf.spill.Close()
+		rf.root.Remove(rf.spillTmp)
+		rf.spill = nil
+	}
+	rf.buf = rf.buf[:0]
 }
 
 // runFilesWriter is the runFiles wrapped around a writer; runFilesObserver
@@ -260,8 +396,8 @@ type (
 func (w *runFilesWriter) Write(e *formats.Event, v *formats.RunView) error {
 	rf := (*runFiles)(w)
 	rf.before()
-	if rf.err != nil {
-		return rf.err
+	if err := rf.failed(); err != nil {
+		return err
 	}
 	err := rf.w.Write(e, v)
 	rf.after(e)

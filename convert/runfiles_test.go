@@ -199,3 +199,95 @@ func TestRunNamesLinear(t *testing.T) {
 		t.Errorf("naming 1000 runs allocates %.0f times, 4000 runs %.0f (quadratic?)", small, large)
 	}
 }
+
+// TestOutputDirLargeRuns: runs past what runFiles holds in memory
+// (spillAt) are written through a temporary file, among runs held whole:
+// every file is the document standard output gets, in its place, and no
+// temporary file is left.
+func TestOutputDirLargeRuns(t *testing.T) {
+	doc := func(session string, size int) string {
+		return `{"schema_version":"ATIF-v1.7","session_id":"` + session + `","agent":{"name":"a","version":"1"},"steps":[{"step_id":1,"source":"user","message":"` +
+			strings.Repeat("x", size) + `"}]}` + "\n"
+	}
+	var in strings.Builder
+	var names []string
+	for i, size := range []int{10, 3 * spillAt, 20, spillAt - 200, spillAt + 1, 5} {
+		name := "s" + string(rune('a'+i))
+		in.WriteString(doc(name, size))
+		names = append(names, name)
+	}
+	code, stdout, stderr := runCLI(in.String(), "--from", "atif", "--to", "atif")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := documents(t, stdout)
+	dir := t.TempDir()
+	if code, _, stderr := runCLI(in.String(), "--from", "atif", "--to", "atif", "-o", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var got []string
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name, "trajectory.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, string(b))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d files, %d documents on standard output", len(got), len(want))
+	}
+	for i := range want {
+		if strings.TrimSpace(got[i]) != strings.TrimSpace(want[i]) {
+			t.Errorf("%s/trajectory.json (%d bytes) is not the document of standard output (%d bytes)", names[i], len(got[i]), len(want[i]))
+		}
+	}
+	noTemporaryFiles(t, dir)
+}
+
+// closeOnly is a writer that writes nothing.
+type closeOnly struct{}
+
+func (closeOnly) Write(*formats.Event, *formats.RunView) error { return nil }
+func (closeOnly) Close() error                                 { return nil }
+
+// TestRunFilesSpill: a run written in pieces, held until it passes
+// spillAt and then written on to a temporary file, is put in place whole
+// and in order, between runs held whole.
+func TestRunFilesSpill(t *testing.T) {
+	dir := t.TempDir()
+	rf := &runFiles{dir: dir, file: "f.json", report: formats.NewReport(io.Discard), used: map[string]bool{}, w: closeOnly{}}
+	rf.root, rf.rootErr = os.OpenRoot(dir)
+	want := map[string]string{}
+	for _, run := range []struct {
+		name   string
+		pieces []int
+	}{{"a", []int{10}}, {"b", []int{100, spillAt, 100}}, {"c", []int{5, 5}}, {"d", []int{spillAt / 2, spillAt / 2, 1, spillAt}}} {
+		var all strings.Builder
+		for i, n := range run.pieces {
+			p := strings.Repeat(string(rune('0'+i)), n)
+			if _, err := rf.Write([]byte(p)); err != nil {
+				t.Fatal(err)
+			}
+			all.WriteString(p)
+		}
+		want[run.name] = all.String()
+		rf.ended, rf.name = true, run.name
+		rf.before()
+	}
+	if err := rf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rf.abort()
+	for name, w := range want {
+		b, err := os.ReadFile(filepath.Join(dir, name, "f.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != w {
+			t.Errorf("%s: %d bytes, want %d (or not in order)", name, len(b), len(w))
+		}
+	}
+	if got := len(runTree(t, dir)); got != len(want) {
+		t.Errorf("%d files, want %d: %v", got, len(want), runTree(t, dir))
+	}
+}
