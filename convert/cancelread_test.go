@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentconv/agentconv/formats"
 )
@@ -60,5 +61,54 @@ func TestSignalStopsALoadingReader(t *testing.T) {
 	at, _ := f.Seek(0, io.SeekCurrent)
 	if at > 2<<20 {
 		t.Errorf("read %d bytes of %d after the signal at 1 MB", at, b.Len())
+	}
+}
+
+// cutAtSignal is a producer that writes its chunks, one a read, and is
+// cut by a signal after the last: at its next read the context is
+// cancelled and it ends.
+type cutAtSignal struct {
+	chunks [][]byte
+	cancel func()
+}
+
+func (c *cutAtSignal) Read(b []byte) (int, error) {
+	if len(c.chunks) > 0 {
+		n := copy(b, c.chunks[0])
+		c.chunks = c.chunks[1:]
+		return n, nil
+	}
+	c.cancel()
+	return 0, io.EOF
+}
+
+// slowOutput takes a while to write, as a collector that lags does.
+type slowOutput struct{}
+
+func (slowOutput) Write(b []byte) (int, error) {
+	time.Sleep(2 * time.Millisecond)
+	return len(b), nil
+}
+
+// TestSignalCutsALiveLine: a signal that stops the reading of a live
+// input in the middle of a line ends the conversion as interrupted, never
+// with that line as malformed input (exit 1). The pipeline is still
+// writing the first line's events when the reader, cut, hands over the
+// second line's and the cut one: then both the signal and those events
+// wait for it, and it may take either first.
+func TestSignalCutsALiveLine(t *testing.T) {
+	from, _ := Lookup("adal-stream")
+	to, _ := Lookup("malac")
+	first := []byte(`{"type":"tool_call","id":"c1","name":"bash","args":{}}` + "\n")
+	rest := []byte(`{"type":"answer","content":"x"}` + "\n" + `{"type":"tool_call","id":"c2","na`)
+	for range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var warnings bytes.Buffer
+		p := New(to, slowOutput{}, formats.WriteOptions{Stderr: io.Discard}, Options{From: from, Report: formats.NewReport(&warnings)})
+		err := p.Convert(ctx, Input{Name: "<stdin>", R: &cutAtSignal{chunks: [][]byte{first, rest}, cancel: cancel}})
+		cancel()
+		if !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("got %v, want ErrInterrupted; warnings: %s", err, warnings.String())
+		}
 	}
 }
