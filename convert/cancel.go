@@ -2,6 +2,7 @@ package convert
 
 import (
 	"io"
+	"slices"
 	"sync"
 )
 
@@ -21,18 +22,27 @@ func (p *Pipeline) drainRead(in Input, stop *stopReader, batches <-chan []item) 
 		return
 	}
 	for batch := range batches {
-		for i, it := range batch {
-			if it.err != nil {
-				if _, err := p.writeBatch(in, batch[:i]); err == nil {
-					p.flush()
-				}
-				return
-			}
+		if p.writeCut(in, batch) {
+			return
 		}
 		if _, err := p.deliver(in, batch); err != nil {
 			return
 		}
 	}
+}
+
+// writeCut writes a batch read after a signal up to its first error, the
+// record the stop cut, which is no error of the input; false if it has
+// none, and nothing is written.
+func (p *Pipeline) writeCut(in Input, batch []item) bool {
+	i := slices.IndexFunc(batch, func(it item) bool { return it.err != nil })
+	if i < 0 {
+		return false
+	}
+	if _, err := p.writeBatch(in, batch[:i]); err == nil {
+		p.flush()
+	}
+	return true
 }
 
 // stopReader is an input that ends when stop is called or done is

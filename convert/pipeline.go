@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -227,17 +226,12 @@ func (p *Pipeline) Convert(ctx context.Context, in Input) error {
 		if !ok {
 			break
 		}
-		if ctx.Err() != nil {
-			// A signal came while the batch was read: the reading stopped
-			// there, and the line it ends with, read in part, is no error
-			// of the input (as in drainRead).
-			if i := slices.IndexFunc(batch, func(it item) bool { return it.err != nil }); i >= 0 {
-				if _, err := p.writeBatch(in, batch[:i]); err == nil {
-					p.flush()
-				}
-				p.closeRun(formats.Cancelled, "interrupted by a signal")
-				return ErrInterrupted
-			}
+		// A signal came while the batch was read: the reading stopped
+		// there, and the line it ends with, read in part, is no error of
+		// the input (as in drainRead).
+		if ctx.Err() != nil && p.writeCut(in, batch) {
+			p.closeRun(formats.Cancelled, "interrupted by a signal")
+			return ErrInterrupted
 		}
 		end, err := p.deliver(in, batch)
 		if err != nil {

@@ -253,7 +253,7 @@ func (rf *runFiles) finish() {
 		if err := rf.bw.Flush(); err != nil {
 			j.f.Close()
 			rf.root.Remove(j.tmp)
-			rf.fail(fmt.Errorf("cannot write %s: %v", filepath.Join(rf.dir, j.name, rf.file), unwrapPath(err)))
+			rf.fail(rf.cannotWrite(j.name, err))
 			return
 		}
 	}
@@ -285,7 +285,7 @@ func (rf *runFiles) placer() {
 			continue
 		}
 		if err := rf.place(j); err != nil {
-			rf.fail(fmt.Errorf("cannot write %s: %v", filepath.Join(rf.dir, j.name, rf.file), unwrapPath(err)))
+			rf.fail(rf.cannotWrite(j.name, err))
 			continue
 		}
 		rf.placed = true
@@ -330,6 +330,11 @@ func (rf *runFiles) place(j placeJob) error {
 		rf.root.Remove(tmp)
 	}
 	return err
+}
+
+// cannotWrite is the error of the run file of name.
+func (rf *runFiles) cannotWrite(name string, err error) error {
+	return fmt.Errorf("cannot write %s: %v", filepath.Join(rf.dir, name, rf.file), unwrapPath(err))
 }
 
 // wait lets the placer place every run handed to it, and end.

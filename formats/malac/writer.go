@@ -346,8 +346,7 @@ func appendAt(b []byte, t time.Time) []byte {
 // toolStarted writes a tool_started line, built by hand (one for every
 // call) unless its input is not valid JSON, which the encoder reports.
 func (m *writer) toolStarted(l toolStartedLine) error {
-	j := m.buf.Begin().Str("agent", l.Agent).Int("seq", l.Seq).Str("at", l.At).Str("type", l.Type).
-		Str("call_id", l.CallID).Str("tool", l.Tool).Str("summary", l.Summary)
+	j := m.envelope(l.envelope).Str("call_id", l.CallID).Str("tool", l.Tool).Str("summary", l.Summary)
 	if !j.CompactChecked("input", l.Input, l.compact) {
 		return m.line(l)
 	}
@@ -474,8 +473,7 @@ func (m *writer) result(e *formats.Event, v *formats.RunView) error {
 	// Built by hand: this line carries the tool output, most of the bytes
 	// of a conversion, and the kept source JSON is copied as it is.
 	env := m.env(e, "tool_finished")
-	j := m.buf.Begin().Str("agent", env.Agent).Int("seq", env.Seq).Str("at", env.At).Str("type", env.Type).
-		Str("call_id", c.ID).Str("tool", name)
+	j := m.envelope(env).Str("call_id", c.ID).Str("tool", name)
 	if e.Call.Error == "" && e.Call.Output.Undecoded() {
 		j.Output("output", e.Call.Output)
 	} else {
